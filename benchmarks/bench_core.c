@@ -1,0 +1,238 @@
+/*
+ * bench_core.c -- factored against naive linear attention across n, with
+ * the machine's ceilings measured in the same run.
+ *
+ *   bench_core            the README's quick table (n = 2^9 .. 2^13)
+ *   bench_core --full     the performance study: n up to 2^20, ratios to
+ *                         the bare GEMM calls of the factored path and to
+ *                         a large square dgemm
+ *
+ * Options: --n-min K --n-max K (log2 n), --naive-max K, --reps R,
+ * --block B, --d D, --e E.  d = e = 64, double, identity and elu+1 by
+ * default.  Times are medians over R repetitions (after one warm-up).
+ */
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "linattn.h"
+#include "timing.h"
+
+typedef struct {
+    int n_min, n_max, naive_max, reps;
+    int64_t block, d, e;
+    int full;
+} config;
+
+static void usage(const char *prog)
+{
+    fprintf(stderr,
+            "usage: %s [--full] [--n-min K] [--n-max K] [--naive-max K]\n"
+            "          [--reps R] [--block B] [--d D] [--e E]\n"
+            "  n runs over powers of two 2^n-min .. 2^n-max; the naive path\n"
+            "  stops at 2^naive-max.\n", prog);
+}
+
+static int parse_int(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || v < lo || v > hi)
+        return 0;
+    *out = v;
+    return 1;
+}
+
+static int parse_args(int argc, char **argv, config *c)
+{
+    *c = (config){9, 13, 13, 3, 0, 64, 64, 0};
+    for (int i = 1; i < argc; i++) {
+        long v;
+        const char *a = argv[i];
+        if (!strcmp(a, "--full")) {
+            c->full = 1, c->n_min = 10, c->n_max = 20, c->naive_max = 14;
+            c->reps = 5;
+            continue;
+        }
+        if (i + 1 >= argc)
+            return 0;
+        const char *val = argv[++i];
+        if (!strcmp(a, "--n-min") && parse_int(val, 0, 30, &v))
+            c->n_min = (int)v;
+        else if (!strcmp(a, "--n-max") && parse_int(val, 0, 30, &v))
+            c->n_max = (int)v;
+        else if (!strcmp(a, "--naive-max") && parse_int(val, 0, 30, &v))
+            c->naive_max = (int)v;
+        else if (!strcmp(a, "--reps") && parse_int(val, 1, 1000, &v))
+            c->reps = (int)v;
+        else if (!strcmp(a, "--block") && parse_int(val, 0, 1 << 24, &v))
+            c->block = v;
+        else if (!strcmp(a, "--d") && parse_int(val, 1, 4096, &v))
+            c->d = v;
+        else if (!strcmp(a, "--e") && parse_int(val, 1, 4096, &v))
+            c->e = v;
+        else
+            return 0;
+    }
+    return c->n_min <= c->n_max;
+}
+
+static double *random_matrix(int64_t n, uint64_t *s)
+{
+    double *a = malloc((size_t)n * sizeof *a);
+    if (!a) {
+        fprintf(stderr, "bench_core: out of memory\n");
+        exit(1);
+    }
+    for (int64_t i = 0; i < n; i++) {
+        *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+        a[i] = (double)(*s >> 11) * 0x1.0p-53 * 2 - 1;
+    }
+    return a;
+}
+
+typedef int (*attn_fn)(const linattn_d_plan *, int, int64_t, int64_t,
+                       const double *, int64_t, const double *, int64_t,
+                       const double *, int64_t, double *, int64_t, int64_t *);
+
+/* Median seconds of one attention call over reps (after a warm-up). */
+static double time_attention(attn_fn f, const linattn_d_plan *p, int64_t n,
+                             int64_t d, int64_t e, const double *q,
+                             const double *k, const double *v, double *out,
+                             int reps)
+{
+    double t[1000];
+    for (int r = -1; r < reps; r++) {
+        double t0 = bench_now();
+        int st = f(p, LINATTN_ROW_MAJOR, n, n, q, d, k, d, v, e, out, e, NULL);
+        if (st) {
+            fprintf(stderr, "bench_core: %s\n", linattn_strerror(st));
+            exit(1);
+        }
+        if (r >= 0)
+            t[r] = bench_now() - t0;
+    }
+    return bench_median(t, reps);
+}
+
+/* The GEMM calls the factored path makes, alone: state blocks
+ * S += K_b^T V_b, then query blocks Y_b = Q_b [S z]. */
+static double time_bare_gemms(int64_t n, int64_t d, int64_t e, int64_t block,
+                              const double *q, const double *k,
+                              const double *v, int reps)
+{
+    double *s = calloc((size_t)(d * (e + 1)), sizeof *s);
+    double *y = malloc((size_t)((n < block ? n : block) * (e + 1)) * sizeof *y);
+    double t[1000];
+    for (int r = -1; r < reps; r++) {
+        double t0 = bench_now();
+        for (int64_t i = 0; i < n; i += block) {
+            int b = (int)(n - i < block ? n - i : block);
+            cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)d, (int)e,
+                        b, 1, k + i * d, (int)d, v + i * e, (int)e, 1, s,
+                        (int)(e + 1));
+        }
+        for (int64_t i = 0; i < n; i += block) {
+            int b = (int)(n - i < block ? n - i : block);
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, b,
+                        (int)(e + 1), (int)d, 1, q + i * d, (int)d, s,
+                        (int)(e + 1), 0, y, (int)(e + 1));
+        }
+        if (r >= 0)
+            t[r] = bench_now() - t0;
+    }
+    free(s);
+    free(y);
+    return bench_median(t, reps);
+}
+
+/* GFLOP/s of a 2048^3 dgemm: the machine's practical peak for BLAS. */
+static double square_dgemm_rate(int reps)
+{
+    int n = 2048;
+    uint64_t seed = 5;
+    double *a = random_matrix((int64_t)n * n, &seed);
+    double *b = random_matrix((int64_t)n * n, &seed);
+    double *c = calloc((size_t)n * n, sizeof *c);
+    double t[1000];
+    for (int r = -1; r < reps; r++) {
+        double t0 = bench_now();
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n,
+                    b, n, 0, c, n);
+        if (r >= 0)
+            t[r] = bench_now() - t0;
+    }
+    free(a), free(b), free(c);
+    return 2.0 * n * n * (double)n / bench_median(t, reps) / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+    config c;
+    if (!parse_args(argc, argv, &c)) {
+        usage(argv[0]);
+        return 2;
+    }
+    int64_t d = c.d, e = c.e, nmax = (int64_t)1 << c.n_max;
+    uint64_t seed = 42;
+    double *q = random_matrix(nmax * d, &seed), *k = random_matrix(nmax * d, &seed);
+    double *v = random_matrix(nmax * e, &seed), *out = malloc((size_t)(nmax * e) * sizeof(double));
+    const int maps[2] = {LINATTN_MAP_IDENTITY, LINATTN_MAP_ELU1};
+    const char *names[2] = {"identity", "elu+1"};
+    linattn_d_plan *plans[2];
+    linattn_opts o;
+    linattn_opts_init(&o);
+    o.block = c.block;
+    /* Random data makes identity normalizers of either sign: accept them. */
+    o.denom = LINATTN_DENOM_NONZERO;
+    for (int i = 0; i < 2; i++)
+        if (linattn_d_plan_create(&plans[i], maps[i], d, e, &o)) {
+            fprintf(stderr, "bench_core: cannot plan d = %lld, e = %lld\n",
+                    (long long)d, (long long)e);
+            return 1;
+        }
+    int64_t block;
+    linattn_d_plan_block(plans[0], &block);
+    double peak = square_dgemm_rate(c.reps);
+    printf("linattn %s bench_core: d = %lld, e = %lld, double, block %lld, "
+           "median of %d\n", linattn_version_string(), (long long)d,
+           (long long)e, (long long)block, c.reps);
+    printf("square dgemm (2048^3): %.1f GFLOP/s\n\n", peak);
+    printf("%8s %-8s %11s %8s %11s %8s %9s %9s %7s\n", "n", "map",
+           "factored_s", "GFLOP/s", "naive_s", "GFLOP/s", "speedup", "bare_s",
+           "x_bare");
+    for (int lg = c.n_min; lg <= c.n_max; lg++) {
+        int64_t n = (int64_t)1 << lg;
+        /* Factored: 2 n m e (state) + 2 n m (e + 1) (queries). */
+        double ff = 2.0 * n * d * e + 2.0 * n * d * (e + 1);
+        double fn = 2.0 * n * n * d + 2.0 * n * n * e;
+        double tb = time_bare_gemms(n, d, e, block, q, k, v, c.reps);
+        for (int i = 0; i < 2; i++) {
+            double tf = time_attention(linattn_d_attention, plans[i], n, d, e,
+                                       q, k, v, out, c.reps);
+            printf("%8lld %-8s %11.3e %8.1f ", (long long)n, names[i], tf,
+                   ff / tf / 1e9);
+            if (lg <= c.naive_max) {
+                double tn = time_attention(linattn_d_naive, plans[i], n, d, e,
+                                           q, k, v, out, c.reps);
+                printf("%11.3e %8.1f %9.1f ", tn, fn / tn / 1e9, tn / tf);
+            } else {
+                printf("%11s %8s %9s ", "-", "-", "-");
+            }
+            printf("%9.3e %7.2f\n", tb, tf / tb);
+            fflush(stdout);
+        }
+        if (lg == c.n_max) {
+            printf("\nat n = %lld: bare GEMMs %.1f GFLOP/s = %.0f%% of square "
+                   "dgemm\n", (long long)n, ff / tb / 1e9,
+                   100 * ff / tb / 1e9 / peak);
+        }
+    }
+    printf("x_bare: factored time / time of its bare GEMM calls (same shapes, "
+           "no feature map, no normalization)\n");
+    for (int i = 0; i < 2; i++)
+        linattn_d_plan_destroy(plans[i]);
+    free(q), free(k), free(v), free(out);
+    return 0;
+}

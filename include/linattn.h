@@ -1,0 +1,297 @@
+/*
+ * linattn.h -- linear attention and kernelized approximations of softmax
+ * attention on BLAS.
+ *
+ * Linear attention replaces softmax(q.k) by a kernel phi(q).phi(k).  The sums
+ * that do not depend on the query,
+ *
+ *     S = sum_j phi(k_j) v_j^T   (m x e)     z = sum_j phi(k_j)   (m)
+ *
+ * are built once, and every query costs one small product:
+ *
+ *     out_i = phi(q_i)^T S / phi(q_i)^T z.
+ *
+ * Conventions (shared by every function below)
+ *
+ *   - Precision: every function exists as linattn_d_* (double) and
+ *     linattn_s_* (float).  Both are declared from one template
+ *     (LINATTN_DEFINE_API at the end of this file), so they cannot drift.
+ *     Only the double names are spelled out in the documentation.
+ *   - Matrices: an n x c matrix A is passed as (layout, A, lda) as in CBLAS.
+ *     Row major (LINATTN_ROW_MAJOR = 101): A(i,j) = A[i*lda + j], lda >= c.
+ *     Column major (LINATTN_COL_MAJOR = 102): A(i,j) = A[i + j*lda],
+ *     lda >= n.  A leading dimension is always at least 1.  Column major
+ *     lets Fortran arrays pass without copies.
+ *   - Dimensions: d = query/key width, m = number of features, e = value
+ *     width.  Sizes are int64_t; a size or leading dimension that does not
+ *     fit the BLAS integer is refused with LINATTN_ESIZE before any work.
+ *   - Status: 0 on success; -i when argument i (counted from 1) is invalid,
+ *     as in LAPACKE; a positive LINATTN_E* code for a run-time condition.
+ *     linattn_strerror() turns any status into a sentence.  No function
+ *     exits, aborts or prints.  A call rejected with a negative status, or
+ *     with LINATTN_ENOMEM, writes nothing to its outputs; LINATTN_EDENOM is
+ *     described at linattn_d_state_query.  Every argument check runs before
+ *     the first BLAS call (a reference CBLAS kills the process on a bad
+ *     argument).
+ *   - A NULL matrix is accepted only when it has no rows.
+ *   - Threads: a plan is immutable after creation; any number of threads may
+ *     use one plan at once.  A state may be queried by several threads at
+ *     once, but update/merge/reset/copy into it need exclusive access.
+ *
+ * Normalizers.  A kernel such as the identity can make phi(q).z zero or
+ * negative.  The default policy (LINATTN_DENOM_POSITIVE) refuses a
+ * normalizer that is not finite and > 0 with LINATTN_EDENOM and reports the
+ * first offending row; LINATTN_DENOM_NONZERO accepts any finite non-zero
+ * normalizer (signed kernels).  A plan may also add a fixed eps to every
+ * normalizer before the check (linattn_opts.eps), the usual guard for
+ * non-negative feature maps.
+ */
+#ifndef LINATTN_H
+#define LINATTN_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LINATTN_VERSION_MAJOR 0
+#define LINATTN_VERSION_MINOR 1
+#define LINATTN_VERSION_PATCH 0
+/* MAJOR*10000 + MINOR*100 + PATCH, comparable with linattn_version(). */
+#define LINATTN_VERSION_NUMBER \
+    (LINATTN_VERSION_MAJOR * 10000 + LINATTN_VERSION_MINOR * 100 + \
+     LINATTN_VERSION_PATCH)
+
+#if defined(LINATTN_BUILDING) && defined(__GNUC__)
+#define LINATTN_API __attribute__((visibility("default")))
+#else
+#define LINATTN_API
+#endif
+
+/* Matrix layouts: the values of CBLAS_LAYOUT. */
+#define LINATTN_ROW_MAJOR 101
+#define LINATTN_COL_MAJOR 102
+
+/* Feature maps phi: R^d -> R^m. */
+enum linattn_map {
+    LINATTN_MAP_IDENTITY = 1, /* phi(x) = x, m = d; signed, exact        */
+    LINATTN_MAP_ELU1 = 2,     /* phi(x) = elu(x) + 1 > 0, elementwise   */
+    LINATTN_MAP_RELU = 3      /* phi(x) = max(x, 0) >= 0, elementwise   */
+};
+
+/* Normalizer policies (linattn_opts.denom). */
+enum linattn_denom {
+    LINATTN_DENOM_POSITIVE = 0, /* accept finite den > 0 (default)  */
+    LINATTN_DENOM_NONZERO = 1   /* accept finite den != 0           */
+};
+
+/* Status codes: 0, -i for invalid argument i, or one of these. */
+enum linattn_status {
+    LINATTN_SUCCESS = 0,
+    LINATTN_ENOMEM = 1, /* a workspace allocation failed; nothing written  */
+    LINATTN_EDENOM = 2, /* a normalizer broke the plan's policy            */
+    LINATTN_ESIZE = 3   /* a size exceeds the BLAS integer or int64 range  */
+};
+
+/*
+ * Plan options.  Always start from linattn_opts_init(), then change fields:
+ * later versions append fields that init gives safe defaults.
+ *
+ *   m      features; 0 = the map's natural count.  The elementwise maps of
+ *          this version require m = d (or 0).
+ *   block  rows per block in the streaming loops; 0 = library default.
+ *          Extra memory is O(block * (m + e)), independent of n.
+ *   denom  LINATTN_DENOM_POSITIVE or LINATTN_DENOM_NONZERO.
+ *   eps    >= 0, finite; added to every normalizer before the check.
+ *   seed   seed of the random feature maps (ignored by the exact maps).
+ */
+typedef struct linattn_opts {
+    int64_t m;
+    int64_t block;
+    int denom;
+    double eps;
+    uint64_t seed;
+    int64_t reserved[8];
+} linattn_opts;
+
+/* int linattn_opts_init(linattn_opts *opts)
+ * Fills *opts with the defaults: m = 0, block = 0, POSITIVE, eps = 0,
+ * seed = 0.  Errors: -1 opts NULL.  Thread-safe. */
+LINATTN_API int linattn_opts_init(linattn_opts *opts);
+
+/* int linattn_version(void) -- LINATTN_VERSION_NUMBER of the library that
+ * is linked (compare with the header's macro).  Thread-safe. */
+LINATTN_API int linattn_version(void);
+
+/* const char *linattn_version_string(void) -- "MAJOR.MINOR.PATCH".
+ * Thread-safe; the string is static. */
+LINATTN_API const char *linattn_version_string(void);
+
+/* const char *linattn_strerror(int status) -- a static sentence for any
+ * status value (never NULL).  Thread-safe. */
+LINATTN_API const char *linattn_strerror(int status);
+
+/*
+ * The precision template.  X(name) mangles a name, R is the real type.
+ */
+#define LINATTN_DEFINE_API(X, R)                                              \
+                                                                              \
+/* Opaque handles.  A plan holds phi, d, m, e, block size and normalizer     \
+ * policy; a state holds (S, z) for one plan and refers to that plan, which \
+ * must outlive it. */                                                        \
+typedef struct X(plan_s) X(plan);                                             \
+typedef struct X(state_s) X(state);                                           \
+                                                                              \
+/* int linattn_d_plan_create(linattn_d_plan **plan, int map, int64_t d,      \
+ *                           int64_t e, const linattn_opts *opts)            \
+ * Plans phi = map: R^d -> R^m, values of width e.  opts NULL = defaults.    \
+ * Errors: -1 plan NULL; -2 unknown map; -3 d < 1; -4 e < 1; -5 an option    \
+ * out of range (m, block < 0, denom, eps < 0 or not finite); LINATTN_ESIZE; \
+ * LINATTN_ENOMEM.  *plan is set only on success.  Thread-safe. */           \
+LINATTN_API int X(plan_create)(X(plan) **plan, int map, int64_t d,            \
+                               int64_t e, const linattn_opts *opts);          \
+                                                                              \
+/* void linattn_d_plan_destroy(linattn_d_plan *plan) -- frees; NULL is a     \
+ * no-op.  No state of the plan may be used afterwards. */                    \
+LINATTN_API void X(plan_destroy)(X(plan) *plan);                              \
+                                                                              \
+/* int linattn_d_plan_dims(const linattn_d_plan *plan, int64_t *d,           \
+ *                         int64_t *m, int64_t *e)                           \
+ * Reads the plan's dimensions; any output pointer may be NULL.              \
+ * Errors: -1 plan NULL.  Thread-safe. */                                     \
+LINATTN_API int X(plan_dims)(const X(plan) *plan, int64_t *d, int64_t *m,     \
+                             int64_t *e);                                     \
+                                                                              \
+/* int linattn_d_plan_block(const linattn_d_plan *plan, int64_t *block)      \
+ * Rows per block the plan streams with (the option, or the default).       \
+ * Errors: -1 plan NULL; -2 block NULL.  Thread-safe. */                      \
+LINATTN_API int X(plan_block)(const X(plan) *plan, int64_t *block);           \
+                                                                              \
+/* int linattn_d_features(const linattn_d_plan *plan, int layout, int64_t n, \
+ *                        const double *x, int64_t ldx,                      \
+ *                        double *phi, int64_t ldphi)                        \
+ * phi = phi(x) row by row: x is n x d, phi is n x m, both in layout.        \
+ * Errors: -1 plan NULL; -2 layout; -3 n < 0; -4 x NULL; -5 ldx;             \
+ * -6 phi NULL; -7 ldphi; LINATTN_ESIZE.  Thread-safe. */                     \
+LINATTN_API int X(features)(const X(plan) *plan, int layout, int64_t n,       \
+                            const R *x, int64_t ldx, R *phi, int64_t ldphi);  \
+                                                                              \
+/* int linattn_d_state_create(linattn_d_state **state,                       \
+ *                            const linattn_d_plan *plan)                    \
+ * A zero state (S = 0, z = 0, no tokens) for plan.  Errors: -1 state NULL;  \
+ * -2 plan NULL; LINATTN_ENOMEM.  *state is set only on success. */           \
+LINATTN_API int X(state_create)(X(state) **state, const X(plan) *plan);       \
+                                                                              \
+/* void linattn_d_state_destroy(linattn_d_state *state) -- NULL is a no-op. */\
+LINATTN_API void X(state_destroy)(X(state) *state);                           \
+                                                                              \
+/* int linattn_d_state_reset(linattn_d_state *state)                         \
+ * S = 0, z = 0, tokens = 0.  Errors: -1 state NULL. */                       \
+LINATTN_API int X(state_reset)(X(state) *state);                              \
+                                                                              \
+/* int linattn_d_state_update(linattn_d_state *state, int layout, int64_t n, \
+ *                            const double *k, int64_t ldk,                  \
+ *                            const double *v, int64_t ldv)                  \
+ * S += phi(K)^T V, z += phi(K)^T 1, tokens += n; K is n x d, V is n x e,    \
+ * both in layout.  Streams over row blocks: O(n m e) work, no memory in n.  \
+ * Errors: -1 state NULL; -2 layout; -3 n < 0; -4 k NULL; -5 ldk;            \
+ * -6 v NULL; -7 ldv; LINATTN_ESIZE; LINATTN_ENOMEM (state unchanged). */     \
+LINATTN_API int X(state_update)(X(state) *state, int layout, int64_t n,       \
+                                const R *k, int64_t ldk, const R *v,          \
+                                int64_t ldv);                                 \
+                                                                              \
+/* int linattn_d_state_merge(linattn_d_state *dst,                           \
+ *                           const linattn_d_state *src)                     \
+ * dst += src (S, z and token counts add: the state of a concatenation).     \
+ * Errors: -1 dst NULL; -2 src NULL, or planned for another map or other     \
+ * dimensions.  dst == src doubles the state. */                              \
+LINATTN_API int X(state_merge)(X(state) *dst, const X(state) *src);           \
+                                                                              \
+/* int linattn_d_state_copy(linattn_d_state *dst, const linattn_d_state *src)\
+ * dst = src.  Errors: -1 dst NULL; -2 src NULL or incompatible (as merge). */\
+LINATTN_API int X(state_copy)(X(state) *dst, const X(state) *src);            \
+                                                                              \
+/* int linattn_d_state_get(const linattn_d_state *state, int layout,         \
+ *                         double *s, int64_t lds, double *z,                \
+ *                         int64_t *tokens)                                  \
+ * Reads S (m x e, in layout) into s, z (m) into z, and the number of        \
+ * tokens absorbed; s, z and tokens may each be NULL to skip them.           \
+ * Errors: -1 state NULL; -2 layout; -4 lds (when s is not NULL). */          \
+LINATTN_API int X(state_get)(const X(state) *state, int layout, R *s,         \
+                             int64_t lds, R *z, int64_t *tokens);             \
+                                                                              \
+/* int linattn_d_state_query(const linattn_d_state *state, int layout,       \
+ *         int64_t n, const double *q, int64_t ldq, double *out,             \
+ *         int64_t ldout, double *num, int64_t ldnum, double *den,           \
+ *         int64_t *bad_row)                                                 \
+ * num_i = phi(q_i)^T S (1 x e), den_i = phi(q_i)^T z + eps,                 \
+ * out_i = num_i / den_i, for the n x d queries Q.  out and num are n x e    \
+ * in layout, den has n entries (stride 1).  Each of out, num, den may be    \
+ * NULL (not all three); the normalizer policy is applied only when out is   \
+ * requested.                                                                \
+ * LINATTN_EDENOM: row r (0-based) is the first whose normalizer breaks the  \
+ * policy; r is stored in *bad_row (if not NULL); rows before r are written  \
+ * in every requested output and rows from r on are untouched.               \
+ * Errors: -1 state NULL; -2 layout; -3 n < 0; -4 q NULL; -5 ldq; -6 out;    \
+ * -7 ldout; -8 num; -9 ldnum; -10 den (all three NULL); LINATTN_ESIZE;      \
+ * LINATTN_ENOMEM; LINATTN_EDENOM.  Several threads may query one state. */  \
+LINATTN_API int X(state_query)(const X(state) *state, int layout, int64_t n,  \
+                               const R *q, int64_t ldq, R *out,               \
+                               int64_t ldout, R *num, int64_t ldnum, R *den,  \
+                               int64_t *bad_row);                             \
+                                                                              \
+/* int linattn_d_attention(const linattn_d_plan *plan, int layout,           \
+ *         int64_t nq, int64_t nk, const double *q, int64_t ldq,             \
+ *         const double *k, int64_t ldk, const double *v, int64_t ldv,       \
+ *         double *out, int64_t ldout, int64_t *bad_row)                     \
+ * Non-causal linear attention, factored: out_i = phi(q_i)^T S /             \
+ * (phi(q_i)^T z + eps) with S, z over all nk keys.  Q is nq x d, K nk x d,  \
+ * V nk x e, out nq x e, all in layout.  O((nq + nk) m e) work; extra memory \
+ * O(block (m + e) + m e), independent of nq and nk.                         \
+ * Errors: -1 plan NULL; -2 layout; -3 nq < 0; -4 nk < 0; -5 q NULL;         \
+ * -6 ldq; -7 k NULL; -8 ldk; -9 v NULL; -10 ldv; -11 out NULL; -12 ldout;   \
+ * LINATTN_ESIZE; LINATTN_ENOMEM; LINATTN_EDENOM (as state_query).           \
+ * Thread-safe. */                                                            \
+LINATTN_API int X(attention)(const X(plan) *plan, int layout, int64_t nq,     \
+                             int64_t nk, const R *q, int64_t ldq, const R *k, \
+                             int64_t ldk, const R *v, int64_t ldv, R *out,    \
+                             int64_t ldout, int64_t *bad_row);                \
+                                                                              \
+/* int linattn_d_naive(same arguments as linattn_d_attention)                \
+ * The quadratic baseline of the same maths: A = phi(Q) phi(K)^T by row      \
+ * blocks of queries (GEMM), out = (A V) / (A 1 + eps).  O(nq nk (m + e))    \
+ * work; memory O(nk m + rows nk), never nq x nk.  Errors and thread-safety  \
+ * as linattn_d_attention. */                                                 \
+LINATTN_API int X(naive)(const X(plan) *plan, int layout, int64_t nq,         \
+                         int64_t nk, const R *q, int64_t ldq, const R *k,     \
+                         int64_t ldk, const R *v, int64_t ldv, R *out,        \
+                         int64_t ldout, int64_t *bad_row);                    \
+                                                                              \
+/* int linattn_d_softmax(int layout, int64_t nq, int64_t nk, int64_t d,      \
+ *         int64_t e, double scale, const double *q, int64_t ldq,            \
+ *         const double *k, int64_t ldk, const double *v, int64_t ldv,       \
+ *         double *out, int64_t ldout)                                       \
+ * Exact softmax attention, out = softmax(scale Q K^T) V, row by row with    \
+ * the row maximum subtracted (no overflow).  The reference that the         \
+ * kernelized maps approximate; scale is usually 1/sqrt(d).  Memory          \
+ * O(rows nk).  NaN input propagates to the rows it touches.                 \
+ * Errors: -1 layout; -2 nq < 0; -3 nk < 1; -4 d < 1; -5 e < 1; -6 scale not \
+ * finite; -7 q; -8 ldq; -9 k; -10 ldk; -11 v; -12 ldv; -13 out; -14 ldout;  \
+ * LINATTN_ESIZE; LINATTN_ENOMEM.  Thread-safe. */                            \
+LINATTN_API int X(softmax)(int layout, int64_t nq, int64_t nk, int64_t d,     \
+                           int64_t e, R scale, const R *q, int64_t ldq,       \
+                           const R *k, int64_t ldk, const R *v, int64_t ldv,  \
+                           R *out, int64_t ldout);
+
+#define LINATTN_MANGLE_DOUBLE(name) linattn_d_##name
+#define LINATTN_MANGLE_FLOAT(name) linattn_s_##name
+
+LINATTN_DEFINE_API(LINATTN_MANGLE_DOUBLE, double)
+LINATTN_DEFINE_API(LINATTN_MANGLE_FLOAT, float)
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LINATTN_H */

@@ -1,0 +1,67 @@
+/*
+ * attention.c -- non-causal linear attention in one call: build the state
+ * over all keys in row blocks, then answer the queries in row blocks.
+ * Extra memory: one state and one block of workspace, whatever nq and nk.
+ */
+#include <stdlib.h>
+#include "internal.h"
+#include "validate.h"
+
+/* The argument checks that attention and naive share (positions as in
+ * linattn_d_attention). */
+int XI(attention_args)(const X(plan) *plan, int layout, int64_t nq,
+                       int64_t nk, const real *q, int64_t ldq, const real *k,
+                       int64_t ldk, const real *v, int64_t ldv,
+                       const real *out, int64_t ldout)
+{
+    if (!plan)
+        return -1;
+    if (!linattn_i_layout_ok(layout))
+        return -2;
+    if (nq < 0)
+        return -3;
+    if (nk < 0)
+        return -4;
+    int64_t d = plan->d, e = plan->e;
+    int st = linattn_i_matrix_arg(layout, nq, d, q, ldq, 5);
+    if (!st)
+        st = linattn_i_matrix_arg(layout, nk, d, k, ldk, 7);
+    if (!st)
+        st = linattn_i_matrix_arg(layout, nk, e, v, ldv, 9);
+    if (!st)
+        st = linattn_i_matrix_arg(layout, nq, e, out, ldout, 11);
+    if (!st)
+        st = linattn_i_matrix_fits(layout, nq, d, ldq);
+    if (!st)
+        st = linattn_i_matrix_fits(layout, nk, d, ldk);
+    if (!st)
+        st = linattn_i_matrix_fits(layout, nk, e, ldv);
+    if (!st)
+        st = linattn_i_matrix_fits(layout, nq, e, ldout);
+    return st;
+}
+
+int X(attention)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
+                 const real *q, int64_t ldq, const real *k, int64_t ldk,
+                 const real *v, int64_t ldv, real *out, int64_t ldout,
+                 int64_t *bad_row)
+{
+    int st = XI(attention_args)(plan, layout, nq, nk, q, ldq, k, ldk, v, ldv,
+                                out, ldout);
+    if (st || nq == 0)
+        return st;
+    void *mem = malloc(XI(state_bytes)(plan));
+    if (!mem)
+        return LINATTN_ENOMEM;
+    X(state) state;
+    XI(state_init)(&state, plan, mem);
+    int cm = layout == LINATTN_COL_MAJOR;
+    st = XI(state_update_checked)(&state, (XI(view)){k, ldk, cm},
+                                  (XI(view)){v, ldv, cm}, nk);
+    if (!st)
+        st = XI(state_query_checked)(&state, layout, nq,
+                                     (XI(view)){q, ldq, cm}, out, ldout, NULL,
+                                     0, NULL, bad_row);
+    free(mem);
+    return st;
+}

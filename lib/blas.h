@@ -1,0 +1,48 @@
+/*
+ * blas.h -- the only door to BLAS.  Every matrix is seen as a row-major
+ * "view": a column-major argument is the row-major view of its transpose, so
+ * one GEMM wrapper serves both layouts without copies.  Sizes were checked
+ * against the BLAS integer range by the caller (validate.h).
+ */
+#ifndef LINATTN_BLAS_H
+#define LINATTN_BLAS_H
+
+#include <stdint.h>
+#include <cblas.h>
+#include "prec.h"
+
+/* A rows x cols matrix as the caller passed it. */
+typedef struct {
+    const real *p;
+    int64_t ld;
+    int colmajor;
+} XI(view);
+
+/* The view of rows [r, r + count) of a. */
+static inline XI(view) XI(view_rows)(XI(view) a, int64_t r)
+{
+    XI(view) b = a;
+    b.p = a.colmajor ? a.p + r : a.p + r * a.ld;
+    return b;
+}
+
+/* Element (i, j) of a view. */
+static inline real XI(view_at)(XI(view) a, int64_t i, int64_t j)
+{
+    return a.colmajor ? a.p[i + j * a.ld] : a.p[i * a.ld + j];
+}
+
+/* C (m x n, row major, ldc) = alpha op(A) op(B) + beta C, where op(A) is
+ * m x k and op(B) is k x n, each transposed when trans_* is set. */
+static inline void XI(gemm)(int trans_a, int trans_b, int64_t m, int64_t n,
+                            int64_t k, real alpha, XI(view) a, XI(view) b,
+                            real beta, real *c, int64_t ldc)
+{
+    /* A column-major view is its own transpose in row-major terms. */
+    int ta = trans_a ^ a.colmajor, tb = trans_b ^ b.colmajor;
+    CBLAS(gemm)(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+                tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, alpha,
+                a.p, (int)a.ld, b.p, (int)b.ld, beta, c, (int)ldc);
+}
+
+#endif

@@ -1,0 +1,58 @@
+/* errors.c -- status strings, version, option defaults. */
+#include <string.h>
+#include "linattn.h"
+
+#define STR2(x) #x
+#define STR(x) STR2(x)
+
+int linattn_opts_init(linattn_opts *opts)
+{
+    if (!opts)
+        return -1;
+    memset(opts, 0, sizeof *opts);
+    opts->denom = LINATTN_DENOM_POSITIVE;
+    return 0;
+}
+
+int linattn_version(void)
+{
+    return LINATTN_VERSION_NUMBER;
+}
+
+const char *linattn_version_string(void)
+{
+    return STR(LINATTN_VERSION_MAJOR) "." STR(LINATTN_VERSION_MINOR) "." STR(
+        LINATTN_VERSION_PATCH);
+}
+
+const char *linattn_strerror(int status)
+{
+    /* Static sentences for the argument positions the API uses. */
+    static const char *const bad_arg[] = {
+        "argument 1 is invalid",  "argument 2 is invalid",
+        "argument 3 is invalid",  "argument 4 is invalid",
+        "argument 5 is invalid",  "argument 6 is invalid",
+        "argument 7 is invalid",  "argument 8 is invalid",
+        "argument 9 is invalid",  "argument 10 is invalid",
+        "argument 11 is invalid", "argument 12 is invalid",
+        "argument 13 is invalid", "argument 14 is invalid",
+        "argument 15 is invalid", "argument 16 is invalid"};
+    if (status < 0) {
+        int i = status >= -16 ? -status - 1 : -1;
+        return i >= 0 ? bad_arg[i] : "an argument is invalid";
+    }
+    switch (status) {
+    case LINATTN_SUCCESS:
+        return "success";
+    case LINATTN_ENOMEM:
+        return "out of memory: a workspace could not be allocated";
+    case LINATTN_EDENOM:
+        return "a normalizer is zero, negative or not finite (see the plan's "
+               "normalizer policy and eps)";
+    case LINATTN_ESIZE:
+        return "a size or leading dimension exceeds the BLAS integer or "
+               "int64 range";
+    default:
+        return "unknown status code";
+    }
+}

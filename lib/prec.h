@@ -1,0 +1,33 @@
+/*
+ * prec.h -- the precision switch.  Every precision-generic source file is
+ * compiled twice: once plain (double) and once with LINATTN_SINGLE (float).
+ * X() mangles public names, XI() internal ones, CBLAS() picks the BLAS
+ * routine, and acc_t is the type states accumulate in.
+ */
+#ifndef LINATTN_PREC_H
+#define LINATTN_PREC_H
+
+#include <float.h>
+#include "linattn.h"
+
+#ifdef LINATTN_SINGLE
+typedef float real;
+#define X(name) linattn_s_##name
+#define XI(name) linattn_si_##name
+#define CBLAS(name) cblas_s##name
+#define REAL_EPSILON FLT_EPSILON
+/* float states accumulate in double: 2^20 float updates would otherwise
+ * lose about three digits, and the state is tiny (m x (e+1)). */
+#define LINATTN_ACC_WIDER 1
+#else
+typedef double real;
+#define X(name) linattn_d_##name
+#define XI(name) linattn_di_##name
+#define CBLAS(name) cblas_d##name
+#define REAL_EPSILON DBL_EPSILON
+#define LINATTN_ACC_WIDER 0
+#endif
+
+typedef double acc_t;
+
+#endif

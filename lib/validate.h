@@ -1,0 +1,32 @@
+/*
+ * validate.h -- argument checks shared by every public entry point.  They
+ * run before any work, so a rejected call writes nothing and never reaches
+ * BLAS (whose reference implementation exits on a bad argument).
+ */
+#ifndef LINATTN_VALIDATE_H
+#define LINATTN_VALIDATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Nonzero for LINATTN_ROW_MAJOR and LINATTN_COL_MAJOR. */
+int linattn_i_layout_ok(int layout);
+
+/* Checks the pointer and leading dimension of a rows x cols matrix given as
+ * arguments number pos (pointer) and pos + 1 (leading dimension).  Returns
+ * 0, -pos or -(pos + 1). */
+int linattn_i_matrix_arg(int layout, int64_t rows, int64_t cols,
+                         const void *p, int64_t ld, int pos);
+
+/* 0 when a rows x cols matrix with leading dimension ld can be addressed
+ * in int64 and its leading dimension passed to BLAS; else LINATTN_ESIZE. */
+int linattn_i_matrix_fits(int layout, int64_t rows, int64_t cols, int64_t ld);
+
+/* 0 when x fits the BLAS integer, else LINATTN_ESIZE. */
+int linattn_i_blas_fits(int64_t x);
+
+/* malloc of count elements of size bytes, NULL when count < 1, on
+ * overflow of the byte count, or when memory is short. */
+void *linattn_i_alloc(int64_t count, size_t size);
+
+#endif

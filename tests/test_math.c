@@ -1,0 +1,414 @@
+/*
+ * test_math.c -- numerical tests, compiled once per precision.
+ *
+ * Factored attention against the naive rescan and against plain-loop
+ * references (long double), over awkward shapes and both layouts; the
+ * invariants of the additive state; the normalizer policies; softmax.
+ */
+#include "testutil.h"
+
+#define ROW LINATTN_ROW_MAJOR
+#define COL LINATTN_COL_MAJOR
+
+typedef struct {
+    int64_t nq, nk, d, e, block, pad;
+} shape;
+
+/* n = 1, n not a multiple of the block, d != e, d = 1, padded ld, C > n. */
+static const shape shapes[] = {
+    {1, 1, 1, 1, 0, 0},   {1, 5, 3, 2, 0, 2},   {23, 17, 4, 6, 7, 3},
+    {40, 33, 1, 5, 8, 1}, {9, 64, 8, 3, 64, 0}, {130, 129, 6, 6, 16, 5},
+    {5, 300, 2, 1, 0, 4}, {64, 64, 16, 16, 100, 0},
+};
+static const int maps[] = {LINATTN_MAP_IDENTITY, LINATTN_MAP_ELU1,
+                           LINATTN_MAP_RELU};
+static const int layouts[] = {ROW, COL};
+
+static P(plan) *make_plan(int map, int64_t d, int64_t e, int64_t block)
+{
+    linattn_opts o;
+    linattn_opts_init(&o);
+    o.block = block;
+    P(plan) *p = NULL;
+    ck_assert_int_eq(P(plan_create)(&p, map, d, e, &o), 0);
+    return p;
+}
+
+/* Data range per map: identity and ReLU get positive-leaning inputs so
+ * that normalizers are well away from zero (the policy tests cover the
+ * rest); elu+1 is positive for any input. */
+static void data_range(int map, double *lo, double *hi)
+{
+    *lo = map == LINATTN_MAP_ELU1 ? -2.0 : 0.05;
+    *hi = map == LINATTN_MAP_ELU1 ? 2.0 : 1.0;
+}
+
+START_TEST(factored_matches_naive_and_reference)
+{
+    const shape *s = &shapes[_i % (int)(sizeof shapes / sizeof *shapes)];
+    int variant = _i / (int)(sizeof shapes / sizeof *shapes);
+    int map = maps[variant % 3], layout = layouts[variant / 3];
+    uint64_t seed = 1234 + (uint64_t)_i;
+    double lo, hi;
+    data_range(map, &lo, &hi);
+    tmat q = tmat_rand(layout, s->nq, s->d, s->pad, lo, hi, &seed);
+    tmat k = tmat_rand(layout, s->nk, s->d, s->pad, lo, hi, &seed);
+    tmat v = tmat_rand(layout, s->nk, s->e, s->pad, -1, 1, &seed);
+    tmat fo = tmat_like(&q, s->nq, s->e, s->pad);
+    tmat no = tmat_like(&q, s->nq, s->e, s->pad);
+    long double *ref = malloc((size_t)(s->nq * s->e) * sizeof *ref);
+    P(plan) *p = make_plan(map, s->d, s->e, s->block);
+
+    ck_assert_int_eq(P(attention)(p, layout, s->nq, s->nk, q.a, q.ld, k.a,
+                                  k.ld, v.a, v.ld, fo.a, fo.ld, NULL), 0);
+    ck_assert_int_eq(P(naive)(p, layout, s->nq, s->nk, q.a, q.ld, k.a, k.ld,
+                              v.a, v.ld, no.a, no.ld, NULL), 0);
+    ref_linear(map, &q, &k, &v, ref);
+    double e_fn = rel_diff(&fo, &no), e_fr = rel_err(&fo, ref);
+    double e_nr = rel_err(&no, ref);
+    ck_assert_msg(e_fn < TOL && e_fr < TOL && e_nr < TOL,
+                  "%s map %d layout %d nq %lld nk %lld d %lld e %lld: "
+                  "factored-naive %g factored-ref %g naive-ref %g",
+                  PREC, map, layout, (long long)s->nq, (long long)s->nk,
+                  (long long)s->d, (long long)s->e, e_fn, e_fr, e_nr);
+    ck_assert(tmat_padding_intact(&fo) && tmat_padding_intact(&no));
+
+    P(plan_destroy)(p);
+    free(ref);
+    tmat_free(&q), tmat_free(&k), tmat_free(&v), tmat_free(&fo), tmat_free(&no);
+}
+END_TEST
+
+/* Streaming the keys in uneven pieces, then querying, equals one call. */
+START_TEST(state_pieces_equal_one_call)
+{
+    uint64_t seed = 99;
+    int64_t n = 50, d = 5, e = 3;
+    tmat q = tmat_rand(ROW, 7, d, 0, -1, 1, &seed);
+    tmat k = tmat_rand(ROW, n, d, 0, -1, 1, &seed);
+    tmat v = tmat_rand(ROW, n, e, 0, -1, 1, &seed);
+    tmat a = tmat_like(&q, 7, e, 0), b = tmat_like(&q, 7, e, 0);
+    P(plan) *p = make_plan(LINATTN_MAP_ELU1, d, e, 4);
+    P(state) *st;
+    ck_assert_int_eq(P(state_create)(&st, p), 0);
+    const int64_t cuts[] = {0, 1, 2, 9, 9, 30, 50};
+    for (int c = 0; c + 1 < 7; c++)
+        ck_assert_int_eq(P(state_update)(st, ROW, cuts[c + 1] - cuts[c],
+                                         k.a + cuts[c] * d, d,
+                                         v.a + cuts[c] * e, e), 0);
+    int64_t tokens = -1;
+    ck_assert_int_eq(P(state_get)(st, ROW, NULL, 0, NULL, &tokens), 0);
+    ck_assert_int_eq(tokens, n);
+    ck_assert_int_eq(P(state_query)(st, ROW, 7, q.a, d, a.a, e, NULL, 0,
+                                    NULL, NULL), 0);
+    ck_assert_int_eq(P(attention)(p, ROW, 7, n, q.a, d, k.a, d, v.a, e, b.a,
+                                  e, NULL), 0);
+    ck_assert(rel_diff(&a, &b) < TOL);
+    P(state_destroy)(st);
+    P(plan_destroy)(p);
+    tmat_free(&q), tmat_free(&k), tmat_free(&v), tmat_free(&a), tmat_free(&b);
+}
+END_TEST
+
+/* The state of a concatenation equals the merge of the parts' states. */
+START_TEST(merge_equals_concatenation)
+{
+    uint64_t seed = 7;
+    int64_t n = 40, d = 4, e = 6, split = 13;
+    tmat k = tmat_rand(ROW, n, d, 0, -1, 1, &seed);
+    tmat v = tmat_rand(ROW, n, e, 0, -1, 1, &seed);
+    P(plan) *p = make_plan(LINATTN_MAP_ELU1, d, e, 0);
+    P(state) *all, *left, *right, *copy;
+    ck_assert_int_eq(P(state_create)(&all, p), 0);
+    ck_assert_int_eq(P(state_create)(&left, p), 0);
+    ck_assert_int_eq(P(state_create)(&right, p), 0);
+    ck_assert_int_eq(P(state_create)(&copy, p), 0);
+    P(state_update)(all, ROW, n, k.a, d, v.a, e);
+    P(state_update)(left, ROW, split, k.a, d, v.a, e);
+    P(state_update)(right, ROW, n - split, k.a + split * d, d, v.a + split * e, e);
+    ck_assert_int_eq(P(state_merge)(left, right), 0);
+    real s1[24], s2[24], z1[4], z2[4];
+    int64_t t1, t2;
+    P(state_get)(all, ROW, s1, e, z1, &t1);
+    P(state_get)(left, ROW, s2, e, z2, &t2);
+    ck_assert_int_eq(t1, t2);
+    for (int i = 0; i < 24; i++)
+        ck_assert(fabs(s1[i] - s2[i]) <= TOL * (1 + fabs(s1[i])));
+    for (int i = 0; i < 4; i++)
+        ck_assert(fabs(z1[i] - z2[i]) <= TOL * (1 + fabs(z1[i])));
+    /* copy then reset: the copy keeps the numbers, the reset one is zero */
+    ck_assert_int_eq(P(state_copy)(copy, all), 0);
+    ck_assert_int_eq(P(state_reset)(all), 0);
+    P(state_get)(copy, ROW, s2, e, z2, &t2);
+    ck_assert_int_eq(t2, n);
+    for (int i = 0; i < 24; i++)
+        ck_assert(s1[i] == s2[i]);
+    P(state_get)(all, ROW, s2, e, z2, &t2);
+    ck_assert_int_eq(t2, 0);
+    for (int i = 0; i < 24; i++)
+        ck_assert(s2[i] == 0);
+    P(state_destroy)(all), P(state_destroy)(left), P(state_destroy)(right);
+    P(state_destroy)(copy);
+    P(plan_destroy)(p);
+    tmat_free(&k), tmat_free(&v);
+}
+END_TEST
+
+/* out is linear in V: out(a V1 + b V2) = a out(V1) + b out(V2). */
+START_TEST(output_linear_in_values)
+{
+    uint64_t seed = 5;
+    int64_t nq = 11, nk = 29, d = 3, e = 4;
+    tmat q = tmat_rand(COL, nq, d, 1, -1, 1, &seed);
+    tmat k = tmat_rand(COL, nk, d, 1, -1, 1, &seed);
+    tmat v1 = tmat_rand(COL, nk, e, 0, -1, 1, &seed);
+    tmat v2 = tmat_rand(COL, nk, e, 0, -1, 1, &seed);
+    tmat v3 = tmat_like(&v1, nk, e, 0);
+    for (int64_t i = 0; i < nk * e; i++)
+        v3.a[i] = (real)(2.0 * v1.a[i] - 0.5 * v2.a[i]);
+    tmat o1 = tmat_like(&q, nq, e, 0), o2 = tmat_like(&q, nq, e, 0);
+    tmat o3 = tmat_like(&q, nq, e, 0), o4 = tmat_like(&q, nq, e, 0);
+    P(plan) *p = make_plan(LINATTN_MAP_ELU1, d, e, 5);
+    P(attention)(p, COL, nq, nk, q.a, q.ld, k.a, k.ld, v1.a, v1.ld, o1.a, o1.ld, NULL);
+    P(attention)(p, COL, nq, nk, q.a, q.ld, k.a, k.ld, v2.a, v2.ld, o2.a, o2.ld, NULL);
+    P(attention)(p, COL, nq, nk, q.a, q.ld, k.a, k.ld, v3.a, v3.ld, o3.a, o3.ld, NULL);
+    for (int64_t i = 0; i < nq * e; i++)
+        o4.a[i] = (real)(2.0 * o1.a[i] - 0.5 * o2.a[i]);
+    ck_assert(rel_diff(&o3, &o4) < 20 * TOL);
+    P(plan_destroy)(p);
+    tmat_free(&q), tmat_free(&k), tmat_free(&v1), tmat_free(&v2);
+    tmat_free(&v3), tmat_free(&o1), tmat_free(&o2), tmat_free(&o3), tmat_free(&o4);
+}
+END_TEST
+
+/* The same data in row- and column-major order gives the same outputs. */
+START_TEST(row_major_equals_col_major)
+{
+    uint64_t s1 = 11, s2 = 11;
+    int64_t nq = 19, nk = 37, d = 5, e = 2;
+    tmat qr = tmat_rand(ROW, nq, d, 2, -1, 1, &s1);
+    tmat kr = tmat_rand(ROW, nk, d, 0, -1, 1, &s1);
+    tmat vr = tmat_rand(ROW, nk, e, 1, -1, 1, &s1);
+    tmat qc = tmat_rand(COL, nq, d, 3, -1, 1, &s2);
+    tmat kc = tmat_rand(COL, nk, d, 0, -1, 1, &s2);
+    tmat vc = tmat_rand(COL, nk, e, 4, -1, 1, &s2);
+    tmat orow = tmat_like(&qr, nq, e, 0), ocol = tmat_like(&qc, nq, e, 2);
+    P(plan) *p = make_plan(LINATTN_MAP_ELU1, d, e, 6);
+    ck_assert_int_eq(P(attention)(p, ROW, nq, nk, qr.a, qr.ld, kr.a, kr.ld,
+                                  vr.a, vr.ld, orow.a, orow.ld, NULL), 0);
+    ck_assert_int_eq(P(attention)(p, COL, nq, nk, qc.a, qc.ld, kc.a, kc.ld,
+                                  vc.a, vc.ld, ocol.a, ocol.ld, NULL), 0);
+    ck_assert(rel_diff(&orow, &ocol) < TOL);
+    ck_assert(tmat_padding_intact(&ocol));
+    P(plan_destroy)(p);
+    tmat_free(&qr), tmat_free(&kr), tmat_free(&vr), tmat_free(&qc);
+    tmat_free(&kc), tmat_free(&vc), tmat_free(&orow), tmat_free(&ocol);
+}
+END_TEST
+
+/* num and den requested separately give out = num / den. */
+START_TEST(numerators_and_normalizers)
+{
+    uint64_t seed = 3;
+    int64_t n = 9, d = 3, e = 4;
+    tmat q = tmat_rand(ROW, n, d, 0, -1, 1, &seed);
+    tmat k = tmat_rand(ROW, 12, d, 0, -1, 1, &seed);
+    tmat v = tmat_rand(ROW, 12, e, 0, -1, 1, &seed);
+    tmat out = tmat_like(&q, n, e, 0), num = tmat_like(&q, n, e, 1);
+    real den[9];
+    P(plan) *p = make_plan(LINATTN_MAP_RELU, d, e, 4);
+    P(state) *st;
+    P(state_create)(&st, p);
+    P(state_update)(st, ROW, 12, k.a, d, v.a, e);
+    /* ReLU of signed data can give zero normalizers: ask for raw values. */
+    ck_assert_int_eq(P(state_query)(st, ROW, n, q.a, d, NULL, 0, num.a, num.ld,
+                                    den, NULL), 0);
+    real s[12], z[3];
+    P(state_get)(st, COL, s, d, z, NULL);
+    for (int64_t i = 0; i < n; i++) {
+        double dd = 0;
+        for (int t = 0; t < d; t++) {
+            double f = q.a[i * d + t] > 0 ? q.a[i * d + t] : 0;
+            dd += f * z[t];
+        }
+        ck_assert(fabs(den[i] - dd) <= TOL * (1 + fabs(dd)));
+        for (int c = 0; c < e; c++) {
+            double nn = 0;
+            for (int t = 0; t < d; t++)
+                nn += (q.a[i * d + t] > 0 ? q.a[i * d + t] : 0) * s[t + c * d];
+            ck_assert(fabs(*tmat_at(&num, i, c) - nn) <= TOL * (1 + fabs(nn)));
+        }
+    }
+    ck_assert(tmat_padding_intact(&num));
+    P(state_destroy)(st);
+    P(plan_destroy)(p);
+    tmat_free(&q), tmat_free(&k), tmat_free(&v), tmat_free(&out), tmat_free(&num);
+}
+END_TEST
+
+/* A zero normalizer in row 5 of 8: EDENOM, bad_row = 5, rows 0..4 written,
+ * rows 5..7 untouched; with eps the call succeeds with num / (den + eps). */
+START_TEST(bad_normalizer_reported)
+{
+    int64_t nq = 8, nk = 2, d = 2, e = 1;
+    real q[16], k[4] = {1, 0, 0, 1}, v[2] = {3, 5}, out[8];
+    for (int i = 0; i < 8; i++)
+        q[2 * i] = (real)(i + 1), q[2 * i + 1] = 1;
+    q[10] = -1; /* row 5: den = -1 + 1 = 0 */
+    q[11] = 1;
+    for (int block = 1; block <= 9; block += 4) {
+        P(plan) *p = make_plan(LINATTN_MAP_IDENTITY, d, e, block);
+        for (int path = 0; path < 2; path++) {
+            for (int i = 0; i < 8; i++)
+                out[i] = -777;
+            int64_t bad = -1;
+            int st = path ? P(naive)(p, ROW, nq, nk, q, d, k, d, v, e, out, e, &bad)
+                          : P(attention)(p, ROW, nq, nk, q, d, k, d, v, e, out, e, &bad);
+            ck_assert_int_eq(st, LINATTN_EDENOM);
+            ck_assert_int_eq(bad, 5);
+            for (int i = 0; i < 5; i++)
+                ck_assert(fabs(out[i] - (3.0 * (i + 1) + 5) / (i + 2)) < TOL);
+            for (int i = 5; i < 8; i++)
+                ck_assert(out[i] == -777);
+        }
+        P(plan_destroy)(p);
+    }
+    /* Negative normalizer: refused by POSITIVE, accepted by NONZERO. */
+    real qn[2] = {-2, 1}, o1 = 0;
+    linattn_opts o;
+    linattn_opts_init(&o);
+    P(plan) *p;
+    P(plan_create)(&p, LINATTN_MAP_IDENTITY, d, e, &o);
+    ck_assert_int_eq(P(attention)(p, ROW, 1, nk, qn, d, k, d, v, e, &o1, e, NULL),
+                     LINATTN_EDENOM);
+    P(plan_destroy)(p);
+    o.denom = LINATTN_DENOM_NONZERO;
+    P(plan_create)(&p, LINATTN_MAP_IDENTITY, d, e, &o);
+    ck_assert_int_eq(P(attention)(p, ROW, 1, nk, qn, d, k, d, v, e, &o1, e, NULL), 0);
+    ck_assert(fabs(o1 - (-6.0 + 5.0) / (-1.0)) < TOL);
+    P(plan_destroy)(p);
+    /* eps: zero normalizer becomes eps; no keys at all gives 0 / eps. */
+    o.denom = LINATTN_DENOM_POSITIVE;
+    o.eps = 0.5;
+    P(plan_create)(&p, LINATTN_MAP_IDENTITY, d, e, &o);
+    ck_assert_int_eq(P(attention)(p, ROW, 8, nk, q, d, k, d, v, e, out, e, NULL), 0);
+    ck_assert(fabs(out[5] - (-3.0 + 5.0) / 0.5) < TOL);
+    ck_assert_int_eq(P(attention)(p, ROW, 1, 0, q, d, NULL, d, NULL, e, out, e, NULL), 0);
+    ck_assert(out[0] == 0);
+    P(plan_destroy)(p);
+    /* NaN input: the normalizer is NaN, reported, not written. */
+    linattn_opts_init(&o);
+    P(plan_create)(&p, LINATTN_MAP_ELU1, d, e, &o);
+    real qnan[2] = {NAN, 0};
+    out[0] = -777;
+    int64_t bad = -1;
+    ck_assert_int_eq(P(attention)(p, ROW, 1, nk, qnan, d, k, d, v, e, out, e, &bad),
+                     LINATTN_EDENOM);
+    ck_assert(bad == 0 && out[0] == -777);
+    P(plan_destroy)(p);
+}
+END_TEST
+
+/* Softmax against the plain-loop reference, including huge scores that a
+ * softmax without the max subtraction would overflow. */
+START_TEST(softmax_matches_reference)
+{
+    uint64_t seed = 21;
+    for (int layout = ROW; layout <= COL; layout++) {
+        for (int big = 0; big < 2; big++) {
+            int64_t nq = 13, nk = 21, d = 4, e = 3;
+            tmat q = tmat_rand(layout, nq, d, 1, -1, 1, &seed);
+            tmat k = tmat_rand(layout, nk, d, 2, -1, 1, &seed);
+            tmat v = tmat_rand(layout, nk, e, 0, -1, 1, &seed);
+            tmat o = tmat_like(&q, nq, e, 1);
+            long double ref[13 * 3];
+            real scale = big ? (real)300 : (real)0.5;
+            ck_assert_int_eq(P(softmax)(layout, nq, nk, d, e, scale, q.a, q.ld,
+                                        k.a, k.ld, v.a, v.ld, o.a, o.ld), 0);
+            ref_softmax(scale, &q, &k, &v, ref);
+            double err = rel_err(&o, ref);
+            /* exp amplifies the rounding of scale * q.k by that product. */
+            double tol = big ? 2000 * TOL : 10 * TOL;
+            ck_assert_msg(err < tol, "%s softmax layout %d big %d err %g", PREC,
+                          layout, big, err);
+            ck_assert(tmat_padding_intact(&o));
+            tmat_free(&q), tmat_free(&k), tmat_free(&v), tmat_free(&o);
+        }
+    }
+}
+END_TEST
+
+/* The float library tracks the double one at a long sequence: the state
+ * accumulates in double, so the error does not grow with n. */
+START_TEST(long_sequence_accuracy)
+{
+    uint64_t seed = 77;
+    int64_t nk = 1 << 16, nq = 64, d = 8, e = 8;
+    tmat q = tmat_rand(ROW, nq, d, 0, -1, 1, &seed);
+    tmat k = tmat_rand(ROW, nk, d, 0, -1, 1, &seed);
+    tmat v = tmat_rand(ROW, nk, e, 0, -1, 1, &seed);
+    tmat o = tmat_like(&q, nq, e, 0);
+    long double *ref = malloc((size_t)(nq * e) * sizeof *ref);
+    P(plan) *p = make_plan(LINATTN_MAP_ELU1, d, e, 0);
+    ck_assert_int_eq(P(attention)(p, ROW, nq, nk, q.a, d, k.a, d, v.a, e, o.a,
+                                  e, NULL), 0);
+    ref_linear(LINATTN_MAP_ELU1, &q, &k, &v, ref);
+    double err = rel_err(&o, ref);
+    ck_assert_msg(err < 10 * TOL, "%s n = 2^16: relative error %g", PREC, err);
+    P(plan_destroy)(p);
+    free(ref);
+    tmat_free(&q), tmat_free(&k), tmat_free(&v), tmat_free(&o);
+}
+END_TEST
+
+/* features() equals phi applied elementwise, in both layouts. */
+START_TEST(features_elementwise)
+{
+    uint64_t seed = 4;
+    for (int mi = 0; mi < 3; mi++)
+        for (int layout = ROW; layout <= COL; layout++) {
+            tmat x = tmat_rand(layout, 10, 3, 1, -30, 3, &seed);
+            tmat f = tmat_like(&x, 10, 3, 2);
+            P(plan) *p = make_plan(maps[mi], 3, 2, 4);
+            ck_assert_int_eq(P(features)(p, layout, 10, x.a, x.ld, f.a, f.ld), 0);
+            for (int i = 0; i < 10; i++)
+                for (int j = 0; j < 3; j++) {
+                    long double want = ref_phi(maps[mi], *tmat_at(&x, i, j));
+                    ck_assert(fabsl(*tmat_at(&f, i, j) - want) <=
+                              2 * TOL * fabsl(want) + 1e-300L);
+                }
+            ck_assert(tmat_padding_intact(&f));
+            P(plan_destroy)(p);
+            tmat_free(&x), tmat_free(&f);
+        }
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("math " PREC);
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 120);
+    int nshapes = (int)(sizeof shapes / sizeof *shapes);
+    tcase_add_loop_test(tc, factored_matches_naive_and_reference, 0, nshapes * 6);
+    tcase_add_test(tc, state_pieces_equal_one_call);
+    tcase_add_test(tc, merge_equals_concatenation);
+    tcase_add_test(tc, output_linear_in_values);
+    tcase_add_test(tc, row_major_equals_col_major);
+    tcase_add_test(tc, numerators_and_normalizers);
+    tcase_add_test(tc, bad_normalizer_reported);
+    tcase_add_test(tc, softmax_matches_reference);
+    tcase_add_test(tc, long_sequence_accuracy);
+    tcase_add_test(tc, features_elementwise);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

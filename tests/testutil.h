@@ -1,0 +1,188 @@
+/*
+ * testutil.h -- shared helpers of the test suites: the precision switch
+ * (TEST_SINGLE selects float), a seeded generator, matrices in either
+ * layout with padded leading dimensions, and reference attention written
+ * as plain loops in long double -- independent of BLAS, blocking and the
+ * library's layout handling.
+ */
+#ifndef LINATTN_TESTUTIL_H
+#define LINATTN_TESTUTIL_H
+
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "linattn.h"
+
+#ifdef TEST_SINGLE
+typedef float real;
+#define P(name) linattn_s_##name
+#define TOL 1e-5 /* relative, float */
+#define PREC "float"
+#else
+typedef double real;
+#define P(name) linattn_d_##name
+#define TOL 1e-12 /* relative, double */
+#define PREC "double"
+#endif
+
+/* xorshift64*: reproducible data on every platform. */
+static inline double test_uniform(uint64_t *s)
+{
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return (double)((*s * 0x2545F4914F6CDD1Dull) >> 11) * 0x1.0p-53;
+}
+
+/* A rows x cols matrix in layout with leading dimension (natural + pad);
+ * padding is filled with a sentinel so that reads of it show up. */
+typedef struct {
+    int layout;
+    int64_t rows, cols, ld;
+    real *a;
+} tmat;
+
+static inline real *tmat_at(const tmat *m, int64_t i, int64_t j)
+{
+    return m->layout == LINATTN_COL_MAJOR ? m->a + i + j * m->ld
+                                          : m->a + i * m->ld + j;
+}
+
+/* Entries uniform in [lo, hi). */
+static inline tmat tmat_rand(int layout, int64_t rows, int64_t cols,
+                             int64_t pad, double lo, double hi, uint64_t *s)
+{
+    tmat m = {layout, rows, cols, 0, NULL};
+    m.ld = (layout == LINATTN_COL_MAJOR ? rows : cols) + pad;
+    if (m.ld < 1)
+        m.ld = 1;
+    int64_t outer = layout == LINATTN_COL_MAJOR ? cols : rows;
+    size_t len = (size_t)(outer > 0 ? outer : 1) * (size_t)m.ld;
+    m.a = malloc(len * sizeof(real));
+    for (size_t i = 0; i < len; i++)
+        m.a[i] = (real)1e30; /* sentinel in the padding */
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++)
+            *tmat_at(&m, i, j) = (real)(lo + (hi - lo) * test_uniform(s));
+    return m;
+}
+
+static inline tmat tmat_like(const tmat *x, int64_t rows, int64_t cols,
+                             int64_t pad)
+{
+    uint64_t s = 1;
+    return tmat_rand(x->layout, rows, cols, pad, 0, 0, &s);
+}
+
+static inline void tmat_free(tmat *m)
+{
+    free(m->a);
+    m->a = NULL;
+}
+
+/* phi of one value for the elementwise maps, in long double. */
+static inline long double ref_phi(int map, long double x)
+{
+    switch (map) {
+    case LINATTN_MAP_ELU1:
+        return x > 0 ? x + 1 : expl(x);
+    case LINATTN_MAP_RELU:
+        return x > 0 ? x : 0;
+    default:
+        return x;
+    }
+}
+
+/* out = (phi(Q) phi(K)^T V) / (phi(Q) phi(K)^T 1), by plain loops. */
+static inline void ref_linear(int map, const tmat *q, const tmat *k,
+                              const tmat *v, long double *out)
+{
+    int64_t nq = q->rows, nk = k->rows, d = q->cols, e = v->cols;
+    for (int64_t i = 0; i < nq; i++) {
+        long double den = 0;
+        for (int64_t c = 0; c < e; c++)
+            out[i * e + c] = 0;
+        for (int64_t j = 0; j < nk; j++) {
+            long double a = 0;
+            for (int64_t t = 0; t < d; t++)
+                a += ref_phi(map, *tmat_at(q, i, t)) * ref_phi(map, *tmat_at(k, j, t));
+            den += a;
+            for (int64_t c = 0; c < e; c++)
+                out[i * e + c] += a * *tmat_at(v, j, c);
+        }
+        for (int64_t c = 0; c < e; c++)
+            out[i * e + c] /= den;
+    }
+}
+
+/* out = softmax(scale Q K^T) V, by plain loops. */
+static inline void ref_softmax(long double scale, const tmat *q, const tmat *k,
+                               const tmat *v, long double *out)
+{
+    int64_t nq = q->rows, nk = k->rows, d = q->cols, e = v->cols;
+    long double *s = malloc((size_t)nk * sizeof *s);
+    for (int64_t i = 0; i < nq; i++) {
+        long double mx = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < nk; j++) {
+            long double a = 0;
+            for (int64_t t = 0; t < d; t++)
+                a += (long double)*tmat_at(q, i, t) * *tmat_at(k, j, t);
+            s[j] = scale * a;
+            mx = s[j] > mx ? s[j] : mx;
+        }
+        for (int64_t c = 0; c < e; c++)
+            out[i * e + c] = 0;
+        for (int64_t j = 0; j < nk; j++) {
+            long double w = expl(s[j] - mx);
+            sum += w;
+            for (int64_t c = 0; c < e; c++)
+                out[i * e + c] += w * *tmat_at(v, j, c);
+        }
+        for (int64_t c = 0; c < e; c++)
+            out[i * e + c] /= sum;
+    }
+    free(s);
+}
+
+/* max |x - ref| / max |ref| over an nq x e result. */
+static inline double rel_err(const tmat *x, const long double *ref)
+{
+    long double num = 0, den = 0;
+    for (int64_t i = 0; i < x->rows; i++)
+        for (int64_t c = 0; c < x->cols; c++) {
+            long double r = ref[i * x->cols + c];
+            long double diff = fabsl(*tmat_at(x, i, c) - r);
+            num = diff > num ? diff : num;
+            den = fabsl(r) > den ? fabsl(r) : den;
+        }
+    return (double)(den > 0 ? num / den : num);
+}
+
+/* Same measure between two results of the same shape. */
+static inline double rel_diff(const tmat *x, const tmat *y)
+{
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < x->rows; i++)
+        for (int64_t c = 0; c < x->cols; c++) {
+            double a = *tmat_at(x, i, c), b = *tmat_at(y, i, c);
+            num = fabs(a - b) > num ? fabs(a - b) : num;
+            den = fabs(b) > den ? fabs(b) : den;
+        }
+    return den > 0 ? num / den : num;
+}
+
+/* Nonzero when the padding of m still holds the sentinel. */
+static inline int tmat_padding_intact(const tmat *m)
+{
+    int64_t inner = m->layout == LINATTN_COL_MAJOR ? m->rows : m->cols;
+    int64_t outer = m->layout == LINATTN_COL_MAJOR ? m->cols : m->rows;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = inner; i < m->ld; i++)
+            if (m->a[o * m->ld + i] != (real)1e30)
+                return 0;
+    return 1;
+}
+
+#endif
