@@ -19,17 +19,20 @@
 #include "linattn.h"
 #include "timing.h"
 
+#define MAX_REPS 101
+
 typedef struct {
     int n_min, n_max, naive_max, reps;
     int64_t block, d, e;
     int full;
+    int only_map; /* 0: both maps */
 } config;
 
 static void usage(const char *prog)
 {
     fprintf(stderr,
             "usage: %s [--full] [--n-min K] [--n-max K] [--naive-max K]\n"
-            "          [--reps R] [--block B] [--d D] [--e E]\n"
+            "          [--reps R] [--block B] [--d D] [--e E] [--map identity|elu1]\n"
             "  n runs over powers of two 2^n-min .. 2^n-max; the naive path\n"
             "  stops at 2^naive-max.\n", prog);
 }
@@ -46,7 +49,7 @@ static int parse_int(const char *s, long lo, long hi, long *out)
 
 static int parse_args(int argc, char **argv, config *c)
 {
-    *c = (config){9, 13, 13, 3, 0, 64, 64, 0};
+    *c = (config){9, 13, 13, 3, 0, 64, 64, 0, 0};
     for (int i = 1; i < argc; i++) {
         long v;
         const char *a = argv[i];
@@ -64,10 +67,14 @@ static int parse_args(int argc, char **argv, config *c)
             c->n_max = (int)v;
         else if (!strcmp(a, "--naive-max") && parse_int(val, 0, 30, &v))
             c->naive_max = (int)v;
-        else if (!strcmp(a, "--reps") && parse_int(val, 1, 1000, &v))
+        else if (!strcmp(a, "--reps") && parse_int(val, 1, MAX_REPS, &v))
             c->reps = (int)v;
         else if (!strcmp(a, "--block") && parse_int(val, 0, 1 << 24, &v))
             c->block = v;
+        else if (!strcmp(a, "--map") && !strcmp(val, "identity"))
+            c->only_map = LINATTN_MAP_IDENTITY;
+        else if (!strcmp(a, "--map") && !strcmp(val, "elu1"))
+            c->only_map = LINATTN_MAP_ELU1;
         else if (!strcmp(a, "--d") && parse_int(val, 1, 4096, &v))
             c->d = v;
         else if (!strcmp(a, "--e") && parse_int(val, 1, 4096, &v))
@@ -96,55 +103,44 @@ typedef int (*attn_fn)(const linattn_d_plan *, int, int64_t, int64_t,
                        const double *, int64_t, const double *, int64_t,
                        const double *, int64_t, double *, int64_t, int64_t *);
 
-/* Median seconds of one attention call over reps (after a warm-up). */
+/* Seconds of one attention call. */
 static double time_attention(attn_fn f, const linattn_d_plan *p, int64_t n,
                              int64_t d, int64_t e, const double *q,
-                             const double *k, const double *v, double *out,
-                             int reps)
+                             const double *k, const double *v, double *out)
 {
-    double t[1000];
-    for (int r = -1; r < reps; r++) {
-        double t0 = bench_now();
-        int st = f(p, LINATTN_ROW_MAJOR, n, n, q, d, k, d, v, e, out, e, NULL);
-        if (st) {
-            fprintf(stderr, "bench_core: %s\n", linattn_strerror(st));
-            exit(1);
-        }
-        if (r >= 0)
-            t[r] = bench_now() - t0;
+    double t0 = bench_now();
+    int st = f(p, LINATTN_ROW_MAJOR, n, n, q, d, k, d, v, e, out, e, NULL);
+    if (st) {
+        fprintf(stderr, "bench_core: %s\n", linattn_strerror(st));
+        exit(1);
     }
-    return bench_median(t, reps);
+    return bench_now() - t0;
 }
 
 /* The GEMM calls the factored path makes, alone: state blocks
- * S += K_b^T V_b, then query blocks Y_b = Q_b [S z]. */
+ * S += K_b^T V_b, then query blocks out_b = Q_b S, written into out.  (The
+ * library adds two GEMVs for z and the normalizers, phi, and the division;
+ * that is what the x_bare ratio measures.) */
 static double time_bare_gemms(int64_t n, int64_t d, int64_t e, int64_t block,
                               const double *q, const double *k,
-                              const double *v, int reps)
+                              const double *v, double *out)
 {
     double *s = calloc((size_t)(d * (e + 1)), sizeof *s);
-    double *y = malloc((size_t)((n < block ? n : block) * (e + 1)) * sizeof *y);
-    double t[1000];
-    for (int r = -1; r < reps; r++) {
-        double t0 = bench_now();
-        for (int64_t i = 0; i < n; i += block) {
-            int b = (int)(n - i < block ? n - i : block);
-            cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)d, (int)e,
-                        b, 1, k + i * d, (int)d, v + i * e, (int)e, 1, s,
-                        (int)(e + 1));
-        }
-        for (int64_t i = 0; i < n; i += block) {
-            int b = (int)(n - i < block ? n - i : block);
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, b,
-                        (int)(e + 1), (int)d, 1, q + i * d, (int)d, s,
-                        (int)(e + 1), 0, y, (int)(e + 1));
-        }
-        if (r >= 0)
-            t[r] = bench_now() - t0;
+    double t0 = bench_now();
+    for (int64_t i = 0; i < n; i += block) {
+        int b = (int)(n - i < block ? n - i : block);
+        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)d, (int)e, b,
+                    1, k + i * d, (int)d, v + i * e, (int)e, 1, s, (int)(e + 1));
     }
+    for (int64_t i = 0; i < n; i += block) {
+        int b = (int)(n - i < block ? n - i : block);
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, b, (int)e,
+                    (int)d, 1, q + i * d, (int)d, s, (int)(e + 1), 0,
+                    out + i * e, (int)e);
+    }
+    double t = bench_now() - t0;
     free(s);
-    free(y);
-    return bench_median(t, reps);
+    return t;
 }
 
 /* GFLOP/s of a 2048^3 dgemm: the machine's practical peak for BLAS. */
@@ -155,7 +151,7 @@ static double square_dgemm_rate(int reps)
     double *a = random_matrix((int64_t)n * n, &seed);
     double *b = random_matrix((int64_t)n * n, &seed);
     double *c = calloc((size_t)n * n, sizeof *c);
-    double t[1000];
+    double t[MAX_REPS];
     for (int r = -1; r < reps; r++) {
         double t0 = bench_now();
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n,
@@ -202,35 +198,62 @@ int main(int argc, char **argv)
     printf("%8s %-8s %11s %8s %11s %8s %9s %9s %7s\n", "n", "map",
            "factored_s", "GFLOP/s", "naive_s", "GFLOP/s", "speedup", "bare_s",
            "x_bare");
+    /* Every repetition times the bare GEMMs and each path back to back,
+     * so that the ratios compare runs under the same machine load (this
+     * machine is shared: medians of per-repetition ratios are stable where
+     * ratios of separate medians are not). */
     for (int lg = c.n_min; lg <= c.n_max; lg++) {
         int64_t n = (int64_t)1 << lg;
-        /* Factored: 2 n m e (state) + 2 n m (e + 1) (queries). */
-        double ff = 2.0 * n * d * e + 2.0 * n * d * (e + 1);
+        /* Factored: 2 n m (e + 1) for the state (S and z) and as much for
+         * the queries (numerators and normalizers). */
+        double ff = 4.0 * n * d * (e + 1);
         double fn = 2.0 * n * n * d + 2.0 * n * n * e;
-        double tb = time_bare_gemms(n, d, e, block, q, k, v, c.reps);
+        int naive = lg <= c.naive_max;
+        double tb[MAX_REPS], tf[2][MAX_REPS], tn[2][MAX_REPS];
+        double rb[2][MAX_REPS], rn[2][MAX_REPS];
+        for (int r = -1; r < c.reps; r++) { /* r = -1 warms up */
+            double b = time_bare_gemms(n, d, e, block, q, k, v, out);
+            for (int i = 0; i < 2; i++) {
+                if (c.only_map && c.only_map != maps[i])
+                    continue;
+                double f = time_attention(linattn_d_attention, plans[i], n, d,
+                                          e, q, k, v, out);
+                double nv = naive ? time_attention(linattn_d_naive, plans[i], n,
+                                                   d, e, q, k, v, out)
+                                  : 0;
+                if (r >= 0) {
+                    tf[i][r] = f, tn[i][r] = nv;
+                    rb[i][r] = f / b, rn[i][r] = nv / f;
+                }
+            }
+            if (r >= 0)
+                tb[r] = b;
+        }
+        double tbm = bench_median(tb, c.reps);
         for (int i = 0; i < 2; i++) {
-            double tf = time_attention(linattn_d_attention, plans[i], n, d, e,
-                                       q, k, v, out, c.reps);
-            printf("%8lld %-8s %11.3e %8.1f ", (long long)n, names[i], tf,
-                   ff / tf / 1e9);
-            if (lg <= c.naive_max) {
-                double tn = time_attention(linattn_d_naive, plans[i], n, d, e,
-                                           q, k, v, out, c.reps);
-                printf("%11.3e %8.1f %9.1f ", tn, fn / tn / 1e9, tn / tf);
+            if (c.only_map && c.only_map != maps[i])
+                continue;
+            double tfm = bench_median(tf[i], c.reps);
+            printf("%8lld %-8s %11.3e %8.1f ", (long long)n, names[i], tfm,
+                   ff / tfm / 1e9);
+            if (naive) {
+                double tnm = bench_median(tn[i], c.reps);
+                printf("%11.3e %8.1f %9.1f ", tnm, fn / tnm / 1e9,
+                       bench_median(rn[i], c.reps));
             } else {
                 printf("%11s %8s %9s ", "-", "-", "-");
             }
-            printf("%9.3e %7.2f\n", tb, tf / tb);
+            printf("%9.3e %7.2f\n", tbm, bench_median(rb[i], c.reps));
             fflush(stdout);
         }
-        if (lg == c.n_max) {
+        if (lg == c.n_max)
             printf("\nat n = %lld: bare GEMMs %.1f GFLOP/s = %.0f%% of square "
-                   "dgemm\n", (long long)n, ff / tb / 1e9,
-                   100 * ff / tb / 1e9 / peak);
-        }
+                   "dgemm\n", (long long)n, ff / tbm / 1e9,
+                   100 * ff / tbm / 1e9 / peak);
     }
-    printf("x_bare: factored time / time of its bare GEMM calls (same shapes, "
-           "no feature map, no normalization)\n");
+    printf("speedup: naive time / factored time; x_bare: factored time / time "
+           "of its bare GEMM calls (same shapes, no feature map, no "
+           "normalization); both medians of per-repetition ratios\n");
     for (int i = 0; i < 2; i++)
         linattn_d_plan_destroy(plans[i]);
     free(q), free(k), free(v), free(out);

@@ -18,25 +18,9 @@ int XI(map_is_identity)(const X(plan) *plan)
     return plan->map == LINATTN_MAP_IDENTITY;
 }
 
-/* Copies rows [0, rows) of x (rows x cols) into out, row major, ld cols. */
-static void gather_rows(XI(view) x, int64_t rows, int64_t cols, real *out)
-{
-    if (!x.colmajor) {
-        for (int64_t i = 0; i < rows; i++)
-            memcpy(out + i * cols, x.p + i * x.ld, (size_t)cols * sizeof(real));
-        return;
-    }
-    /* Column major: read down columns (contiguous), write strided; the
-     * block is small enough that the writes stay in cache. */
-    for (int64_t j = 0; j < cols; j++) {
-        const real *col = x.p + j * x.ld;
-        for (int64_t i = 0; i < rows; i++)
-            out[i * cols + j] = col[i];
-    }
-}
-
+/* Elementwise maps, out of place (y may equal x). */
 LINATTN_CLONES
-static void elu1_inplace(real *x, int64_t count)
+static void elu1_map(real *y, const real *x, int64_t count)
 {
     LINATTN_SIMD
     for (int64_t i = 0; i < count; i++) {
@@ -44,72 +28,165 @@ static void elu1_inplace(real *x, int64_t count)
         /* exp only of non-positive values keeps the unused lane finite;
          * the test is written so that NaN reaches exp and propagates. */
         real ev = XI(exp)(v > 0 ? 0 : v);
-        x[i] = v > 0 ? v + 1 : ev;
+        y[i] = v > 0 ? v + 1 : ev;
     }
 }
 
-static void relu_inplace(real *x, int64_t count)
+static void relu_map(real *y, const real *x, int64_t count)
 {
     LINATTN_SIMD
     for (int64_t i = 0; i < count; i++)
-        x[i] = x[i] < 0 ? 0 : x[i]; /* NaN stays NaN */
+        y[i] = x[i] < 0 ? 0 : x[i]; /* NaN stays NaN */
+}
+
+static void copy_map(real *y, const real *x, int64_t count)
+{
+    if (y != x)
+        memcpy(y, x, (size_t)count * sizeof(real));
 }
 
 LINATTN_CLONES
-void XI(exp_inplace)(real *x, int64_t count)
+static void exp_map(real *y, const real *x, int64_t count)
 {
     LINATTN_SIMD
     for (int64_t i = 0; i < count; i++)
-        x[i] = XI(exp)(x[i]);
+        y[i] = XI(exp)(x[i]);
 }
 
-static void add_colsums(const real *a, int64_t rows, int64_t cols, acc_t *sum)
+typedef void (*map_fn)(real *, const real *, int64_t);
+
+static map_fn map_of(int map)
 {
-    for (int64_t i = 0; i < rows; i++) {
-        const real *row = a + i * cols;
-        LINATTN_SIMD
-        for (int64_t j = 0; j < cols; j++)
-            sum[j] += row[j];
+    switch (map) {
+    case LINATTN_MAP_ELU1:
+        return elu1_map;
+    case LINATTN_MAP_RELU:
+        return relu_map;
+    default:
+        return copy_map;
     }
 }
 
-void XI(colsum_view)(XI(view) x, int64_t rows, int64_t cols, acc_t *sum)
+/* phi of rows [lo, hi) of x into the same rows of out (ld m = d). */
+static void phi_range(map_fn f, XI(view) x, int64_t d, int64_t lo, int64_t hi,
+                      real *out)
 {
     if (!x.colmajor) {
-        for (int64_t i = 0; i < rows; i++) {
-            const real *row = x.p + i * x.ld;
-            LINATTN_SIMD
-            for (int64_t j = 0; j < cols; j++)
-                sum[j] += row[j];
-        }
+        /* Read each input row once and write its features: no copy. */
+        if (x.ld == d)
+            f(out + lo * d, x.p + lo * d, (hi - lo) * d);
+        else
+            for (int64_t i = lo; i < hi; i++)
+                f(out + i * d, x.p + i * x.ld, d);
         return;
     }
-    for (int64_t j = 0; j < cols; j++) {
+    /* Column major: gather the rows (reading down the columns), then map
+     * in place; the block is in cache for the second pass. */
+    for (int64_t j = 0; j < d; j++) {
         const real *col = x.p + j * x.ld;
-        acc_t s = 0;
-        for (int64_t i = 0; i < rows; i++)
-            s += col[i];
-        sum[j] += s;
+        for (int64_t i = lo; i < hi; i++)
+            out[i * d + j] = col[i];
     }
+    f(out + lo * d, out + lo * d, (hi - lo) * d);
+}
+
+/* The statistics of rows [lo, hi) of the feature view f (m columns):
+ * den[i] = f_i . z and part += sum_i f_i, as requested by st. */
+static void stats_range(XI(view) f, int64_t m, int64_t lo, int64_t hi,
+                        const XI(stats) *st, acc_t *part)
+{
+    if (st->den && f.colmajor) {
+        for (int64_t i = lo; i < hi; i++)
+            st->den[i] = 0;
+        for (int64_t j = 0; j < m; j++) {
+            const real *col = f.p + j * f.ld;
+            real zj = st->z[j];
+            LINATTN_SIMD
+            for (int64_t i = lo; i < hi; i++)
+                st->den[i] += col[i] * zj;
+        }
+    } else if (st->den) {
+        for (int64_t i = lo; i < hi; i++) {
+            const real *row = f.p + i * f.ld;
+            real acc = 0;
+            LINATTN_SIMD_SUM
+            for (int64_t j = 0; j < m; j++)
+                acc += row[j] * st->z[j];
+            st->den[i] = acc;
+        }
+    }
+    if (part && f.colmajor) {
+        for (int64_t j = 0; j < m; j++) {
+            const real *col = f.p + j * f.ld;
+            acc_t acc = 0;
+            LINATTN_SIMD_SUM
+            for (int64_t i = lo; i < hi; i++)
+                acc += col[i];
+            part[j] = acc;
+        }
+    } else if (part) {
+        for (int64_t j = 0; j < m; j++)
+            part[j] = 0;
+        for (int64_t i = lo; i < hi; i++) {
+            const real *row = f.p + i * f.ld;
+            LINATTN_SIMD
+            for (int64_t j = 0; j < m; j++)
+                part[j] += row[j];
+        }
+    }
+}
+
+/* One chunk of rows: map them (unless the map is the identity and out is
+ * NULL), then take their statistics while they are in cache. */
+static void chunk_rows(map_fn f, XI(view) x, int64_t d, int64_t lo,
+                       int64_t hi, real *out, const XI(stats) *st,
+                       acc_t *part)
+{
+    XI(view) fv = x;
+    if (out) {
+        phi_range(f, x, d, lo, hi, out);
+        fv = (XI(view)){out, d, 0};
+    }
+    if (st)
+        stats_range(fv, d, lo, hi, st, part);
+}
+
+int64_t XI(stats_partial_len)(const X(plan) *plan, int64_t rows)
+{
+    return (rows + LINATTN_CHUNK - 1) / LINATTN_CHUNK * plan->m;
 }
 
 void XI(phi_rows)(const X(plan) *plan, XI(view) x, int64_t rows, real *out,
-                  acc_t *colsum)
+                  const XI(stats) *st)
 {
-    int64_t d = plan->d, m = plan->m;
-    gather_rows(x, rows, d, out);
-    switch (plan->map) {
-    case LINATTN_MAP_ELU1:
-        elu1_inplace(out, rows * m);
-        break;
-    case LINATTN_MAP_RELU:
-        relu_inplace(out, rows * m);
-        break;
-    default: /* identity: the copy is phi */
-        break;
+    map_fn f = map_of(plan->map);
+    int64_t d = plan->d, nchunks = (rows + LINATTN_CHUNK - 1) / LINATTN_CHUNK;
+    acc_t *partial = st && st->colsum ? st->partial : NULL;
+    /* Fixed chunks, whatever the thread count, and their column sums added
+     * in chunk order: the results do not depend on OMP_NUM_THREADS. */
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if (rows * d >= LINATTN_PAR_MIN)
+#endif
+    for (int64_t c = 0; c < nchunks; c++) {
+        int64_t lo = c * LINATTN_CHUNK;
+        int64_t hi = lo + LINATTN_CHUNK < rows ? lo + LINATTN_CHUNK : rows;
+        chunk_rows(f, x, d, lo, hi, out, st, partial ? partial + c * d : NULL);
     }
-    if (colsum)
-        add_colsums(out, rows, m, colsum);
+    for (int64_t c = 0; partial && c < nchunks; c++)
+        for (int64_t j = 0; j < d; j++)
+            st->colsum[j] += partial[c * d + j];
+}
+
+void XI(exp_inplace)(real *x, int64_t count)
+{
+    int64_t step = LINATTN_CHUNK * 64, nchunks = (count + step - 1) / step;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if (count >= LINATTN_PAR_MIN)
+#endif
+    for (int64_t c = 0; c < nchunks; c++) {
+        int64_t lo = c * step, hi = lo + step < count ? lo + step : count;
+        exp_map(x + lo, x + lo, hi - lo);
+    }
 }
 
 int X(features)(const X(plan) *plan, int layout, int64_t n, const real *x,

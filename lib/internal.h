@@ -42,28 +42,49 @@ struct X(state_s) {
 /* Nonzero when phi(x) = x, so callers may hand x to BLAS directly. */
 int XI(map_is_identity)(const X(plan) *plan);
 
-/* phi of rows [0, rows) of x into out (rows x m, row major, ld m).  When
- * colsum is not NULL the column sums of the result are added to it. */
-void XI(phi_rows)(const X(plan) *plan, XI(view) x, int64_t rows, real *out,
-                  acc_t *colsum);
+/* What to gather about a block's feature rows while they are in cache:
+ * den[i] = phi_i . z (z contiguous, m entries) when den is not NULL, and
+ * colsum += sum_i phi_i when colsum is not NULL (partial: workspace of
+ * XI(stats_partial_len)(plan, rows) entries). */
+typedef struct {
+    const real *z;
+    real *den;
+    acc_t *colsum;
+    acc_t *partial;
+} XI(stats);
 
-/* Column sums of rows [0, rows) of a rows x cols view, added to sum. */
-void XI(colsum_view)(XI(view) x, int64_t rows, int64_t cols, acc_t *sum);
+int64_t XI(stats_partial_len)(const X(plan) *plan, int64_t rows);
+
+/* phi of rows [0, rows) of x into out (rows x m, row major, ld m), and the
+ * statistics st asks for (st may be NULL).  For the identity map out may
+ * be NULL: then nothing is written and the statistics read x itself.
+ * Splits the rows over the OpenMP team when the block is large. */
+void XI(phi_rows)(const X(plan) *plan, XI(view) x, int64_t rows, real *out,
+                  const XI(stats) *st);
+
+/* Multiplies row i of the rows x cols matrix a (layout, lda) by s[i]. */
+void XI(scale_rows)(real *a, int colmajor, int64_t lda, int64_t rows,
+                    int64_t cols, const real *s);
 
 /* In place elementwise exp over count contiguous values. */
 void XI(exp_inplace)(real *x, int64_t count);
 
 /* ---- normalization (normalize.c) ---- */
 
-/* y holds rows x (e+1) values [num | den] (row major, ld e+1); its last
- * column is overwritten (reciprocals).  Writes rows
- * [0, rows) to out/num/den (each may be NULL) at row offset r0, applying
- * the plan's eps and policy when out is requested.  Returns -1, or the
- * index within the block of the first row whose normalizer breaks the
- * policy, in which case only the rows before it were written. */
-int64_t XI(finish_rows)(const X(plan) *plan, real *y, int64_t rows,
-                        int layout, int64_t r0, real *out, int64_t ldout,
-                        real *num, int64_t ldnum, real *den);
+/* Adds the plan's eps to den[0, rows); returns the number of leading rows
+ * whose normalizer satisfies the plan's policy (rows when !check). */
+int64_t XI(good_rows)(const X(plan) *plan, real *den, int64_t rows,
+                      int check);
+
+/* Writes rows [0, rows) of a block to the caller's outputs at row offset r0
+ * (each of out, num, den may be NULL): num = A B (rows x inner times
+ * inner x e: phi(Q_b) S, or scores times V) by GEMM straight into the
+ * output, den from den_b (eps included), out = num / den by one reciprocal
+ * per row.  inv is workspace of rows entries. */
+void XI(write_rows)(const X(plan) *plan, XI(view) a, XI(view) b,
+                    int64_t inner, const real *den_b, int64_t rows,
+                    int layout, int64_t r0, real *out, int64_t ldout,
+                    real *num, int64_t ldnum, real *den, real *inv);
 
 /* ---- state internals (state.c) ---- */
 

@@ -12,9 +12,21 @@
 
 #ifdef LINATTN_HAVE_OPENMP_SIMD
 #define LINATTN_SIMD _Pragma("omp simd")
+/* A vectorized sum into a variable named acc (the order of the additions
+ * changes, within the usual rounding). */
+#define LINATTN_SIMD_SUM _Pragma("omp simd reduction(+ : acc)")
 #else
 #define LINATTN_SIMD
+#define LINATTN_SIMD_SUM
 #endif
+
+/* Elementwise work below this many values stays on one thread: waking
+ * the OpenMP team costs microseconds. */
+#define LINATTN_PAR_MIN 32768
+
+/* Rows per chunk of the per-row work: the unit of parallel splitting and of
+ * partial column sums (fixed, so results do not depend on thread count). */
+#define LINATTN_CHUNK 256
 
 #ifdef LINATTN_HAVE_TARGET_CLONES
 #define LINATTN_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))

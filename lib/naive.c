@@ -19,21 +19,15 @@ static int64_t score_rows(int64_t block, int64_t nk)
     return rows < 1 ? 1 : rows;
 }
 
-/* y[i, 0:e] = a[i, :] v and y[i, e] = sum_j a[i, j], for rows x nk scores
- * a (row major, ld nk); the row sums accumulate in acc_t. */
-static void weigh_values(const real *a, int64_t rows, int64_t nk, XI(view) v,
-                         int64_t e, real *y)
+/* den[i] = sum_j a[i, j] for rows x nk scores (row major, ld nk),
+ * accumulated in acc_t. */
+static void row_sums(const real *a, int64_t rows, int64_t nk, real *den)
 {
-    if (nk == 0) {
-        memset(y, 0, (size_t)(rows * (e + 1)) * sizeof(real));
-        return;
-    }
-    XI(gemm)(0, 0, rows, e, nk, 1, (XI(view)){a, nk, 0}, v, 0, y, e + 1);
     for (int64_t i = 0; i < rows; i++) {
         acc_t s = 0;
         for (int64_t j = 0; j < nk; j++)
             s += a[i * nk + j];
-        y[i * (e + 1) + e] = (real)s;
+        den[i] = (real)s;
     }
 }
 
@@ -48,22 +42,25 @@ int X(naive)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
         st = linattn_i_blas_fits(nk);
     if (st || nq == 0)
         return st;
-    int64_t m = plan->m, e = plan->e;
+    int64_t m = plan->m;
     int64_t rows_max = score_rows(plan->block, nk);
     if (rows_max > nq)
         rows_max = nq;
     int identity = XI(map_is_identity)(plan);
     int cm = layout == LINATTN_COL_MAJOR;
     XI(view) qv = {q, ldq, cm}, kv = {k, ldk, cm}, vv = {v, ldv, cm};
+    /* nk = 0 still needs a (zero) score block so that every row reads
+     * normalizer 0 and the policy decides. */
+    int64_t nka = nk > 0 ? nk : 1;
     real *phik = identity || nk == 0 ? NULL : linattn_i_alloc(nk * m, sizeof(real));
     real *phiq = identity ? NULL : linattn_i_alloc(rows_max * m, sizeof(real));
-    real *a = nk == 0 ? NULL : linattn_i_alloc(rows_max * nk, sizeof(real));
-    real *y = linattn_i_alloc(rows_max * (e + 1), sizeof(real));
-    if ((!identity && nk && !phik) || (!identity && !phiq) || (nk && !a) || !y) {
+    real *a = linattn_i_alloc(rows_max * nka, sizeof(real));
+    real *dd = linattn_i_alloc(2 * rows_max, sizeof(real));
+    if ((!identity && nk && !phik) || (!identity && !phiq) || !a || !dd) {
         free(phik);
         free(phiq);
         free(a);
-        free(y);
+        free(dd);
         return LINATTN_ENOMEM;
     }
     XI(view) pk = kv;
@@ -80,12 +77,16 @@ int X(naive)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
         }
         if (nk)
             XI(gemm)(0, 1, rows, nk, m, 1, pq, pk, 0, a, nk);
-        weigh_values(a, rows, nk, vv, e, y);
-        int64_t bad = XI(finish_rows)(plan, y, rows, layout, r, out, ldout,
-                                      NULL, 0, NULL);
-        if (bad >= 0) {
+        else
+            memset(a, 0, (size_t)rows * sizeof(real));
+        row_sums(a, rows, nk, dd);
+        int64_t good = XI(good_rows)(plan, dd, rows, 1);
+        /* With no keys the GEMM has inner dimension 0 and writes zeros. */
+        XI(write_rows)(plan, (XI(view)){a, nka, 0}, vv, nk, dd, good, layout,
+                       r, out, ldout, NULL, 0, NULL, dd + rows_max);
+        if (good < rows) {
             if (bad_row)
-                *bad_row = r + bad;
+                *bad_row = r + good;
             st = LINATTN_EDENOM;
             break;
         }
@@ -93,7 +94,7 @@ int X(naive)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
     free(phik);
     free(phiq);
     free(a);
-    free(y);
+    free(dd);
     return st;
 }
 
@@ -155,31 +156,27 @@ int X(softmax)(int layout, int64_t nq, int64_t nk, int64_t d, int64_t e,
     if (rows_max > nq)
         rows_max = nq;
     real *a = linattn_i_alloc(rows_max * nk, sizeof(real));
-    real *y = linattn_i_alloc(rows_max * (e + 1), sizeof(real));
-    if (!a || !y) {
+    real *inv = linattn_i_alloc(rows_max, sizeof(real));
+    if (!a || !inv) {
         free(a);
-        free(y);
+        free(inv);
         return LINATTN_ENOMEM;
     }
     int cm = layout == LINATTN_COL_MAJOR;
     XI(view) qv = {q, ldq, cm}, kv = {k, ldk, cm}, vv = {v, ldv, cm};
     for (int64_t r = 0; r < nq; r += rows_max) {
         int64_t rows = nq - r < rows_max ? nq - r : rows_max;
+        real *o = cm ? out + r : out + r * ldout;
         XI(gemm)(0, 1, rows, nk, d, scale, XI(view_rows)(qv, r), kv, 0, a, nk);
         softmax_weights(a, rows, nk);
-        weigh_values(a, rows, nk, vv, e, y);
-        for (int64_t i = 0; i < rows; i++) {
-            real inv = 1 / y[i * (e + 1) + e];
-            for (int64_t j = 0; j < e; j++) {
-                real val = y[i * (e + 1) + j] * inv;
-                if (cm)
-                    out[(r + i) + j * ldout] = val;
-                else
-                    out[(r + i) * ldout + j] = val;
-            }
-        }
+        row_sums(a, rows, nk, inv);
+        for (int64_t i = 0; i < rows; i++)
+            inv[i] = 1 / inv[i];
+        XI(gemm_c)(cm, 0, 0, rows, e, nk, 1, (XI(view)){a, nk, 0}, vv, 0, o,
+                   ldout);
+        XI(scale_rows)(o, cm, ldout, rows, e, inv);
     }
     free(a);
-    free(y);
+    free(inv);
     return 0;
 }

@@ -141,52 +141,79 @@ int X(state_get)(const X(state) *state, int layout, real *s, int64_t lds,
     return 0;
 }
 
+/* Workspace of an update: phi of one block (none for the identity), the
+ * column sums z_b of phi and their per-chunk partials, and in float the
+ * block's partial S before it is added to the double accumulator. */
+typedef struct {
+    real *phi, *part;
+    acc_t *zsum, *partial;
+} update_ws;
+
+static void free_update_ws(update_ws *w)
+{
+    free(w->phi);
+    free(w->part);
+    free(w->zsum);
+    free(w->partial);
+}
+
+static int alloc_update_ws(update_ws *w, const X(plan) *plan, int64_t rows)
+{
+    int64_t m = plan->m, e = plan->e;
+    int identity = XI(map_is_identity)(plan);
+    *w = (update_ws){NULL, NULL, NULL, NULL};
+    if (!identity)
+        w->phi = linattn_i_alloc(rows * m, sizeof(real));
+    if (LINATTN_ACC_WIDER)
+        w->part = linattn_i_alloc(m * e, sizeof(real));
+    w->zsum = linattn_i_alloc(m, sizeof(acc_t));
+    w->partial = linattn_i_alloc(XI(stats_partial_len)(plan, rows), sizeof(acc_t));
+    if ((!identity && !w->phi) || (LINATTN_ACC_WIDER && !w->part) ||
+        !w->zsum || !w->partial) {
+        free_update_ws(w);
+        return LINATTN_ENOMEM;
+    }
+    memset(w->zsum, 0, (size_t)m * sizeof(acc_t));
+    return 0;
+}
+
 int XI(state_update_checked)(X(state) *st, XI(view) k, XI(view) v, int64_t n)
 {
     const X(plan) *plan = st->plan;
     int64_t m = plan->m, e = plan->e, ld = e + 1;
     int64_t block = XI(block_rows)(plan);
-    int64_t rows_max = n < block ? n : block;
-    int identity = XI(map_is_identity)(plan);
     if (n == 0)
         return 0;
     /* All workspace first: a failed allocation leaves the state as it was. */
-    real *phi = identity ? NULL : linattn_i_alloc(rows_max * m, sizeof(real));
-    acc_t *zsum = linattn_i_alloc(m, sizeof(acc_t));
-    real *tmp = LINATTN_ACC_WIDER ? linattn_i_alloc(m * e, sizeof(real)) : NULL;
-    if ((!identity && !phi) || !zsum || (LINATTN_ACC_WIDER && !tmp)) {
-        free(phi);
-        free(zsum);
-        free(tmp);
+    update_ws w;
+    if (alloc_update_ws(&w, plan, n < block ? n : block))
         return LINATTN_ENOMEM;
-    }
-    memset(zsum, 0, (size_t)m * sizeof(acc_t));
+    XI(stats) zs = {NULL, NULL, w.zsum, w.partial};
     for (int64_t r = 0; r < n; r += block) {
         int64_t rows = n - r < block ? n - r : block;
-        XI(view) kb = XI(view_rows)(k, r), vb = XI(view_rows)(v, r), pk;
-        if (identity) {
-            pk = kb;
-            XI(colsum_view)(kb, rows, m, zsum);
-        } else {
-            XI(phi_rows)(plan, kb, rows, phi, zsum);
-            pk = (XI(view)){phi, m, 0};
+        XI(view) kb = XI(view_rows)(k, r), vb = XI(view_rows)(v, r), pk = kb;
+        if (w.phi) {
+            /* phi and its column sums in one pass over the block. */
+            XI(phi_rows)(plan, kb, rows, w.phi, &zs);
+            pk = (XI(view)){w.phi, m, 0};
         }
 #if LINATTN_ACC_WIDER
-        XI(gemm)(1, 0, m, e, rows, 1, pk, vb, 0, tmp, e);
+        XI(gemm)(1, 0, m, e, rows, 1, pk, vb, 0, w.part, e);
         for (int64_t i = 0; i < m; i++)
             for (int64_t j = 0; j < e; j++)
-                st->acc[i * ld + j] += tmp[i * e + j];
+                st->acc[i * ld + j] += w.part[i * e + j];
 #else
         XI(gemm)(1, 0, m, e, rows, 1, pk, vb, 1, st->acc, ld);
 #endif
+        /* Identity: the column sums of K_b after the GEMM, from cache. */
+        if (!w.phi)
+            XI(phi_rows)(plan, kb, rows, NULL, &zs);
     }
     for (int64_t i = 0; i < m; i++)
-        st->acc[i * ld + e] += zsum[i];
+        st->acc[i * ld + e] += w.zsum[i];
     st->tokens += n;
     publish(st);
-    free(phi);
-    free(zsum);
-    free(tmp);
+    free_update_ws(&w);
     return 0;
 }
 
@@ -202,33 +229,39 @@ int XI(state_query_checked)(const X(state) *st, int layout, int64_t n,
     if (n == 0)
         return 0;
     real *phi = identity ? NULL : linattn_i_alloc(rows_max * m, sizeof(real));
-    real *y = linattn_i_alloc(rows_max * (e + 1), sizeof(real));
-    if ((!identity && !phi) || !y) {
+    /* normalizers, their reciprocals, and z contiguous */
+    real *dd = linattn_i_alloc(2 * rows_max + m, sizeof(real));
+    if ((!identity && !phi) || !dd) {
         free(phi);
-        free(y);
+        free(dd);
         return LINATTN_ENOMEM;
     }
-    XI(view) sz = {st->sz, e + 1, 0};
+    real *inv = dd + rows_max, *z = dd + 2 * rows_max;
+    for (int64_t i = 0; i < m; i++)
+        z[i] = st->sz[i * (e + 1) + e];
+    XI(view) s = {st->sz, e + 1, 0};
+    XI(stats) ds = {z, dd, NULL, NULL};
     int status = 0;
     for (int64_t r = 0; r < n; r += block) {
         int64_t rows = n - r < block ? n - r : block;
-        XI(view) qb = XI(view_rows)(q, r), pq = qb;
-        if (!identity) {
-            XI(phi_rows)(plan, qb, rows, phi, NULL);
+        XI(view) pq = XI(view_rows)(q, r);
+        /* phi and the normalizers phi . z in one pass, before anything is
+         * written, so that a bad normalizer stops the block cleanly. */
+        XI(phi_rows)(plan, pq, rows, phi, &ds);
+        if (!identity)
             pq = (XI(view)){phi, m, 0};
-        }
-        XI(gemm)(0, 0, rows, e + 1, m, 1, pq, sz, 0, y, e + 1);
-        int64_t bad = XI(finish_rows)(plan, y, rows, layout, r, out, ldout,
-                                      num, ldnum, den);
-        if (bad >= 0) {
+        int64_t good = XI(good_rows)(plan, dd, rows, out != NULL);
+        XI(write_rows)(plan, pq, s, m, dd, good, layout, r, out, ldout, num,
+                       ldnum, den, inv);
+        if (good < rows) {
             if (bad_row)
-                *bad_row = r + bad;
+                *bad_row = r + good;
             status = LINATTN_EDENOM;
             break;
         }
     }
     free(phi);
-    free(y);
+    free(dd);
     return status;
 }
 
