@@ -16,6 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include "linattn.h"
 #include "timing.h"
 
@@ -119,24 +122,52 @@ static double time_attention(attn_fn f, const linattn_d_plan *p, int64_t n,
 
 /* The GEMM calls the factored path makes, alone: state blocks
  * S += K_b^T V_b, then query blocks out_b = Q_b S, written into out.  (The
- * library adds two GEMVs for z and the normalizers, phi, and the division;
- * that is what the x_bare ratio measures.) */
-static double time_bare_gemms(int64_t n, int64_t d, int64_t e, int64_t block,
-                              const double *q, const double *k,
-                              const double *v, double *out)
+ * library adds phi, the column sums z, the normalizers phi(q) . z and the
+ * division: the x_bare ratio measures that.)  With threads > 1 the rows
+ * are split as the library splits them: each thread makes the calls for
+ * its range, into its own S, with single-threaded BLAS. */
+static void bare_range(int64_t lo, int64_t hi, int64_t d, int64_t e,
+                       int64_t block, const double *q, const double *k,
+                       const double *v, double *out, double *s)
 {
-    double *s = calloc((size_t)(d * (e + 1)), sizeof *s);
-    double t0 = bench_now();
-    for (int64_t i = 0; i < n; i += block) {
-        int b = (int)(n - i < block ? n - i : block);
+    for (int64_t i = lo; i < hi; i += block) {
+        int b = (int)(hi - i < block ? hi - i : block);
         cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)d, (int)e, b,
                     1, k + i * d, (int)d, v + i * e, (int)e, 1, s, (int)(e + 1));
     }
-    for (int64_t i = 0; i < n; i += block) {
-        int b = (int)(n - i < block ? n - i : block);
+    for (int64_t i = lo; i < hi; i += block) {
+        int b = (int)(hi - i < block ? hi - i : block);
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, b, (int)e,
                     (int)d, 1, q + i * d, (int)d, s, (int)(e + 1), 0,
                     out + i * e, (int)e);
+    }
+}
+
+static double time_bare_gemms(int threads, int64_t n, int64_t d, int64_t e,
+                              int64_t block, const double *q, const double *k,
+                              const double *v, double *out)
+{
+    double *s = calloc((size_t)(threads * d * (e + 1)), sizeof *s);
+    double t0 = bench_now();
+    if (threads == 1) {
+        bare_range(0, n, d, e, block, q, k, v, out, s);
+    } else {
+#ifdef LINATTN_HAVE_OPENBLAS_GET_PARALLEL
+        int saved = openblas_get_num_threads();
+        if (openblas_get_parallel() == 1)
+            openblas_set_num_threads(1);
+#endif
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads)
+        {
+            int64_t t = omp_get_thread_num();
+            bare_range(n * t / threads, n * (t + 1) / threads, d, e, block, q,
+                       k, v, out, s + t * d * (e + 1));
+        }
+#endif
+#ifdef LINATTN_HAVE_OPENBLAS_GET_PARALLEL
+        openblas_set_num_threads(saved);
+#endif
     }
     double t = bench_now() - t0;
     free(s);
@@ -190,10 +221,15 @@ int main(int argc, char **argv)
         }
     int64_t block;
     linattn_d_plan_block(plans[0], &block);
+#ifdef _OPENMP
+    int max_threads = omp_get_max_threads();
+#else
+    int max_threads = 1;
+#endif
     double peak = square_dgemm_rate(c.reps);
     printf("linattn %s bench_core: d = %lld, e = %lld, double, block %lld, "
-           "median of %d\n", linattn_version_string(), (long long)d,
-           (long long)e, (long long)block, c.reps);
+           "%d thread(s), median of %d\n", linattn_version_string(),
+           (long long)d, (long long)e, (long long)block, max_threads, c.reps);
     printf("square dgemm (2048^3): %.1f GFLOP/s\n\n", peak);
     printf("%8s %-8s %11s %8s %11s %8s %9s %9s %7s\n", "n", "map",
            "factored_s", "GFLOP/s", "naive_s", "GFLOP/s", "speedup", "bare_s",
@@ -209,10 +245,15 @@ int main(int argc, char **argv)
         double ff = 4.0 * n * d * (e + 1);
         double fn = 2.0 * n * n * d + 2.0 * n * n * e;
         int naive = lg <= c.naive_max;
-        double tb[MAX_REPS], tf[2][MAX_REPS], tn[2][MAX_REPS];
+        double tb[MAX_REPS], tb1[MAX_REPS], tf[2][MAX_REPS], tn[2][MAX_REPS];
         double rb[2][MAX_REPS], rn[2][MAX_REPS];
+        /* The library splits rows over threads from two blocks per thread. */
+        int threads = n >= 2 * block ? max_threads : 1;
         for (int r = -1; r < c.reps; r++) { /* r = -1 warms up */
-            double b = time_bare_gemms(n, d, e, block, q, k, v, out);
+            double b1 = time_bare_gemms(1, n, d, e, block, q, k, v, out);
+            double b = threads > 1 ? time_bare_gemms(threads, n, d, e, block,
+                                                     q, k, v, out)
+                                   : b1;
             for (int i = 0; i < 2; i++) {
                 if (c.only_map && c.only_map != maps[i])
                     continue;
@@ -227,9 +268,9 @@ int main(int argc, char **argv)
                 }
             }
             if (r >= 0)
-                tb[r] = b;
+                tb[r] = b, tb1[r] = b1;
         }
-        double tbm = bench_median(tb, c.reps);
+        double tbm = bench_median(tb, c.reps), tb1m = bench_median(tb1, c.reps);
         for (int i = 0; i < 2; i++) {
             if (c.only_map && c.only_map != maps[i])
                 continue;
@@ -246,14 +287,19 @@ int main(int argc, char **argv)
             printf("%9.3e %7.2f\n", tbm, bench_median(rb[i], c.reps));
             fflush(stdout);
         }
-        if (lg == c.n_max)
-            printf("\nat n = %lld: bare GEMMs %.1f GFLOP/s = %.0f%% of square "
-                   "dgemm\n", (long long)n, ff / tbm / 1e9,
-                   100 * ff / tbm / 1e9 / peak);
+        if (lg == c.n_max) {
+            printf("\nat n = %lld, bare GEMM calls of the factored path:\n"
+                   "  split over %d thread(s) as linattn does: %.1f GFLOP/s "
+                   "= %.0f%% of square dgemm\n", (long long)n, threads,
+                   ff / tbm / 1e9, 100 * ff / tbm / 1e9 / peak);
+            printf("  one caller thread, BLAS threading:      %.1f GFLOP/s "
+                   "= %.0f%% of square dgemm\n", ff / tb1m / 1e9,
+                   100 * ff / tb1m / 1e9 / peak);
+        }
     }
     printf("speedup: naive time / factored time; x_bare: factored time / time "
-           "of its bare GEMM calls (same shapes, no feature map, no "
-           "normalization); both medians of per-repetition ratios\n");
+           "of its bare GEMM calls (same shapes, same thread split, no feature "
+           "map, no normalization); both medians of per-repetition ratios\n");
     for (int i = 0; i < 2; i++)
         linattn_d_plan_destroy(plans[i]);
     free(q), free(k), free(v), free(out);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include "internal.h"
 #include "kernels.h"
+#include "threads.h"
 #include "validate.h"
 #include "vexp.h"
 
@@ -165,7 +166,7 @@ void XI(phi_rows)(const X(plan) *plan, XI(view) x, int64_t rows, real *out,
     /* Fixed chunks, whatever the thread count, and their column sums added
      * in chunk order: the results do not depend on OMP_NUM_THREADS. */
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (rows * d >= LINATTN_PAR_MIN)
+#pragma omp parallel for schedule(static) if (rows * d >= LINATTN_PAR_MIN && linattn_i_may_thread())
 #endif
     for (int64_t c = 0; c < nchunks; c++) {
         int64_t lo = c * LINATTN_CHUNK;
@@ -181,7 +182,7 @@ void XI(exp_inplace)(real *x, int64_t count)
 {
     int64_t step = LINATTN_CHUNK * 64, nchunks = (count + step - 1) / step;
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (count >= LINATTN_PAR_MIN)
+#pragma omp parallel for schedule(static) if (count >= LINATTN_PAR_MIN && linattn_i_may_thread())
 #endif
     for (int64_t c = 0; c < nchunks; c++) {
         int64_t lo = c * step, hi = lo + step < count ? lo + step : count;

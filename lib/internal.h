@@ -10,11 +10,12 @@
 #include "blas.h"
 #include "prec.h"
 
-/* Default rows per block.  Large enough that OpenBLAS runs the skinny
- * GEMMs near their best rate (it loses half its speed below ~1000 rows),
- * small enough that a block of phi stays in the last-level cache:
- * 4096 x 64 doubles = 2 MiB.  Measured with benchmarks/bench_core. */
-#define LINATTN_DEFAULT_BLOCK 4096
+/* Default rows per block.  Each thread streams its own rows with
+ * single-threaded BLAS, and a block of phi (1024 x 64 doubles = 512 KiB)
+ * then stays in that core's L2 between being written and being read by
+ * GEMM.  256 to 8192 were measured (benchmarks/bench_core --block): 256 to
+ * 1024 are equal within noise at d = e = 64, larger blocks lose 5-10%. */
+#define LINATTN_DEFAULT_BLOCK 1024
 
 /* The naive baselines hold rows x nk scores; this caps rows * nk. */
 #define LINATTN_NAIVE_SCORES 4194304

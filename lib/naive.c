@@ -2,12 +2,15 @@
  * naive.c -- the quadratic baselines: the same kernel maths rescanned for
  * every query (linattn_d_naive) and exact softmax attention
  * (linattn_d_softmax).  Both score a block of query rows against all keys
- * with one GEMM, so memory is O(rows * nk) and never nq x nk.
+ * with one GEMM, so memory is O(rows * nk) per thread and never nq x nk.
+ * Query rows are split over threads like the factored path, so that the
+ * two are timed on equal terms.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
+#include "threads.h"
 #include "validate.h"
 
 /* Query rows per block so that the score block stays within the cap. */
@@ -31,6 +34,78 @@ static void row_sums(const real *a, int64_t rows, int64_t nk, real *den)
     }
 }
 
+/* One thread's scores, features and normalizers. */
+typedef struct {
+    real *a, *phiq, *dd;
+} score_ws;
+
+typedef struct {
+    const X(plan) *plan;   /* NULL for softmax */
+    int layout;
+    int64_t nk, d, e, rows_max;
+    real scale;            /* softmax */
+    XI(view) q, pk, v;     /* pk: phi(K), or K for softmax */
+    real *out;
+    int64_t ldout;
+    score_ws *ws;
+} score_job;
+
+static void free_score_ws(score_ws *ws, int count)
+{
+    for (int t = 0; t < count; t++) {
+        free(ws[t].a);
+        free(ws[t].phiq);
+        free(ws[t].dd);
+    }
+}
+
+/* Workspaces for nt threads (phi of the queries only when phi_m > 0);
+ * returns 0 or LINATTN_ENOMEM with nothing left allocated. */
+static int alloc_score_ws(score_ws *ws, int nt, int64_t rows, int64_t nk,
+                          int64_t phi_m)
+{
+    for (int t = 0; t < nt; t++) {
+        ws[t].a = linattn_i_alloc(rows * (nk > 0 ? nk : 1), sizeof(real));
+        ws[t].phiq = phi_m ? linattn_i_alloc(rows * phi_m, sizeof(real)) : NULL;
+        ws[t].dd = linattn_i_alloc(2 * rows, sizeof(real));
+        if (!ws[t].a || (phi_m && !ws[t].phiq) || !ws[t].dd) {
+            free_score_ws(ws, t + 1);
+            return LINATTN_ENOMEM;
+        }
+    }
+    return 0;
+}
+
+/* Naive linear attention on query rows [lo, hi). */
+static int64_t naive_range(void *ctx, int t, int64_t lo, int64_t hi)
+{
+    score_job *j = ctx;
+    const X(plan) *plan = j->plan;
+    score_ws *w = &j->ws[t];
+    int64_t m = plan->m, nk = j->nk;
+    for (int64_t r = lo; r < hi; r += j->rows_max) {
+        int64_t rows = hi - r < j->rows_max ? hi - r : j->rows_max;
+        XI(view) pq = XI(view_rows)(j->q, r);
+        if (w->phiq) {
+            XI(phi_rows)(plan, pq, rows, w->phiq, NULL);
+            pq = (XI(view)){w->phiq, m, 0};
+        }
+        if (nk)
+            XI(gemm)(0, 1, rows, nk, m, 1, pq, j->pk, 0, w->a, nk);
+        else
+            memset(w->a, 0, (size_t)rows * sizeof(real));
+        row_sums(w->a, rows, nk, w->dd);
+        int64_t good = XI(good_rows)(plan, w->dd, rows, 1);
+        /* With no keys the GEMM has inner dimension 0 and writes zeros. */
+        XI(write_rows)(plan, (XI(view)){w->a, nk > 0 ? nk : 1, 0}, j->v, nk,
+                       w->dd, good, j->layout, r, j->out, j->ldout, NULL, 0,
+                       NULL, w->dd + j->rows_max);
+        if (good < rows)
+            return r + good;
+    }
+    return INT64_MAX;
+}
+
 int X(naive)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
              const real *q, int64_t ldq, const real *k, int64_t ldk,
              const real *v, int64_t ldv, real *out, int64_t ldout,
@@ -44,58 +119,34 @@ int X(naive)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
         return st;
     int64_t m = plan->m;
     int64_t rows_max = score_rows(plan->block, nk);
-    if (rows_max > nq)
-        rows_max = nq;
+    int nt = linattn_i_threads(nq, rows_max);
+    int64_t per = (nq + nt - 1) / nt;
+    rows_max = rows_max < per ? rows_max : per;
     int identity = XI(map_is_identity)(plan);
     int cm = layout == LINATTN_COL_MAJOR;
-    XI(view) qv = {q, ldq, cm}, kv = {k, ldk, cm}, vv = {v, ldv, cm};
-    /* nk = 0 still needs a (zero) score block so that every row reads
-     * normalizer 0 and the policy decides. */
-    int64_t nka = nk > 0 ? nk : 1;
+    XI(view) kv = {k, ldk, cm};
+    /* All workspace before any output is written. */
+    score_ws ws[LINATTN_MAX_THREADS];
     real *phik = identity || nk == 0 ? NULL : linattn_i_alloc(nk * m, sizeof(real));
-    real *phiq = identity ? NULL : linattn_i_alloc(rows_max * m, sizeof(real));
-    real *a = linattn_i_alloc(rows_max * nka, sizeof(real));
-    real *dd = linattn_i_alloc(2 * rows_max, sizeof(real));
-    if ((!identity && nk && !phik) || (!identity && !phiq) || !a || !dd) {
+    if ((!identity && nk && !phik) ||
+        alloc_score_ws(ws, nt, rows_max, nk, identity ? 0 : m)) {
         free(phik);
-        free(phiq);
-        free(a);
-        free(dd);
         return LINATTN_ENOMEM;
     }
-    XI(view) pk = kv;
-    if (!identity && nk) {
+    if (phik)
         XI(phi_rows)(plan, kv, nk, phik, NULL);
-        pk = (XI(view)){phik, m, 0};
-    }
-    for (int64_t r = 0; r < nq; r += rows_max) {
-        int64_t rows = nq - r < rows_max ? nq - r : rows_max;
-        XI(view) pq = XI(view_rows)(qv, r);
-        if (!identity) {
-            XI(phi_rows)(plan, pq, rows, phiq, NULL);
-            pq = (XI(view)){phiq, m, 0};
-        }
-        if (nk)
-            XI(gemm)(0, 1, rows, nk, m, 1, pq, pk, 0, a, nk);
-        else
-            memset(a, 0, (size_t)rows * sizeof(real));
-        row_sums(a, rows, nk, dd);
-        int64_t good = XI(good_rows)(plan, dd, rows, 1);
-        /* With no keys the GEMM has inner dimension 0 and writes zeros. */
-        XI(write_rows)(plan, (XI(view)){a, nka, 0}, vv, nk, dd, good, layout,
-                       r, out, ldout, NULL, 0, NULL, dd + rows_max);
-        if (good < rows) {
-            if (bad_row)
-                *bad_row = r + good;
-            st = LINATTN_EDENOM;
-            break;
-        }
-    }
+    score_job job = {plan, layout, nk, plan->d, plan->e, rows_max, 0,
+                     {q, ldq, cm}, phik ? (XI(view)){phik, m, 0} : kv,
+                     {v, ldv, cm}, out, ldout, ws};
+    int64_t bad = linattn_i_parallel_ranges(nt, nq, naive_range, &job);
+    free_score_ws(ws, nt);
     free(phik);
-    free(phiq);
-    free(a);
-    free(dd);
-    return st;
+    if (bad < nq) {
+        if (bad_row)
+            *bad_row = bad;
+        return LINATTN_EDENOM;
+    }
+    return 0;
 }
 
 /* a[i, :] = exp(a[i, :] - max_j a[i, j]) for rows x nk scores. */
@@ -113,6 +164,29 @@ static void softmax_weights(real *a, int64_t rows, int64_t nk)
                 row[j] -= mx;
         XI(exp_inplace)(row, nk);
     }
+}
+
+/* Softmax attention on query rows [lo, hi). */
+static int64_t softmax_range(void *ctx, int t, int64_t lo, int64_t hi)
+{
+    score_job *j = ctx;
+    score_ws *w = &j->ws[t];
+    int cm = j->layout == LINATTN_COL_MAJOR;
+    int64_t nk = j->nk;
+    for (int64_t r = lo; r < hi; r += j->rows_max) {
+        int64_t rows = hi - r < j->rows_max ? hi - r : j->rows_max;
+        real *o = cm ? j->out + r : j->out + r * j->ldout;
+        XI(gemm)(0, 1, rows, nk, j->d, j->scale, XI(view_rows)(j->q, r), j->pk,
+                 0, w->a, nk);
+        softmax_weights(w->a, rows, nk);
+        row_sums(w->a, rows, nk, w->dd);
+        for (int64_t i = 0; i < rows; i++)
+            w->dd[i] = 1 / w->dd[i];
+        XI(gemm_c)(cm, 0, 0, rows, j->e, nk, 1, (XI(view)){w->a, nk, 0}, j->v,
+                   0, o, j->ldout);
+        XI(scale_rows)(o, cm, j->ldout, rows, j->e, w->dd);
+    }
+    return INT64_MAX;
 }
 
 int X(softmax)(int layout, int64_t nq, int64_t nk, int64_t d, int64_t e,
@@ -148,35 +222,21 @@ int X(softmax)(int layout, int64_t nq, int64_t nk, int64_t d, int64_t e,
     if (!st)
         st = linattn_i_matrix_fits(layout, nq, e, ldout);
     if (!st && (linattn_i_blas_fits(nk) || linattn_i_blas_fits(d) ||
-                linattn_i_blas_fits(e + 1)))
+                linattn_i_blas_fits(e)))
         st = LINATTN_ESIZE;
     if (st || nq == 0)
         return st;
     int64_t rows_max = score_rows(LINATTN_DEFAULT_BLOCK, nk);
-    if (rows_max > nq)
-        rows_max = nq;
-    real *a = linattn_i_alloc(rows_max * nk, sizeof(real));
-    real *inv = linattn_i_alloc(rows_max, sizeof(real));
-    if (!a || !inv) {
-        free(a);
-        free(inv);
+    int nt = linattn_i_threads(nq, rows_max);
+    int64_t per = (nq + nt - 1) / nt;
+    rows_max = rows_max < per ? rows_max : per;
+    score_ws ws[LINATTN_MAX_THREADS];
+    if (alloc_score_ws(ws, nt, rows_max, nk, 0))
         return LINATTN_ENOMEM;
-    }
     int cm = layout == LINATTN_COL_MAJOR;
-    XI(view) qv = {q, ldq, cm}, kv = {k, ldk, cm}, vv = {v, ldv, cm};
-    for (int64_t r = 0; r < nq; r += rows_max) {
-        int64_t rows = nq - r < rows_max ? nq - r : rows_max;
-        real *o = cm ? out + r : out + r * ldout;
-        XI(gemm)(0, 1, rows, nk, d, scale, XI(view_rows)(qv, r), kv, 0, a, nk);
-        softmax_weights(a, rows, nk);
-        row_sums(a, rows, nk, inv);
-        for (int64_t i = 0; i < rows; i++)
-            inv[i] = 1 / inv[i];
-        XI(gemm_c)(cm, 0, 0, rows, e, nk, 1, (XI(view)){a, nk, 0}, vv, 0, o,
-                   ldout);
-        XI(scale_rows)(o, cm, ldout, rows, e, inv);
-    }
-    free(a);
-    free(inv);
+    score_job job = {NULL, layout, nk, d, e, rows_max, scale, {q, ldq, cm},
+                     {k, ldk, cm}, {v, ldv, cm}, out, ldout, ws};
+    linattn_i_parallel_ranges(nt, nq, softmax_range, &job);
+    free_score_ws(ws, nt);
     return 0;
 }

@@ -10,6 +10,7 @@
 #include <math.h>
 #include "internal.h"
 #include "kernels.h"
+#include "threads.h"
 
 int64_t XI(good_rows)(const X(plan) *plan, real *den, int64_t rows,
                       int check)
@@ -28,7 +29,7 @@ void XI(scale_rows)(real *a, int colmajor, int64_t lda, int64_t rows,
 {
     if (colmajor) {
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (rows * cols >= LINATTN_PAR_MIN)
+#pragma omp parallel for schedule(static) if (rows * cols >= LINATTN_PAR_MIN && linattn_i_may_thread())
 #endif
         for (int64_t j = 0; j < cols; j++) {
             real *col = a + j * lda;
@@ -38,7 +39,7 @@ void XI(scale_rows)(real *a, int colmajor, int64_t lda, int64_t rows,
         }
     } else {
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (rows * cols >= LINATTN_PAR_MIN)
+#pragma omp parallel for schedule(static) if (rows * cols >= LINATTN_PAR_MIN && linattn_i_may_thread())
 #endif
         for (int64_t i = 0; i < rows; i++) {
             real *row = a + i * lda, si = s[i];

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
+#include "threads.h"
 #include "validate.h"
 
 static int64_t state_len(const X(plan) *plan)
@@ -177,14 +178,12 @@ static int alloc_update_ws(update_ws *w, const X(plan) *plan, int64_t rows)
     return 0;
 }
 
-int XI(state_update_checked)(X(state) *st, XI(view) k, XI(view) v, int64_t n)
+/* acc += the state of rows [0, n) of (k, v), on this thread. */
+static int update_serial(const X(plan) *plan, acc_t *acc, XI(view) k,
+                         XI(view) v, int64_t n)
 {
-    const X(plan) *plan = st->plan;
     int64_t m = plan->m, e = plan->e, ld = e + 1;
     int64_t block = XI(block_rows)(plan);
-    if (n == 0)
-        return 0;
-    /* All workspace first: a failed allocation leaves the state as it was. */
     update_ws w;
     if (alloc_update_ws(&w, plan, n < block ? n : block))
         return LINATTN_ENOMEM;
@@ -201,67 +200,175 @@ int XI(state_update_checked)(X(state) *st, XI(view) k, XI(view) v, int64_t n)
         XI(gemm)(1, 0, m, e, rows, 1, pk, vb, 0, w.part, e);
         for (int64_t i = 0; i < m; i++)
             for (int64_t j = 0; j < e; j++)
-                st->acc[i * ld + j] += w.part[i * e + j];
+                acc[i * ld + j] += w.part[i * e + j];
 #else
-        XI(gemm)(1, 0, m, e, rows, 1, pk, vb, 1, st->acc, ld);
+        XI(gemm)(1, 0, m, e, rows, 1, pk, vb, 1, acc, ld);
 #endif
         /* Identity: the column sums of K_b after the GEMM, from cache. */
         if (!w.phi)
             XI(phi_rows)(plan, kb, rows, NULL, &zs);
     }
     for (int64_t i = 0; i < m; i++)
-        st->acc[i * ld + e] += w.zsum[i];
-    st->tokens += n;
-    publish(st);
+        acc[i * ld + e] += w.zsum[i];
     free_update_ws(&w);
     return 0;
+}
+
+typedef struct {
+    const X(plan) *plan;
+    acc_t *parts;
+    int64_t len;
+    XI(view) k, v;
+} update_job;
+
+static int64_t update_range(void *ctx, int t, int64_t lo, int64_t hi)
+{
+    update_job *j = ctx;
+    int st = update_serial(j->plan, j->parts + t * j->len,
+                           XI(view_rows)(j->k, lo), XI(view_rows)(j->v, lo),
+                           hi - lo);
+    return st ? 0 : 1;
+}
+
+int XI(state_update_checked)(X(state) *st, XI(view) k, XI(view) v, int64_t n)
+{
+    const X(plan) *plan = st->plan;
+    int64_t len = state_len(plan);
+    if (n == 0)
+        return 0;
+    int nt = linattn_i_threads(n, XI(block_rows)(plan));
+    if (nt == 1) {
+        /* Workspace comes first inside: a failure leaves acc unchanged. */
+        int status = update_serial(plan, st->acc, k, v, n);
+        if (status)
+            return status;
+    } else {
+        /* Each thread builds the state of its rows; the partial states are
+         * added in thread order once all have succeeded. */
+        acc_t *parts = linattn_i_alloc(nt * len, sizeof(acc_t));
+        if (!parts)
+            return LINATTN_ENOMEM;
+        memset(parts, 0, (size_t)(nt * len) * sizeof(acc_t));
+        update_job job = {plan, parts, len, k, v};
+        int ok = linattn_i_parallel_ranges(nt, n, update_range, &job) != 0;
+        for (int64_t t = 0; ok && t < nt; t++)
+            for (int64_t i = 0; i < len; i++)
+                st->acc[i] += parts[t * len + i];
+        free(parts);
+        if (!ok)
+            return LINATTN_ENOMEM;
+    }
+    st->tokens += n;
+    publish(st);
+    return 0;
+}
+
+/* Workspace of a query on one thread: phi of one block (none for the
+ * identity), the block's normalizers and their reciprocals, z contiguous. */
+typedef struct {
+    real *phi, *dd;
+} query_ws;
+
+static int alloc_query_ws(query_ws *w, const X(state) *st, int64_t rows)
+{
+    const X(plan) *plan = st->plan;
+    int64_t m = plan->m, e = plan->e;
+    int identity = XI(map_is_identity)(plan);
+    w->phi = identity ? NULL : linattn_i_alloc(rows * m, sizeof(real));
+    w->dd = linattn_i_alloc(2 * rows + m, sizeof(real));
+    if ((!identity && !w->phi) || !w->dd) {
+        free(w->phi);
+        free(w->dd);
+        w->phi = w->dd = NULL;
+        return LINATTN_ENOMEM;
+    }
+    for (int64_t i = 0; i < m; i++)
+        w->dd[2 * rows + i] = st->sz[i * (e + 1) + e];
+    return 0;
+}
+
+/* Rows [0, n) of a query, on this thread with workspace w (for up to
+ * min(n, block) rows), written at row offset r0 of the outputs.  Returns 0
+ * or LINATTN_EDENOM with *bad the first offending row of the outputs. */
+static int query_serial(const X(state) *st, query_ws *w, int layout,
+                        int64_t r0, int64_t n, XI(view) q, real *out,
+                        int64_t ldout, real *num, int64_t ldnum, real *den,
+                        int64_t *bad)
+{
+    const X(plan) *plan = st->plan;
+    int64_t m = plan->m, e = plan->e;
+    int64_t block = XI(block_rows)(plan);
+    int64_t rows_max = n < block ? n : block;
+    real *inv = w->dd + rows_max, *z = w->dd + 2 * rows_max;
+    XI(view) s = {st->sz, e + 1, 0};
+    XI(stats) ds = {z, w->dd, NULL, NULL};
+    for (int64_t r = 0; r < n; r += block) {
+        int64_t rows = n - r < block ? n - r : block;
+        XI(view) pq = XI(view_rows)(q, r);
+        /* phi and the normalizers phi . z in one pass, before anything is
+         * written, so that a bad normalizer stops the block cleanly. */
+        XI(phi_rows)(plan, pq, rows, w->phi, &ds);
+        if (w->phi)
+            pq = (XI(view)){w->phi, m, 0};
+        int64_t good = XI(good_rows)(plan, w->dd, rows, out != NULL);
+        XI(write_rows)(plan, pq, s, m, w->dd, good, layout, r0 + r, out,
+                       ldout, num, ldnum, den, inv);
+        if (good < rows) {
+            *bad = r0 + r + good;
+            return LINATTN_EDENOM;
+        }
+    }
+    return 0;
+}
+
+typedef struct {
+    const X(state) *st;
+    query_ws *ws;
+    int layout;
+    XI(view) q;
+    real *out, *num, *den;
+    int64_t ldout, ldnum;
+} query_job;
+
+static int64_t query_range(void *ctx, int t, int64_t lo, int64_t hi)
+{
+    query_job *j = ctx;
+    int64_t bad = INT64_MAX;
+    query_serial(j->st, &j->ws[t], j->layout, lo, hi - lo,
+                 XI(view_rows)(j->q, lo), j->out, j->ldout, j->num, j->ldnum,
+                 j->den, &bad);
+    return bad;
 }
 
 int XI(state_query_checked)(const X(state) *st, int layout, int64_t n,
                             XI(view) q, real *out, int64_t ldout, real *num,
                             int64_t ldnum, real *den, int64_t *bad_row)
 {
-    const X(plan) *plan = st->plan;
-    int64_t m = plan->m, e = plan->e;
-    int64_t block = XI(block_rows)(plan);
-    int64_t rows_max = n < block ? n : block;
-    int identity = XI(map_is_identity)(plan);
     if (n == 0)
         return 0;
-    real *phi = identity ? NULL : linattn_i_alloc(rows_max * m, sizeof(real));
-    /* normalizers, their reciprocals, and z contiguous */
-    real *dd = linattn_i_alloc(2 * rows_max + m, sizeof(real));
-    if ((!identity && !phi) || !dd) {
-        free(phi);
-        free(dd);
-        return LINATTN_ENOMEM;
+    int64_t block = XI(block_rows)(st->plan);
+    int nt = linattn_i_threads(n, block);
+    /* Every thread's workspace before any output is written, so that
+     * LINATTN_ENOMEM writes nothing. */
+    query_ws ws[LINATTN_MAX_THREADS];
+    int64_t per = (n + nt - 1) / nt;
+    int have = 0;
+    while (have < nt && !alloc_query_ws(&ws[have], st, per < block ? per : block))
+        have++;
+    int status = LINATTN_ENOMEM;
+    if (have == nt) {
+        /* Each thread answers a contiguous range of rows; the first bad
+         * row over all ranges is the one reported. */
+        query_job job = {st, ws, layout, q, out, num, den, ldout, ldnum};
+        int64_t bad = linattn_i_parallel_ranges(nt, n, query_range, &job);
+        status = bad < n ? LINATTN_EDENOM : 0;
+        if (bad < n && bad_row)
+            *bad_row = bad;
     }
-    real *inv = dd + rows_max, *z = dd + 2 * rows_max;
-    for (int64_t i = 0; i < m; i++)
-        z[i] = st->sz[i * (e + 1) + e];
-    XI(view) s = {st->sz, e + 1, 0};
-    XI(stats) ds = {z, dd, NULL, NULL};
-    int status = 0;
-    for (int64_t r = 0; r < n; r += block) {
-        int64_t rows = n - r < block ? n - r : block;
-        XI(view) pq = XI(view_rows)(q, r);
-        /* phi and the normalizers phi . z in one pass, before anything is
-         * written, so that a bad normalizer stops the block cleanly. */
-        XI(phi_rows)(plan, pq, rows, phi, &ds);
-        if (!identity)
-            pq = (XI(view)){phi, m, 0};
-        int64_t good = XI(good_rows)(plan, dd, rows, out != NULL);
-        XI(write_rows)(plan, pq, s, m, dd, good, layout, r, out, ldout, num,
-                       ldnum, den, inv);
-        if (good < rows) {
-            if (bad_row)
-                *bad_row = r + good;
-            status = LINATTN_EDENOM;
-            break;
-        }
+    for (int t = 0; t < have; t++) {
+        free(ws[t].phi);
+        free(ws[t].dd);
     }
-    free(phi);
-    free(dd);
     return status;
 }
 
