@@ -34,9 +34,17 @@
  *     the first BLAS call (a reference CBLAS kills the process on a bad
  *     argument).
  *   - A NULL matrix is accepted only when it has no rows.
- *   - Threads: a plan is immutable after creation; any number of threads may
- *     use one plan at once.  A state may be queried by several threads at
- *     once, but update/merge/reset/copy into it need exclusive access.
+ *   - Sharing: a plan is immutable after creation; any number of threads
+ *     may use one plan at once.  A state may be queried by several threads
+ *     at once, but update/merge/reset/copy into it need exclusive access.
+ *   - Threading inside: when built with OpenMP, a call on enough rows (two
+ *     blocks per thread) splits its rows over omp_get_max_threads() threads
+ *     (OMP_NUM_THREADS), each streaming its range with single-threaded
+ *     BLAS; partial states are added in thread order.  Called from inside
+ *     an OpenMP parallel region, the library stays on the calling thread.
+ *     With OpenBLAS's pthreads build, openblas_set_num_threads(1) is in
+ *     force for the duration of such a split and restored after it.
+ *     Results agree across thread counts to rounding, not bit for bit.
  *
  * Normalizers.  A kernel such as the identity can make phi(q).z zero or
  * negative.  The default policy (LINATTN_DENOM_POSITIVE) refuses a
@@ -231,8 +239,10 @@ LINATTN_API int X(state_get)(const X(state) *state, int layout, R *s,         \
  * NULL (not all three); the normalizer policy is applied only when out is   \
  * requested.                                                                \
  * LINATTN_EDENOM: row r (0-based) is the first whose normalizer breaks the  \
- * policy; r is stored in *bad_row (if not NULL); rows before r are written  \
- * in every requested output and rows from r on are untouched.               \
+ * policy; r is stored in *bad_row (if not NULL).  Rows before r hold their  \
+ * results in every requested output; row r is untouched; every later row   \
+ * holds either its result or its previous contents (threads work on other  \
+ * rows meanwhile) -- never a value divided by a bad normalizer.             \
  * Errors: -1 state NULL; -2 layout; -3 n < 0; -4 q NULL; -5 ldq; -6 out;    \
  * -7 ldout; -8 num; -9 ldnum; -10 den (all three NULL); LINATTN_ESIZE;      \
  * LINATTN_ENOMEM; LINATTN_EDENOM.  Several threads may query one state. */  \
