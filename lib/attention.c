@@ -23,22 +23,11 @@ int XI(attention_args)(const X(plan) *plan, int layout, int64_t nq,
     if (nk < 0)
         return -4;
     int64_t d = plan->d, e = plan->e;
-    int st = linattn_i_matrix_arg(layout, nq, d, q, ldq, 5);
-    if (!st)
-        st = linattn_i_matrix_arg(layout, nk, d, k, ldk, 7);
-    if (!st)
-        st = linattn_i_matrix_arg(layout, nk, e, v, ldv, 9);
-    if (!st)
-        st = linattn_i_matrix_arg(layout, nq, e, out, ldout, 11);
-    if (!st)
-        st = linattn_i_matrix_fits(layout, nq, d, ldq);
-    if (!st)
-        st = linattn_i_matrix_fits(layout, nk, d, ldk);
-    if (!st)
-        st = linattn_i_matrix_fits(layout, nk, e, ldv);
-    if (!st)
-        st = linattn_i_matrix_fits(layout, nq, e, ldout);
-    return st;
+    const linattn_i_mat mats[] = {{nq, d, q, ldq, 5, 0},
+                                  {nk, d, k, ldk, 7, 0},
+                                  {nk, e, v, ldv, 9, 0},
+                                  {nq, e, out, ldout, 11, 0}};
+    return linattn_i_check_mats(layout, mats, 4);
 }
 
 int X(attention)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,

@@ -199,13 +199,9 @@ int X(features)(const X(plan) *plan, int layout, int64_t n, const real *x,
         return -2;
     if (n < 0)
         return -3;
-    int st = linattn_i_matrix_arg(layout, n, plan->d, x, ldx, 4);
-    if (!st)
-        st = linattn_i_matrix_arg(layout, n, plan->m, phi, ldphi, 6);
-    if (!st)
-        st = linattn_i_matrix_fits(layout, n, plan->d, ldx);
-    if (!st)
-        st = linattn_i_matrix_fits(layout, n, plan->m, ldphi);
+    const linattn_i_mat mats[] = {{n, plan->d, x, ldx, 4, 0},
+                                  {n, plan->m, phi, ldphi, 6, 0}};
+    int st = linattn_i_check_mats(layout, mats, 2);
     if (st || n == 0)
         return st;
     int64_t block = XI(block_rows)(plan), m = plan->m;

@@ -206,21 +206,11 @@ int X(softmax)(int layout, int64_t nq, int64_t nk, int64_t d, int64_t e,
         return -5;
     if (!isfinite(scale))
         return -6;
-    int st = linattn_i_matrix_arg(layout, nq, d, q, ldq, 7);
-    if (!st)
-        st = linattn_i_matrix_arg(layout, nk, d, k, ldk, 9);
-    if (!st)
-        st = linattn_i_matrix_arg(layout, nk, e, v, ldv, 11);
-    if (!st)
-        st = linattn_i_matrix_arg(layout, nq, e, out, ldout, 13);
-    if (!st)
-        st = linattn_i_matrix_fits(layout, nq, d, ldq);
-    if (!st)
-        st = linattn_i_matrix_fits(layout, nk, d, ldk);
-    if (!st)
-        st = linattn_i_matrix_fits(layout, nk, e, ldv);
-    if (!st)
-        st = linattn_i_matrix_fits(layout, nq, e, ldout);
+    const linattn_i_mat mats[] = {{nq, d, q, ldq, 7, 0},
+                                  {nk, d, k, ldk, 9, 0},
+                                  {nk, e, v, ldv, 11, 0},
+                                  {nq, e, out, ldout, 13, 0}};
+    int st = linattn_i_check_mats(layout, mats, 4);
     if (!st && (linattn_i_blas_fits(nk) || linattn_i_blas_fits(d) ||
                 linattn_i_blas_fits(e)))
         st = LINATTN_ESIZE;

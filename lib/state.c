@@ -372,23 +372,26 @@ int XI(state_query_checked)(const X(state) *st, int layout, int64_t n,
     return status;
 }
 
-int X(state_update)(X(state) *state, int layout, int64_t n, const real *k,
-                    int64_t ldk, const real *v, int64_t ldv)
+/* The checks the public update and query share: state, layout, n. */
+static int state_call_args(const X(state) *state, int layout, int64_t n)
 {
     if (!state)
         return -1;
     if (!linattn_i_layout_ok(layout))
         return -2;
-    if (n < 0)
-        return -3;
+    return n < 0 ? -3 : 0;
+}
+
+int X(state_update)(X(state) *state, int layout, int64_t n, const real *k,
+                    int64_t ldk, const real *v, int64_t ldv)
+{
+    int st = state_call_args(state, layout, n);
+    if (st)
+        return st;
     const X(plan) *plan = state->plan;
-    int st = linattn_i_matrix_arg(layout, n, plan->d, k, ldk, 4);
-    if (!st)
-        st = linattn_i_matrix_arg(layout, n, plan->e, v, ldv, 6);
-    if (!st)
-        st = linattn_i_matrix_fits(layout, n, plan->d, ldk);
-    if (!st)
-        st = linattn_i_matrix_fits(layout, n, plan->e, ldv);
+    const linattn_i_mat mats[] = {{n, plan->d, k, ldk, 4, 0},
+                                  {n, plan->e, v, ldv, 6, 0}};
+    st = linattn_i_check_mats(layout, mats, 2);
     if (st)
         return st;
     int cm = layout == LINATTN_COL_MAJOR;
@@ -400,28 +403,18 @@ int X(state_query)(const X(state) *state, int layout, int64_t n,
                    const real *q, int64_t ldq, real *out, int64_t ldout,
                    real *num, int64_t ldnum, real *den, int64_t *bad_row)
 {
-    if (!state)
-        return -1;
-    if (!linattn_i_layout_ok(layout))
-        return -2;
-    if (n < 0)
-        return -3;
+    int st = state_call_args(state, layout, n);
+    if (st)
+        return st;
     const X(plan) *plan = state->plan;
-    int64_t e = plan->e;
-    int st = linattn_i_matrix_arg(layout, n, plan->d, q, ldq, 4);
-    /* out and num are optional: a NULL one is skipped, ld and all. */
-    if (!st && out)
-        st = linattn_i_matrix_arg(layout, n, e, out, ldout, 6);
-    if (!st && num)
-        st = linattn_i_matrix_arg(layout, n, e, num, ldnum, 8);
+    /* out and num are optional: a NULL one is skipped, ld and all; but at
+     * least one of out, num, den must be asked for. */
+    const linattn_i_mat mats[] = {{n, plan->d, q, ldq, 4, 0},
+                                  {n, plan->e, out, ldout, 6, 1},
+                                  {n, plan->e, num, ldnum, 8, 1}};
+    st = linattn_i_check_mats(layout, mats, 3);
     if (!st && !out && !num && !den)
         st = -10;
-    if (!st)
-        st = linattn_i_matrix_fits(layout, n, plan->d, ldq);
-    if (!st && out)
-        st = linattn_i_matrix_fits(layout, n, e, ldout);
-    if (!st && num)
-        st = linattn_i_matrix_fits(layout, n, e, ldnum);
     if (st)
         return st;
     XI(view) qv = {q, ldq, layout == LINATTN_COL_MAJOR};

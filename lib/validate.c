@@ -44,6 +44,28 @@ int linattn_i_matrix_fits(int layout, int64_t rows, int64_t cols, int64_t ld)
     return 0;
 }
 
+int linattn_i_check_mats(int layout, const linattn_i_mat *mats, int count)
+{
+    for (int i = 0; i < count; i++) {
+        const linattn_i_mat *a = &mats[i];
+        if (a->optional && !a->p)
+            continue;
+        int st = linattn_i_matrix_arg(layout, a->rows, a->cols, a->p, a->ld,
+                                      a->pos);
+        if (st)
+            return st;
+    }
+    for (int i = 0; i < count; i++) {
+        const linattn_i_mat *a = &mats[i];
+        if (a->optional && !a->p)
+            continue;
+        int st = linattn_i_matrix_fits(layout, a->rows, a->cols, a->ld);
+        if (st)
+            return st;
+    }
+    return 0;
+}
+
 void *linattn_i_alloc(int64_t count, size_t size)
 {
     if (count < 1 || (uint64_t)count > SIZE_MAX / size)

@@ -22,6 +22,21 @@ int linattn_i_matrix_arg(int layout, int64_t rows, int64_t cols,
  * in int64 and its leading dimension passed to BLAS; else LINATTN_ESIZE. */
 int linattn_i_matrix_fits(int layout, int64_t rows, int64_t cols, int64_t ld);
 
+/* A matrix argument: rows x cols at p with leading dimension ld, given as
+ * argument number pos (its leading dimension is pos + 1).  An optional
+ * matrix with p NULL is skipped. */
+typedef struct {
+    int64_t rows, cols;
+    const void *p;
+    int64_t ld;
+    int pos;
+    int optional;
+} linattn_i_mat;
+
+/* linattn_i_matrix_arg over the list, in order, then linattn_i_matrix_fits
+ * over it: the first failure's status, or 0. */
+int linattn_i_check_mats(int layout, const linattn_i_mat *mats, int count);
+
 /* 0 when x fits the BLAS integer, else LINATTN_ESIZE. */
 int linattn_i_blas_fits(int64_t x);
 

@@ -111,9 +111,5 @@ int main(void)
     tcase_add_test(tc, worked_example_exact);
     tcase_add_test(tc, worked_example_other_query);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(s);
 }

@@ -298,9 +298,5 @@ int main(void)
     tcase_add_test(tc, softmax_errors);
     tcase_add_test(tc, out_of_memory_reported);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return run_suite(s);
 }

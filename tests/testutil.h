@@ -185,4 +185,14 @@ static inline int tmat_padding_intact(const tmat *m)
     return 1;
 }
 
+/* Runs a suite; the process exit status says whether every test passed. */
+static inline int run_suite(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
 #endif
