@@ -12,6 +12,17 @@
 #include "kernels.h"
 #include "threads.h"
 #include "validate.h"
+#include "vexp_avx2.h"
+
+/* Double precision on an AVX2 + FMA machine takes the table-driven
+ * kernels of vexp_avx2.c; everything else the portable loops below. */
+#if defined(LINATTN_HAVE_AVX2_EXP) && !defined(LINATTN_SINGLE)
+#define USE_AVX2_EXP linattn_i_avx2_ok()
+#else
+#define USE_AVX2_EXP 0
+#define linattn_i_elu1_avx2(y, x, n) (void)0
+#define linattn_i_exp_avx2(y, x, n) (void)0
+#endif
 #include "vexp.h"
 
 int XI(map_is_identity)(const X(plan) *plan)
@@ -23,6 +34,10 @@ int XI(map_is_identity)(const X(plan) *plan)
 LINATTN_CLONES
 static void elu1_map(real *y, const real *x, int64_t count)
 {
+    if (USE_AVX2_EXP) {
+        linattn_i_elu1_avx2(y, x, count);
+        return;
+    }
     LINATTN_SIMD
     for (int64_t i = 0; i < count; i++) {
         real v = x[i];
@@ -49,6 +64,10 @@ static void copy_map(real *y, const real *x, int64_t count)
 LINATTN_CLONES
 static void exp_map(real *y, const real *x, int64_t count)
 {
+    if (USE_AVX2_EXP) {
+        linattn_i_exp_avx2(y, x, count);
+        return;
+    }
     LINATTN_SIMD
     for (int64_t i = 0; i < count; i++)
         y[i] = XI(exp)(x[i]);

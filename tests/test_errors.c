@@ -211,6 +211,11 @@ START_TEST(attention_and_naive_errors)
     ck_assert_int_eq(f(p, ROW, 2, 3, qb, 3, kb, 3, vb, 2, ob, BIG, &bad), LINATTN_ESIZE);
     ck_assert_int_eq(f(p, ROW, BIG, 3, qb, INT64_MAX / 2, kb, 3, vb, 2, ob, 2, &bad),
                      LINATTN_ESIZE);
+    /* rows x ld beyond int64 with every ld a valid BLAS integer */
+    ck_assert_int_eq(f(p, ROW, BIG, 3, qb, (int64_t)1 << 30, kb, 3, vb, 2, ob, 2, &bad),
+                     LINATTN_ESIZE);
+    ck_assert_int_eq(f(p, COL, 2, (int64_t)1 << 62, qb, 2, kb, (int64_t)1 << 62, vb,
+                       (int64_t)1 << 62, ob, 2, &bad), LINATTN_ESIZE);
     ck_assert(untouched() && bad == -9);
     /* nq = 0 is a no-op that succeeds */
     ck_assert_int_eq(f(p, ROW, 0, 3, NULL, 3, kb, 3, vb, 2, NULL, 2, &bad), 0);
