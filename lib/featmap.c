@@ -30,9 +30,11 @@ int XI(map_is_identity)(const X(plan) *plan)
     return plan->map == LINATTN_MAP_IDENTITY;
 }
 
-/* Elementwise maps, out of place (y may equal x). */
+/* Elementwise maps, out of place (y may equal x).  The cloned kernels
+ * carry precision-mangled names although static: clang 14 emits their
+ * ifunc resolvers as global symbols named after the function. */
 LINATTN_CLONES
-static void elu1_map(real *y, const real *x, int64_t count)
+static void XI(elu1_map)(real *y, const real *x, int64_t count)
 {
     if (USE_AVX2_EXP) {
         linattn_i_elu1_avx2(y, x, count);
@@ -62,7 +64,7 @@ static void copy_map(real *y, const real *x, int64_t count)
 }
 
 LINATTN_CLONES
-static void exp_map(real *y, const real *x, int64_t count)
+static void XI(exp_map)(real *y, const real *x, int64_t count)
 {
     if (USE_AVX2_EXP) {
         linattn_i_exp_avx2(y, x, count);
@@ -79,7 +81,7 @@ static map_fn map_of(int map)
 {
     switch (map) {
     case LINATTN_MAP_ELU1:
-        return elu1_map;
+        return XI(elu1_map);
     case LINATTN_MAP_RELU:
         return relu_map;
     default:
@@ -205,7 +207,7 @@ void XI(exp_inplace)(real *x, int64_t count)
 #endif
     for (int64_t c = 0; c < nchunks; c++) {
         int64_t lo = c * step, hi = lo + step < count ? lo + step : count;
-        exp_map(x + lo, x + lo, hi - lo);
+        XI(exp_map)(x + lo, x + lo, hi - lo);
     }
 }
 
