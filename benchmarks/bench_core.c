@@ -247,8 +247,9 @@ int main(int argc, char **argv)
         int naive = lg <= c.naive_max;
         double tb[MAX_REPS], tb1[MAX_REPS], tf[2][MAX_REPS], tn[2][MAX_REPS];
         double rb[2][MAX_REPS], rn[2][MAX_REPS];
-        /* The library splits rows over threads from two blocks per thread. */
-        int threads = n >= 2 * block ? max_threads : 1;
+        /* The library's split: up to one thread per block of rows. */
+        int threads = n / block < max_threads ? (int)(n / block) : max_threads;
+        threads = threads > 1 ? threads : 1;
         for (int r = -1; r < c.reps; r++) { /* r = -1 warms up */
             double b1 = time_bare_gemms(1, n, d, e, block, q, k, v, out);
             double b = threads > 1 ? time_bare_gemms(threads, n, d, e, block,

@@ -37,13 +37,15 @@
  *   - Sharing: a plan is immutable after creation; any number of threads
  *     may use one plan at once.  A state may be queried by several threads
  *     at once, but update/merge/reset/copy into it need exclusive access.
- *   - Threading inside: when built with OpenMP, a call on enough rows (two
- *     blocks per thread) splits its rows over omp_get_max_threads() threads
+ *   - Threading inside: when built with OpenMP, a call on enough rows (one
+ *     block per thread) splits its rows over omp_get_max_threads() threads
  *     (OMP_NUM_THREADS), each streaming its range with single-threaded
  *     BLAS; partial states are added in thread order.  Called from inside
  *     an OpenMP parallel region, the library stays on the calling thread.
  *     With OpenBLAS's pthreads build, openblas_set_num_threads(1) is in
- *     force for the duration of such a split and restored after it.
+ *     force while any such split runs (process-wide: BLAS calls that other
+ *     threads of the program make meanwhile run single-threaded too) and
+ *     the previous setting is restored when the last one ends.
  *     Results agree across thread counts to rounding, not bit for bit.
  *
  * Normalizers.  A kernel such as the identity can make phi(q).z zero or
@@ -155,7 +157,8 @@ typedef struct X(state_s) X(state);                                           \
  *                           int64_t e, const linattn_opts *opts)            \
  * Plans phi = map: R^d -> R^m, values of width e.  opts NULL = defaults.    \
  * Errors: -1 plan NULL; -2 unknown map; -3 d < 1; -4 e < 1; -5 an option    \
- * out of range (m, block < 0, denom, eps < 0 or not finite); LINATTN_ESIZE; \
+ * out of range (m, block < 0, denom, eps < 0, not finite, or not           \
+ * representable in the plan's precision); LINATTN_ESIZE;                    \
  * LINATTN_ENOMEM.  *plan is set only on success.  Thread-safe. */           \
 LINATTN_API int X(plan_create)(X(plan) **plan, int map, int64_t d,            \
                                int64_t e, const linattn_opts *opts);          \
@@ -225,7 +228,8 @@ LINATTN_API int X(state_copy)(X(state) *dst, const X(state) *src);            \
  *                         int64_t *tokens)                                  \
  * Reads S (m x e, in layout) into s, z (m) into z, and the number of        \
  * tokens absorbed; s, z and tokens may each be NULL to skip them.           \
- * Errors: -1 state NULL; -2 layout; -4 lds (when s is not NULL). */          \
+ * Errors: -1 state NULL; -2 layout; -4 lds (when s is not NULL);           \
+ * LINATTN_ESIZE (lds beyond the BLAS integer). */                           \
 LINATTN_API int X(state_get)(const X(state) *state, int layout, R *s,         \
                              int64_t lds, R *z, int64_t *tokens);             \
                                                                               \
@@ -236,8 +240,8 @@ LINATTN_API int X(state_get)(const X(state) *state, int layout, R *s,         \
  * num_i = phi(q_i)^T S (1 x e), den_i = phi(q_i)^T z + eps,                 \
  * out_i = num_i / den_i, for the n x d queries Q.  out and num are n x e    \
  * in layout, den has n entries (stride 1).  Each of out, num, den may be    \
- * NULL (not all three); the normalizer policy is applied only when out is   \
- * requested.                                                                \
+ * NULL (not all three; a NULL one's leading dimension is ignored); the      \
+ * normalizer policy is applied only when out is requested.                  \
  * LINATTN_EDENOM: row r (0-based) is the first whose normalizer breaks the  \
  * policy; r is stored in *bad_row (if not NULL).  Rows before r hold their  \
  * results in every requested output; row r is untouched; every later row   \

@@ -57,24 +57,4 @@ static inline void XI(gemm_c)(int c_colmajor, int trans_a, int trans_b,
         XI(gemm)(trans_a, trans_b, m, n, k, alpha, a, b, beta, c, ldc);
 }
 
-/* y = alpha op(A) x + beta y, op(A) is m x n (A transposed when trans);
- * x and y are strided by incx and incy. */
-static inline void XI(gemv)(int trans, int64_t m, int64_t n, real alpha,
-                            XI(view) a, const real *x, int64_t incx,
-                            real beta, real *y, int64_t incy)
-{
-    /* The view holds A as stored: rows x cols = (trans ? n x m : m x n)
-     * in row-major terms, or the transpose of that when column major. */
-    int t = trans ^ a.colmajor;
-    int64_t rows = trans ? n : m, cols = trans ? m : n;
-    if (a.colmajor) {
-        int64_t tmp = rows;
-        rows = cols;
-        cols = tmp;
-    }
-    CBLAS(gemv)(CblasRowMajor, t ? CblasTrans : CblasNoTrans, (int)rows,
-                (int)cols, alpha, a.p, (int)a.ld, x, (int)incx, beta, y,
-                (int)incy);
-}
-
 #endif

@@ -4,6 +4,8 @@
  * states of incompatible plans are never mixed.
  */
 #include <math.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include "internal.h"
 #include "validate.h"
@@ -40,14 +42,21 @@ int X(plan_create)(X(plan) **plan, int map, int64_t d, int64_t e,
         return -4;
     /* The exact maps of this version are elementwise: m = d. */
     int64_t m = o->m == 0 ? d : o->m;
+    /* eps must survive the conversion to the working precision: finite,
+     * and not flushed to zero when it was asked for. */
+    real eps = (real)o->eps;
     if (m != d || o->block < 0 || !isfinite(o->eps) || o->eps < 0 ||
+        !isfinite(eps) || (o->eps > 0 && eps == 0) ||
         (o->denom != LINATTN_DENOM_POSITIVE && o->denom != LINATTN_DENOM_NONZERO))
         return -5;
     int64_t block = o->block ? o->block : LINATTN_DEFAULT_BLOCK;
     /* Every GEMM dimension and workspace must be addressable. */
+    /* ... and a state, m (e + 1) entries of acc_t (and of real in float),
+     * must have a byte count that fits in ptrdiff_t. */
+    const int64_t entry = (int64_t)(sizeof(acc_t) + (LINATTN_ACC_WIDER ? sizeof(real) : 0));
     if (linattn_i_blas_fits(d) || linattn_i_blas_fits(m) ||
         linattn_i_blas_fits(e + 1) || linattn_i_blas_fits(block) ||
-        m > INT64_MAX / (e + 1) || block > INT64_MAX / (m + e + 1))
+        m > PTRDIFF_MAX / entry / (e + 1) || block > INT64_MAX / (m + e + 1))
         return LINATTN_ESIZE;
     X(plan) *p = malloc(sizeof *p);
     if (!p)
@@ -58,7 +67,7 @@ int X(plan_create)(X(plan) **plan, int map, int64_t d, int64_t e,
     p->e = e;
     p->block = block;
     p->denom = o->denom;
-    p->eps = (real)o->eps;
+    p->eps = eps;
     p->seed = o->seed;
     uint64_t h = 0xcbf29ce484222325ull;
     h = fnv1a(h, (uint64_t)map);

@@ -125,8 +125,10 @@ int X(state_get)(const X(state) *state, int layout, real *s, int64_t lds,
     if (!linattn_i_layout_ok(layout))
         return -2;
     int64_t m = state->plan->m, e = state->plan->e;
-    if (s && linattn_i_matrix_arg(layout, m, e, s, lds, 3))
-        return -4;
+    const linattn_i_mat mats[] = {{m, e, s, lds, 3, 1}};
+    int st = linattn_i_check_mats(layout, mats, 1);
+    if (st)
+        return st;
     for (int64_t i = 0; s && i < m; i++)
         for (int64_t j = 0; j < e; j++) {
             real v = state->sz[i * (e + 1) + j];
@@ -267,6 +269,7 @@ int XI(state_update_checked)(X(state) *st, XI(view) k, XI(view) v, int64_t n)
  * identity), the block's normalizers and their reciprocals, z contiguous. */
 typedef struct {
     real *phi, *dd;
+    int64_t rows; /* capacity in rows: dd holds den[rows], inv[rows], z[m] */
 } query_ws;
 
 static int alloc_query_ws(query_ws *w, const X(state) *st, int64_t rows)
@@ -274,6 +277,7 @@ static int alloc_query_ws(query_ws *w, const X(state) *st, int64_t rows)
     const X(plan) *plan = st->plan;
     int64_t m = plan->m, e = plan->e;
     int identity = XI(map_is_identity)(plan);
+    w->rows = rows;
     w->phi = identity ? NULL : linattn_i_alloc(rows * m, sizeof(real));
     w->dd = linattn_i_alloc(2 * rows + m, sizeof(real));
     if ((!identity && !w->phi) || !w->dd) {
@@ -297,9 +301,8 @@ static int query_serial(const X(state) *st, query_ws *w, int layout,
 {
     const X(plan) *plan = st->plan;
     int64_t m = plan->m, e = plan->e;
-    int64_t block = XI(block_rows)(plan);
-    int64_t rows_max = n < block ? n : block;
-    real *inv = w->dd + rows_max, *z = w->dd + 2 * rows_max;
+    int64_t block = w->rows; /* never more than the plan's block */
+    real *inv = w->dd + w->rows, *z = w->dd + 2 * w->rows;
     XI(view) s = {st->sz, e + 1, 0};
     XI(stats) ds = {z, w->dd, NULL, NULL};
     for (int64_t r = 0; r < n; r += block) {
@@ -413,7 +416,8 @@ int X(state_query)(const X(state) *state, int layout, int64_t n,
                                   {n, plan->e, out, ldout, 6, 1},
                                   {n, plan->e, num, ldnum, 8, 1}};
     st = linattn_i_check_mats(layout, mats, 3);
-    if (!st && !out && !num && !den)
+    /* An argument error (negative) outranks a size condition (positive). */
+    if (st >= 0 && !out && !num && !den)
         st = -10;
     if (st)
         return st;

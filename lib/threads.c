@@ -1,4 +1,5 @@
 /* threads.c -- the threading policy (see threads.h). */
+#include <pthread.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -11,25 +12,40 @@ void openblas_set_num_threads(int);
 int openblas_get_num_threads(void);
 #endif
 
+/* OpenBLAS's thread count is process-wide: concurrent calls into the
+ * library count their splits, the first saves the setting and the last
+ * restores it. */
+static pthread_mutex_t serial_lock = PTHREAD_MUTEX_INITIALIZER;
+static int serial_depth, serial_saved;
+
 int linattn_i_blas_serial_begin(void)
 {
 #ifdef LINATTN_HAVE_OPENBLAS_GET_PARALLEL
-    if (openblas_get_parallel() == 1) {
-        int t = openblas_get_num_threads();
+    if (openblas_get_parallel() != 1)
+        return 0;
+    pthread_mutex_lock(&serial_lock);
+    if (serial_depth++ == 0) {
+        serial_saved = openblas_get_num_threads();
         openblas_set_num_threads(1);
-        return t;
     }
-#endif
+    pthread_mutex_unlock(&serial_lock);
+    return 1;
+#else
     return 0;
+#endif
 }
 
-void linattn_i_blas_serial_end(int saved)
+void linattn_i_blas_serial_end(int began)
 {
 #ifdef LINATTN_HAVE_OPENBLAS_GET_PARALLEL
-    if (saved > 0)
-        openblas_set_num_threads(saved);
+    if (!began)
+        return;
+    pthread_mutex_lock(&serial_lock);
+    if (--serial_depth == 0)
+        openblas_set_num_threads(serial_saved);
+    pthread_mutex_unlock(&serial_lock);
 #else
-    (void)saved;
+    (void)began;
 #endif
 }
 
@@ -74,21 +90,38 @@ int linattn_i_thread_num(void)
 #endif
 }
 
+int64_t linattn_i_range_start(int64_t n, int nt, int t)
+{
+    /* (n / nt) t + min(t, n % nt): no n * t product to overflow. */
+    int64_t r = n % nt;
+    return (n / nt) * t + (t < r ? t : r);
+}
+
 int64_t linattn_i_parallel_ranges(int nt, int64_t n, linattn_i_range_fn f,
                                   void *ctx)
 {
     int64_t result = INT64_MAX;
     if (nt <= 1)
         return f(ctx, 0, 0, n);
-    int saved = linattn_i_blas_serial_begin();
+    int began = linattn_i_blas_serial_begin();
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nt) reduction(min : result)
-#endif
     {
-        int t = linattn_i_thread_num();
-        int64_t r = f(ctx, t, n * t / nt, n * (t + 1) / nt);
+        /* The team may be smaller than asked (OMP_DYNAMIC, thread limits):
+         * every member takes ranges in turn until all nt are done. */
+        for (int t = omp_get_thread_num(); t < nt; t += omp_get_num_threads()) {
+            int64_t r = f(ctx, t, linattn_i_range_start(n, nt, t),
+                          linattn_i_range_start(n, nt, t + 1));
+            result = r < result ? r : result;
+        }
+    }
+#else
+    for (int t = 0; t < nt; t++) {
+        int64_t r = f(ctx, t, linattn_i_range_start(n, nt, t),
+                      linattn_i_range_start(n, nt, t + 1));
         result = r < result ? r : result;
     }
-    linattn_i_blas_serial_end(saved);
+#endif
+    linattn_i_blas_serial_end(began);
     return result;
 }

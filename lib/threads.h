@@ -36,18 +36,24 @@ int linattn_i_threads(int64_t rows, int64_t min_rows);
 int linattn_i_may_thread(void);
 
 /* Around a row-parallel region: OpenBLAS's pthreads build is asked for one
- * thread per call (its setting is global: restored by _end). */
+ * thread per call.  The setting is process-wide: nested and concurrent
+ * regions are counted and the last to end restores it.  Pass _end what
+ * _begin returned. */
 int linattn_i_blas_serial_begin(void);
-void linattn_i_blas_serial_end(int saved);
+void linattn_i_blas_serial_end(int began);
+
+/* First row of range t when [0, n) is split into nt ranges. */
+int64_t linattn_i_range_start(int64_t n, int nt, int t);
 
 /* Work on rows [lo, hi) by thread t; returns a value the caller reduces
  * by minimum (a first bad row, or 0 for a failure). */
 typedef int64_t (*linattn_i_range_fn)(void *ctx, int t, int64_t lo,
                                       int64_t hi);
 
-/* Splits [0, n) into nt contiguous ranges, runs f on each in its own
- * thread (BLAS single-threaded meanwhile) and returns the minimum of the
- * results.  nt = 1 runs f(ctx, 0, 0, n) on the calling thread. */
+/* Splits [0, n) into nt contiguous ranges, runs f on each (range t with
+ * workspace t, whichever thread of the team takes it; BLAS single-threaded
+ * meanwhile) and returns the minimum of the results.  nt = 1 runs
+ * f(ctx, 0, 0, n) on the calling thread. */
 int64_t linattn_i_parallel_ranges(int nt, int64_t n, linattn_i_range_fn f,
                                   void *ctx);
 

@@ -65,6 +65,17 @@ START_TEST(plan_create_errors)
     ck_assert_int_eq(P(plan_create)(&p, LINATTN_MAP_ELU1, 3, 2, &o), -5);
     o.eps = INFINITY;
     ck_assert_int_eq(P(plan_create)(&p, LINATTN_MAP_ELU1, 3, 2, &o), -5);
+#ifdef TEST_SINGLE
+    /* eps must survive the conversion to float */
+    o.eps = 1e39;
+    ck_assert_int_eq(P(plan_create)(&p, LINATTN_MAP_ELU1, 3, 2, &o), -5);
+    o.eps = 1e-50;
+    ck_assert_int_eq(P(plan_create)(&p, LINATTN_MAP_ELU1, 3, 2, &o), -5);
+#endif
+    /* a state whose byte count does not fit the address space */
+    linattn_opts_init(&o);
+    ck_assert_int_eq(P(plan_create)(&p, LINATTN_MAP_ELU1, 2147483647, 1073741824, &o),
+                     LINATTN_ESIZE);
     linattn_opts_init(&o);
     ck_assert_int_eq(P(plan_create)(&p, LINATTN_MAP_ELU1, BIG, 2, &o), LINATTN_ESIZE);
     ck_assert_int_eq(P(plan_create)(&p, LINATTN_MAP_ELU1, 3, BIG, &o), LINATTN_ESIZE);
@@ -140,6 +151,7 @@ START_TEST(state_errors)
     ck_assert_int_eq(P(state_query)(st, ROW, 2, qb, 3, ob, 1, nb, 2, db, &bad), -7);
     ck_assert_int_eq(P(state_query)(st, ROW, 2, qb, 3, ob, 2, nb, 1, db, &bad), -9);
     ck_assert_int_eq(P(state_query)(st, ROW, 2, qb, 3, NULL, 0, NULL, 0, NULL, &bad), -10);
+    ck_assert_int_eq(P(state_query)(st, ROW, 2, qb, BIG, NULL, 0, NULL, 0, NULL, &bad), -10);
     ck_assert_int_eq(P(state_query)(st, ROW, 2, qb, BIG, ob, 2, nb, 2, db, &bad), LINATTN_ESIZE);
     ck_assert_int_eq(P(state_query)(st, ROW, 2, qb, 3, ob, BIG, nb, 2, db, &bad), LINATTN_ESIZE);
     ck_assert_int_eq(P(state_query)(st, ROW, 2, qb, 3, ob, 2, nb, BIG, db, &bad), LINATTN_ESIZE);
@@ -153,6 +165,7 @@ START_TEST(state_errors)
     ck_assert_int_eq(P(state_get)(st, 5, ob, 2, nb, &tokens), -2);
     ck_assert_int_eq(P(state_get)(st, ROW, ob, 1, nb, &tokens), -4);
     ck_assert_int_eq(P(state_get)(st, COL, ob, 2, nb, &tokens), -4);
+    ck_assert_int_eq(P(state_get)(st, ROW, ob, BIG, nb, &tokens), LINATTN_ESIZE);
     ck_assert(untouched());
     /* reset, merge, copy */
     ck_assert_int_eq(P(state_reset)(NULL), -1);

@@ -6,6 +6,9 @@
  * invariants of the additive state; the normalizer policies; softmax.
  */
 #include "testutil.h"
+#ifdef LINATTN_HAVE_OPENBLAS_GET_PARALLEL
+#include <cblas.h>
+#endif
 
 #define ROW LINATTN_ROW_MAJOR
 #define COL LINATTN_COL_MAJOR
@@ -387,6 +390,87 @@ START_TEST(features_elementwise)
 }
 END_TEST
 
+/* A split call whose bad normalizers sit in the second thread's range (rows
+ * 40 and 50 of 64): bad_row is 40, rows before it hold results, row 40 is
+ * untouched, later rows hold a result or their old value. */
+START_TEST(bad_normalizer_in_split_call)
+{
+    int64_t nq = 64, nk = 2, d = 2, e = 1;
+    real q[128], k[4] = {1, 0, 0, 1}, v[2] = {3, 5}, out[64];
+    for (int i = 0; i < nq; i++)
+        q[2 * i] = (real)(i % 7 + 1), q[2 * i + 1] = 1, out[i] = -777;
+    q[80] = -1, q[100] = -1; /* rows 40 and 50: den = -1 + 1 = 0 */
+    P(plan) *p = make_plan(LINATTN_MAP_IDENTITY, d, e, 4);
+    int64_t bad = -1;
+    for (int path = 0; path < 2; path++) {
+        for (int i = 0; i < nq; i++)
+            out[i] = -777;
+        int st = path ? P(naive)(p, ROW, nq, nk, q, d, k, d, v, e, out, e, &bad)
+                      : P(attention)(p, ROW, nq, nk, q, d, k, d, v, e, out, e, &bad);
+        ck_assert_int_eq(st, LINATTN_EDENOM);
+        ck_assert_int_eq(bad, 40);
+        for (int i = 0; i < nq; i++) {
+            double want = (3.0 * q[2 * i] + 5) / (q[2 * i] + 1);
+            if (i < 40)
+                ck_assert(fabs(out[i] - want) < TOL * 10);
+            else if (i == 40 || i == 50)
+                ck_assert(out[i] == -777);
+            else
+                ck_assert(out[i] == -777 || fabs(out[i] - want) < TOL * 10);
+        }
+    }
+    P(plan_destroy)(p);
+    /* NONZERO still refuses a zero normalizer. */
+    linattn_opts o;
+    linattn_opts_init(&o);
+    o.denom = LINATTN_DENOM_NONZERO;
+    ck_assert_int_eq(P(plan_create)(&p, LINATTN_MAP_IDENTITY, d, e, &o), 0);
+    ck_assert_int_eq(P(attention)(p, ROW, nq, nk, q, d, k, d, v, e, out, e, &bad),
+                     LINATTN_EDENOM);
+    ck_assert_int_eq(bad, 40);
+    P(plan_destroy)(p);
+}
+END_TEST
+
+/* out, num and den together, column major, several rows: out = num / den;
+ * merge and copy of a state with itself. */
+START_TEST(outputs_together_and_self_merge)
+{
+    uint64_t seed = 8;
+    int64_t n = 13, d = 3, e = 4;
+    tmat q = tmat_rand(COL, n, d, 2, -1, 1, &seed);
+    tmat k = tmat_rand(COL, 20, d, 1, -1, 1, &seed);
+    tmat v = tmat_rand(COL, 20, e, 0, -1, 1, &seed);
+    tmat out = tmat_like(&q, n, e, 3), num = tmat_like(&q, n, e, 1);
+    real den[13];
+    P(plan) *p = make_plan(LINATTN_MAP_ELU1, d, e, 5);
+    P(state) *st;
+    P(state_create)(&st, p);
+    P(state_update)(st, COL, 20, k.a, k.ld, v.a, v.ld);
+    ck_assert_int_eq(P(state_query)(st, COL, n, q.a, q.ld, out.a, out.ld, num.a,
+                                    num.ld, den, NULL), 0);
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t c = 0; c < e; c++)
+            ck_assert(fabs(*tmat_at(&out, i, c) - *tmat_at(&num, i, c) / den[i]) <=
+                      4 * TOL * (1 + fabs(*tmat_at(&out, i, c))));
+    ck_assert(tmat_padding_intact(&out) && tmat_padding_intact(&num));
+    real s1[12], s2[12], z1[3], z2[3];
+    int64_t t1, t2;
+    P(state_get)(st, ROW, s1, e, z1, &t1);
+    ck_assert_int_eq(P(state_copy)(st, st), 0);
+    ck_assert_int_eq(P(state_merge)(st, st), 0);
+    P(state_get)(st, ROW, s2, e, z2, &t2);
+    ck_assert_int_eq(t2, 2 * t1);
+    for (int i = 0; i < 12; i++)
+        ck_assert(s2[i] == 2 * s1[i]);
+    for (int i = 0; i < 3; i++)
+        ck_assert(z2[i] == 2 * z1[i]);
+    P(state_destroy)(st);
+    P(plan_destroy)(p);
+    tmat_free(&q), tmat_free(&k), tmat_free(&v), tmat_free(&out), tmat_free(&num);
+}
+END_TEST
+
 #ifdef _OPENMP
 #include <omp.h>
 /* One thread and two give the same results to rounding, on a size that
@@ -419,6 +503,107 @@ START_TEST(thread_counts_agree)
 END_TEST
 #endif
 
+#ifdef _OPENMP
+/* The OpenMP team may be smaller than asked (OMP_DYNAMIC, thread limits):
+ * every range must still be done.  Asks for 8 threads with dynamic
+ * adjustment on, on a machine that has fewer cores. */
+START_TEST(smaller_team_than_asked)
+{
+    uint64_t seed = 12;
+    int64_t n = 300, d = 4, e = 3;
+    tmat q = tmat_rand(ROW, n, d, 0, -1, 1, &seed);
+    tmat k = tmat_rand(ROW, n, d, 0, -1, 1, &seed);
+    tmat v = tmat_rand(ROW, n, e, 0, -1, 1, &seed);
+    tmat fo = tmat_like(&q, n, e, 0), no = tmat_like(&q, n, e, 0);
+    tmat so = tmat_like(&q, n, e, 0);
+    long double *ref = malloc((size_t)(n * e) * sizeof *ref);
+    long double *sref = malloc((size_t)(n * e) * sizeof *sref);
+    P(plan) *p = make_plan(LINATTN_MAP_ELU1, d, e, 8);
+    P(state) *st;
+    P(state_create)(&st, p);
+    int saved = omp_get_max_threads(), dyn = omp_get_dynamic();
+    omp_set_dynamic(1);
+    omp_set_num_threads(8);
+    ck_assert_int_eq(P(attention)(p, ROW, n, n, q.a, d, k.a, d, v.a, e, fo.a, e, NULL), 0);
+    ck_assert_int_eq(P(naive)(p, ROW, n, n, q.a, d, k.a, d, v.a, e, no.a, e, NULL), 0);
+    ck_assert_int_eq(P(softmax)(ROW, n, n, d, e, (real)0.5, q.a, d, k.a, d, v.a, e,
+                                so.a, e), 0);
+    ck_assert_int_eq(P(state_update)(st, ROW, n, k.a, d, v.a, e), 0);
+    omp_set_dynamic(dyn);
+    omp_set_num_threads(saved);
+    ref_linear(LINATTN_MAP_ELU1, &q, &k, &v, ref);
+    ref_softmax(0.5L, &q, &k, &v, sref);
+    ck_assert(rel_err(&fo, ref) < TOL && rel_err(&no, ref) < TOL);
+    ck_assert(rel_err(&so, sref) < 10 * TOL);
+    real z[4];
+    int64_t tokens;
+    P(state_get)(st, ROW, NULL, 0, z, &tokens);
+    ck_assert_int_eq(tokens, n);
+    for (int j = 0; j < d; j++) {
+        long double want = 0;
+        for (int64_t i = 0; i < n; i++)
+            want += ref_phi(LINATTN_MAP_ELU1, k.a[i * d + j]);
+        ck_assert(fabsl(z[j] - want) <= TOL * want);
+    }
+    P(state_destroy)(st);
+    P(plan_destroy)(p);
+    free(ref), free(sref);
+    tmat_free(&q), tmat_free(&k), tmat_free(&v);
+    tmat_free(&fo), tmat_free(&no), tmat_free(&so);
+}
+END_TEST
+
+/* Threads of the caller query one shared state and plan at once (the
+ * library then stays on each calling thread): every thread gets the serial
+ * answer.  Afterwards OpenBLAS's thread count is what it was. */
+START_TEST(concurrent_queries_on_one_state)
+{
+    uint64_t seed = 13;
+    int64_t n = 200, d = 4, e = 3;
+    tmat q = tmat_rand(ROW, n, d, 0, -1, 1, &seed);
+    tmat k = tmat_rand(ROW, n, d, 0, -1, 1, &seed);
+    tmat v = tmat_rand(ROW, n, e, 0, -1, 1, &seed);
+    tmat want = tmat_like(&q, n, e, 0);
+    P(plan) *p = make_plan(LINATTN_MAP_ELU1, d, e, 8);
+    P(state) *st;
+    P(state_create)(&st, p);
+    P(state_update)(st, ROW, n, k.a, d, v.a, e);
+    P(state_query)(st, ROW, n, q.a, d, want.a, e, NULL, 0, NULL, NULL);
+#ifdef LINATTN_HAVE_OPENBLAS_GET_PARALLEL
+    int blas_threads = openblas_get_num_threads();
+#endif
+    int mismatches = 0;
+#pragma omp parallel num_threads(4) reduction(+ : mismatches)
+    {
+        real *o = malloc((size_t)(n * e) * sizeof(real));
+        for (int rep = 0; rep < 5; rep++) {
+            if (P(state_query)(st, ROW, n, q.a, d, o, e, NULL, 0, NULL, NULL))
+                mismatches++;
+            for (int64_t i = 0; i < n * e; i++)
+                mismatches += o[i] != want.a[i];
+            real o2[3];
+            /* the one-call path from threads too */
+            P(attention)(p, ROW, 1, n, q.a, d, k.a, d, v.a, e, o2, e, NULL);
+            for (int c = 0; c < e; c++)
+                mismatches += fabs(o2[c] - want.a[c]) > TOL * 10;
+        }
+        free(o);
+    }
+    ck_assert_int_eq(mismatches, 0);
+#ifdef LINATTN_HAVE_OPENBLAS_GET_PARALLEL
+    /* a split call in between leaves OpenBLAS as it was */
+    tmat big = tmat_like(&q, n, e, 0);
+    P(attention)(p, ROW, n, n, q.a, d, k.a, d, v.a, e, big.a, e, NULL);
+    ck_assert_int_eq(openblas_get_num_threads(), blas_threads);
+    tmat_free(&big);
+#endif
+    P(state_destroy)(st);
+    P(plan_destroy)(p);
+    tmat_free(&q), tmat_free(&k), tmat_free(&v), tmat_free(&want);
+}
+END_TEST
+#endif
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("math " PREC);
@@ -435,8 +620,12 @@ static Suite *suite(void)
     tcase_add_test(tc, softmax_matches_reference);
     tcase_add_test(tc, long_sequence_accuracy);
     tcase_add_test(tc, features_elementwise);
+    tcase_add_test(tc, bad_normalizer_in_split_call);
+    tcase_add_test(tc, outputs_together_and_self_merge);
 #ifdef _OPENMP
     tcase_add_test(tc, thread_counts_agree);
+    tcase_add_test(tc, smaller_team_than_asked);
+    tcase_add_test(tc, concurrent_queries_on_one_state);
 #endif
     suite_add_tcase(s, tc);
     return s;
