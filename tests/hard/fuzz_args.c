@@ -1,0 +1,201 @@
+/*
+ * fuzz_args.c -- libFuzzer harness for the argument checks of the plan and
+ * execute calls, in both precisions.
+ *
+ * The input picks an entry point, a layout (valid or not), sizes, leading
+ * dimensions (natural plus padding, one too short, negative, or beyond the
+ * BLAS integer), NULL pointers, plan options and data (including NaN, Inf
+ * and huge values).  Buffers are exactly as large as the arguments claim,
+ * so a check that lets a bad leading dimension through shows up as an
+ * AddressSanitizer report.  A call that returns a negative status must
+ * leave its outputs as they were; a violation aborts.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "linattn.h"
+
+typedef struct {
+    const uint8_t *p;
+    size_t n;
+} reader;
+
+static unsigned take(reader *r)
+{
+    if (!r->n)
+        return 0;
+    r->n--;
+    return *r->p++;
+}
+
+static int64_t take_size(reader *r, int64_t max)
+{
+    unsigned b = take(r);
+    return b >= 250 ? -(int64_t)(b - 249) : (int64_t)(b % (unsigned)(max + 1));
+}
+
+/* A leading dimension for a rows x cols matrix. */
+static int64_t take_ld(reader *r, int layout, int64_t rows, int64_t cols)
+{
+    int64_t natural = layout == LINATTN_COL_MAJOR ? rows : cols;
+    switch (take(r) % 8) {
+    case 0:
+        return natural - 1;
+    case 1:
+        return -(int64_t)take(r);
+    case 2:
+        return ((int64_t)1 << 31) + take(r);
+    case 3:
+        return ((int64_t)1 << 62);
+    default:
+        return (natural > 0 ? natural : 1) + take(r) % 4;
+    }
+}
+
+static double take_value(reader *r)
+{
+    unsigned b = take(r);
+    switch (b % 16) {
+    case 0:
+        return NAN;
+    case 1:
+        return INFINITY;
+    case 2:
+        return -INFINITY;
+    case 3:
+        return 1e300 * (b & 16 ? 1 : -1);
+    default:
+        return ((int)b - 128) / 16.0;
+    }
+}
+
+/* Elements a rows x cols matrix with leading dimension ld spans, or 1 when
+ * that is not a sensible allocation (the library must refuse such ld). */
+static size_t span(int layout, int64_t rows, int64_t cols, int64_t ld)
+{
+    if (rows <= 0 || cols <= 0 || ld <= 0 || ld > 4096)
+        return 1;
+    int64_t outer = layout == LINATTN_COL_MAJOR ? cols : rows;
+    int64_t inner = layout == LINATTN_COL_MAJOR ? rows : cols;
+    return (size_t)((outer - 1) * ld + inner);
+}
+
+#define SENTINEL -12345.0
+
+#define HARNESS(P, R)                                                         \
+    typedef struct {                                                          \
+        R *a;                                                                 \
+        size_t len;                                                           \
+        int64_t ld;                                                           \
+    } P##mat;                                                                 \
+                                                                              \
+    static P##mat P##matrix(reader *r, int layout, int64_t rows, int64_t cols,\
+                            int output)                                       \
+    {                                                                         \
+        P##mat m;                                                             \
+        m.ld = take_ld(r, layout, rows, cols);                                \
+        m.len = span(layout, rows, cols, m.ld);                               \
+        m.a = take(r) % 16 == 0 ? NULL : malloc(m.len * sizeof(R));           \
+        for (size_t i = 0; m.a && i < m.len; i++)                             \
+            m.a[i] = output ? (R)SENTINEL : (R)take_value(r);                 \
+        return m;                                                             \
+    }                                                                         \
+                                                                              \
+    static int P##untouched(const P##mat *m)                                  \
+    {                                                                         \
+        for (size_t i = 0; m->a && i < m->len; i++)                           \
+            if (m->a[i] != (R)SENTINEL)                                       \
+                return 0;                                                     \
+        return 1;                                                             \
+    }                                                                         \
+                                                                              \
+    static void P##_run(reader *r)                                             \
+    {                                                                         \
+        static const int layouts[4] = {LINATTN_ROW_MAJOR, LINATTN_COL_MAJOR,  \
+                                       LINATTN_ROW_MAJOR, 7};                 \
+        static const double epss[6] = {0, 1e-3, -1, NAN, INFINITY, 1e39};     \
+        int entry = (int)(take(r) % 6);                                       \
+        int layout = layouts[take(r) % 4];                                    \
+        int map = (int)(take(r) % 5);                                         \
+        int64_t d = take_size(r, 6), e = take_size(r, 6);                     \
+        int64_t nq = take_size(r, 40), nk = take_size(r, 40);                 \
+        linattn_opts o;                                                       \
+        linattn_opts_init(&o);                                                \
+        o.block = take_size(r, 9);                                            \
+        o.denom = (int)(take(r) % 3);                                         \
+        o.eps = epss[take(r) % 6];                                            \
+        o.m = take(r) % 4 == 0 ? take_size(r, 8) : 0;                         \
+        linattn_##P##_plan *plan = NULL;                                      \
+        int st = linattn_##P##_plan_create(&plan, map, d, e, &o);             \
+        if (entry == 0 || st) {                                               \
+            if (st && plan)                                                   \
+                abort(); /* *plan written on a rejected call */               \
+            linattn_##P##_plan_destroy(plan);                                 \
+            return;                                                           \
+        }                                                                     \
+        P##mat q = P##matrix(r, layout, nq, d, 0);                            \
+        P##mat k = P##matrix(r, layout, nk, d, 0);                            \
+        P##mat v = P##matrix(r, layout, nk, e, 0);                            \
+        /* wide enough for features (m = d columns) and values (e) */         \
+        int64_t w = d > e ? d : e;                                            \
+        P##mat out = P##matrix(r, layout, nq, w, 1);                          \
+        P##mat num = P##matrix(r, layout, nq, w, 1);                          \
+        R den[64];                                                            \
+        for (int i = 0; i < 64; i++)                                          \
+            den[i] = (R)SENTINEL;                                             \
+        int64_t bad = -7;                                                     \
+        linattn_##P##_state *s = NULL;                                        \
+        switch (entry) {                                                      \
+        case 1:                                                               \
+            st = linattn_##P##_attention(plan, layout, nq, nk, q.a, q.ld, k.a,\
+                                         k.ld, v.a, v.ld, out.a, out.ld,      \
+                                         &bad);                               \
+            break;                                                            \
+        case 2:                                                               \
+            st = linattn_##P##_naive(plan, layout, nq, nk, q.a, q.ld, k.a,    \
+                                     k.ld, v.a, v.ld, out.a, out.ld, &bad);   \
+            break;                                                            \
+        case 3:                                                               \
+            st = linattn_##P##_softmax(layout, nq, nk, d, e, (R)0.5, q.a,     \
+                                       q.ld, k.a, k.ld, v.a, v.ld, out.a,     \
+                                       out.ld);                               \
+            break;                                                            \
+        case 4:                                                               \
+            if (linattn_##P##_state_create(&s, plan))                         \
+                break;                                                        \
+            st = linattn_##P##_state_update(s, layout, nk, k.a, k.ld, v.a,   \
+                                            v.ld);                            \
+            if (st == 0)                                                      \
+                st = linattn_##P##_state_query(s, layout, nq > 64 ? 64 : nq,  \
+                                               q.a, q.ld, out.a, out.ld,      \
+                                               num.a, num.ld,                 \
+                                               take(r) % 2 ? den : NULL,      \
+                                               &bad);                         \
+            linattn_##P##_state_destroy(s);                                   \
+            break;                                                            \
+        default:                                                              \
+            st = linattn_##P##_features(plan, layout, nq, q.a, q.ld, out.a,   \
+                                        out.ld);                              \
+            break;                                                            \
+        }                                                                     \
+        if (st < 0 && (!P##untouched(&out) || !P##untouched(&num)))           \
+            abort(); /* an output written on a rejected call */               \
+        if (st < 0 && bad != -7)                                              \
+            abort();                                                          \
+        free(q.a), free(k.a), free(v.a), free(out.a), free(num.a);            \
+        linattn_##P##_plan_destroy(plan);                                     \
+    }
+
+HARNESS(d, double)
+HARNESS(s, float)
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    reader r = {data, size};
+    if (take(&r) & 1)
+        d_run(&r);
+    else
+        s_run(&r);
+    return 0;
+}

@@ -1,0 +1,66 @@
+#!/bin/bash
+# make check-hard: the whole test suite under AddressSanitizer and
+# UndefinedBehaviorSanitizer, a representative subset under valgrind
+# memcheck, and the libFuzzer harnesses for FUZZ_SECONDS each (default 60).
+# Needs gcc, clang with its fuzzer runtime (Debian: clang libclang-rt-14-dev)
+# and valgrind.  Run from the top build directory (make check-hard does).
+set -euo pipefail
+build=$(pwd)
+hard=$build/_hard
+seconds=${FUZZ_SECONDS:-60}
+rm -rf "$hard"
+mkdir -p "$hard"
+# The sanitizer builds configure a clean copy of the distributed sources
+# (a configured source tree cannot host other builds).
+make -s distdir distdir="$hard/src" > /dev/null
+src=$hard/src
+
+echo "== 1/3 AddressSanitizer + UndefinedBehaviorSanitizer: make check"
+mkdir -p "$hard/asan"
+(
+    cd "$hard/asan"
+    san="-fsanitize=address,undefined -fno-sanitize-recover=all"
+    "$src/configure" --enable-werror CFLAGS="-O1 -g -fno-omit-frame-pointer $san" \
+        LDFLAGS="$san" > configure.out
+    # The out-of-memory test caps the address space, which ASan's shadow
+    # memory cannot live with: LINATTN_NO_RLIMIT skips only that test.
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    LINATTN_NO_RLIMIT=1 make -j2 check
+)
+
+echo "== 2/3 valgrind memcheck on a representative subset"
+for prog in tests/test_api tests/test_errors_d tests/test_kernels_d \
+            examples/worked_example; do
+    make -s "$prog" > /dev/null
+    echo "valgrind $prog"
+    # Check runs tests in-process (CK_FORK=no) so that valgrind sees them.
+    CK_FORK=no LINATTN_NO_RLIMIT=1 ./libtool --mode=execute valgrind -q \
+        --error-exitcode=99 --leak-check=full \
+        --errors-for-leak-kinds=definite,indirect "./$prog" > /dev/null
+done
+
+echo "== 3/3 libFuzzer: argument checks, $seconds s"
+mkdir -p "$hard/fuzz" "$hard/corpus"
+(
+    cd "$hard/fuzz"
+    san="-fsanitize=address,undefined -fno-sanitize-recover=all"
+    "$src/configure" CC=clang --disable-openmp \
+        CFLAGS="-O1 -g $san -fsanitize=fuzzer-no-link" LDFLAGS="$san" \
+        > configure.out
+    make -j2 lib/liblinattn.la > /dev/null
+    blas=$(sed -n 's/^BLAS_LIBS = //p' Makefile)
+    lapacke=$(sed -n 's/^LAPACKE_LIBS = //p' Makefile)
+    # shellcheck disable=SC2086
+    clang -g -O1 -Wall -Wextra -Werror $san -fsanitize=fuzzer -I"$src/include" \
+        "$src/tests/hard/fuzz_args.c" lib/.libs/liblinattn.a $lapacke $blas \
+        -lm -o fuzz_args
+    ./fuzz_args -max_total_time="$seconds" -print_final_stats=1 \
+        -seed=1 "$hard/corpus" 2>&1 | grep -E 'stat::number_of_executed_units|Done|ERROR|SUMMARY' || true
+    # libFuzzer exits nonzero and leaves crash-* files on a finding.
+    if ls crash-* leak-* timeout-* 2> /dev/null; then
+        echo "fuzzer finding: see $hard/fuzz" >&2
+        exit 1
+    fi
+)
+echo "check-hard: all passed"
