@@ -101,7 +101,8 @@ enum linattn_status {
     LINATTN_SUCCESS = 0,
     LINATTN_ENOMEM = 1, /* a workspace allocation failed; nothing written  */
     LINATTN_EDENOM = 2, /* a normalizer broke the plan's policy            */
-    LINATTN_ESIZE = 3   /* a size exceeds the BLAS integer or int64 range  */
+    LINATTN_ESIZE = 3,  /* a size exceeds the BLAS integer or int64 range  */
+    LINATTN_ENONFINITE = 4 /* an input holds NaN or Inf (opts.check_finite) */
 };
 
 /*
@@ -115,6 +116,15 @@ enum linattn_status {
  *   denom  LINATTN_DENOM_POSITIVE or LINATTN_DENOM_NONZERO.
  *   eps    >= 0, finite; added to every normalizer before the check.
  *   seed   seed of the random feature maps (ignored by the exact maps).
+ *   check_finite
+ *          0 (default): NaN and Inf in the inputs propagate: a row whose
+ *          normalizer becomes non-finite is reported as LINATTN_EDENOM (so
+ *          bad queries and keys are caught there), NaN or Inf in values
+ *          reach the outputs of the rows they touch.  Nonzero: state_update,
+ *          state_query, attention and naive first scan their inputs and
+ *          return LINATTN_ENONFINITE, writing nothing and leaving states
+ *          unchanged, if any entry is NaN or Inf (one extra read of the
+ *          inputs).
  */
 typedef struct linattn_opts {
     int64_t m;
@@ -122,12 +132,13 @@ typedef struct linattn_opts {
     int denom;
     double eps;
     uint64_t seed;
+    int check_finite;
     int64_t reserved[8];
 } linattn_opts;
 
 /* int linattn_opts_init(linattn_opts *opts)
  * Fills *opts with the defaults: m = 0, block = 0, POSITIVE, eps = 0,
- * seed = 0.  Errors: -1 opts NULL.  Thread-safe. */
+ * seed = 0, check_finite = 0.  Errors: -1 opts NULL.  Thread-safe. */
 LINATTN_API int linattn_opts_init(linattn_opts *opts);
 
 /* int linattn_version(void) -- LINATTN_VERSION_NUMBER of the library that

@@ -8,7 +8,7 @@
 #include "validate.h"
 
 /* The argument checks that attention and naive share (positions as in
- * linattn_d_attention). */
+ * linattn_d_attention), then the plan's input check. */
 int XI(attention_args)(const X(plan) *plan, int layout, int64_t nq,
                        int64_t nk, const real *q, int64_t ldq, const real *k,
                        int64_t ldk, const real *v, int64_t ldv,
@@ -27,7 +27,15 @@ int XI(attention_args)(const X(plan) *plan, int layout, int64_t nq,
                                   {nk, d, k, ldk, 7, 0},
                                   {nk, e, v, ldv, 9, 0},
                                   {nq, e, out, ldout, 11, 0}};
-    return linattn_i_check_mats(layout, mats, 4);
+    int st = linattn_i_check_mats(layout, mats, 4);
+    if (st || !plan->check_finite)
+        return st;
+    int cm = layout == LINATTN_COL_MAJOR;
+    if (!XI(all_finite)((XI(view)){q, ldq, cm}, nq, d) ||
+        !XI(all_finite)((XI(view)){k, ldk, cm}, nk, d) ||
+        !XI(all_finite)((XI(view)){v, ldv, cm}, nk, e))
+        return LINATTN_ENONFINITE;
+    return 0;
 }
 
 int X(attention)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,

@@ -49,6 +49,8 @@ const char *linattn_strerror(int status)
     case LINATTN_EDENOM:
         return "a normalizer is zero, negative or not finite (see the plan's "
                "normalizer policy and eps)";
+    case LINATTN_ENONFINITE:
+        return "an input holds NaN or Inf (the plan checks inputs)";
     case LINATTN_ESIZE:
         return "a size or leading dimension exceeds the BLAS integer or "
                "int64 range";

@@ -199,6 +199,24 @@ void XI(phi_rows)(const X(plan) *plan, XI(view) x, int64_t rows, real *out,
             st->colsum[j] += partial[c * d + j];
 }
 
+int XI(all_finite)(XI(view) x, int64_t rows, int64_t cols)
+{
+    if (rows == 0 || cols == 0)
+        return 1;
+    int64_t outer = x.colmajor ? cols : rows, inner = x.colmajor ? rows : cols;
+    for (int64_t o = 0; o < outer; o++) {
+        const real *line = x.p + o * x.ld;
+        /* v - v is 0 for finite v and NaN for NaN and Inf. */
+        real acc = 0;
+        LINATTN_SIMD_SUM
+        for (int64_t i = 0; i < inner; i++)
+            acc += line[i] - line[i];
+        if (acc != 0)
+            return 0;
+    }
+    return 1;
+}
+
 void XI(exp_inplace)(real *x, int64_t count)
 {
     int64_t step = LINATTN_CHUNK * 64, nchunks = (count + step - 1) / step;

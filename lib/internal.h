@@ -27,6 +27,7 @@ struct X(plan_s) {
     int denom;
     real eps;
     uint64_t seed;
+    int check_finite;
     uint64_t fingerprint; /* equal for plans whose states may be merged */
 };
 
@@ -69,6 +70,9 @@ void XI(scale_rows)(real *a, int colmajor, int64_t lda, int64_t rows,
 
 /* In place elementwise exp over count contiguous values. */
 void XI(exp_inplace)(real *x, int64_t count);
+
+/* Nonzero when every entry of the rows x cols view is finite. */
+int XI(all_finite)(XI(view) x, int64_t rows, int64_t cols);
 
 /* ---- normalization (normalize.c) ---- */
 

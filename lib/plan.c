@@ -69,6 +69,7 @@ int X(plan_create)(X(plan) **plan, int map, int64_t d, int64_t e,
     p->denom = o->denom;
     p->eps = eps;
     p->seed = o->seed;
+    p->check_finite = o->check_finite != 0;
     uint64_t h = 0xcbf29ce484222325ull;
     h = fnv1a(h, (uint64_t)map);
     h = fnv1a(h, (uint64_t)d);

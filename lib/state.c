@@ -398,8 +398,11 @@ int X(state_update)(X(state) *state, int layout, int64_t n, const real *k,
     if (st)
         return st;
     int cm = layout == LINATTN_COL_MAJOR;
-    return XI(state_update_checked)(state, (XI(view)){k, ldk, cm},
-                                    (XI(view)){v, ldv, cm}, n);
+    XI(view) kv = {k, ldk, cm}, vv = {v, ldv, cm};
+    if (plan->check_finite &&
+        !(XI(all_finite)(kv, n, plan->d) && XI(all_finite)(vv, n, plan->e)))
+        return LINATTN_ENONFINITE;
+    return XI(state_update_checked)(state, kv, vv, n);
 }
 
 int X(state_query)(const X(state) *state, int layout, int64_t n,
@@ -422,6 +425,8 @@ int X(state_query)(const X(state) *state, int layout, int64_t n,
     if (st)
         return st;
     XI(view) qv = {q, ldq, layout == LINATTN_COL_MAJOR};
+    if (plan->check_finite && !XI(all_finite)(qv, n, plan->d))
+        return LINATTN_ENONFINITE;
     return XI(state_query_checked)(state, layout, n, qv, out, ldout, num,
                                    ldnum, den, bad_row);
 }

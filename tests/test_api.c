@@ -25,6 +25,7 @@ START_TEST(strerror_covers_every_status)
     ck_assert(strstr(linattn_strerror(LINATTN_ENOMEM), "memory") != NULL);
     ck_assert(strstr(linattn_strerror(LINATTN_EDENOM), "normalizer") != NULL);
     ck_assert(strstr(linattn_strerror(LINATTN_ESIZE), "BLAS integer") != NULL);
+    ck_assert(strstr(linattn_strerror(LINATTN_ENONFINITE), "NaN") != NULL);
     ck_assert_str_eq(linattn_strerror(12345), "unknown status code");
 }
 END_TEST
@@ -35,7 +36,7 @@ START_TEST(opts_defaults)
     memset(&o, 0xff, sizeof o);
     ck_assert_int_eq(linattn_opts_init(&o), 0);
     ck_assert(o.m == 0 && o.block == 0 && o.denom == LINATTN_DENOM_POSITIVE &&
-              o.eps == 0 && o.seed == 0);
+              o.eps == 0 && o.seed == 0 && o.check_finite == 0);
     ck_assert_int_eq(linattn_opts_init(NULL), -1);
 }
 END_TEST

@@ -604,6 +604,60 @@ START_TEST(concurrent_queries_on_one_state)
 END_TEST
 #endif
 
+/* The NaN/Inf policy.  Default: NaN in the values reaches the outputs of
+ * the rows it touches (status 0); NaN in the keys makes the normalizers
+ * NaN, reported as EDENOM.  With check_finite: LINATTN_ENONFINITE before
+ * anything is written or absorbed. */
+START_TEST(nonfinite_input_policy)
+{
+    int64_t n = 6, d = 2, e = 2;
+    real q[12], k[12], v[12], out[12];
+    for (int i = 0; i < 12; i++)
+        q[i] = k[i] = (real)(0.1 * (i % 5)), v[i] = (real)(i % 3);
+    v[5] = (real)NAN;
+    linattn_opts o;
+    linattn_opts_init(&o);
+    P(plan) *p;
+    ck_assert_int_eq(P(plan_create)(&p, LINATTN_MAP_ELU1, d, e, &o), 0);
+    ck_assert_int_eq(P(attention)(p, ROW, n, n, q, d, k, d, v, e, out, e, NULL), 0);
+    for (int i = 0; i < (int)n; i++)
+        ck_assert(isnan(out[i * e + 1]) && isfinite(out[i * e]));
+    v[5] = 1;
+    k[3] = (real)INFINITY;
+    int64_t bad = -1;
+    ck_assert_int_eq(P(attention)(p, ROW, n, n, q, d, k, d, v, e, out, e, &bad),
+                     LINATTN_EDENOM);
+    ck_assert_int_eq(bad, 0);
+    P(plan_destroy)(p);
+
+    o.check_finite = 1;
+    ck_assert_int_eq(P(plan_create)(&p, LINATTN_MAP_ELU1, d, e, &o), 0);
+    for (int i = 0; i < 12; i++)
+        out[i] = -777;
+    ck_assert_int_eq(P(attention)(p, ROW, n, n, q, d, k, d, v, e, out, e, NULL),
+                     LINATTN_ENONFINITE);
+    ck_assert_int_eq(P(naive)(p, COL, n, n, q, n, k, n, v, n, out, n, NULL),
+                     LINATTN_ENONFINITE);
+    P(state) *st;
+    P(state_create)(&st, p);
+    ck_assert_int_eq(P(state_update)(st, ROW, n, k, d, v, e), LINATTN_ENONFINITE);
+    int64_t tokens = -1;
+    P(state_get)(st, ROW, NULL, 0, NULL, &tokens);
+    ck_assert_int_eq(tokens, 0);
+    k[3] = 0;
+    ck_assert_int_eq(P(state_update)(st, ROW, n, k, d, v, e), 0);
+    q[7] = (real)NAN;
+    ck_assert_int_eq(P(state_query)(st, ROW, n, q, d, out, e, NULL, 0, NULL, NULL),
+                     LINATTN_ENONFINITE);
+    for (int i = 0; i < 12; i++)
+        ck_assert(out[i] == -777);
+    q[7] = 0;
+    ck_assert_int_eq(P(state_query)(st, ROW, n, q, d, out, e, NULL, 0, NULL, NULL), 0);
+    P(state_destroy)(st);
+    P(plan_destroy)(p);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("math " PREC);
@@ -621,6 +675,7 @@ static Suite *suite(void)
     tcase_add_test(tc, long_sequence_accuracy);
     tcase_add_test(tc, features_elementwise);
     tcase_add_test(tc, bad_normalizer_in_split_call);
+    tcase_add_test(tc, nonfinite_input_policy);
     tcase_add_test(tc, outputs_together_and_self_merge);
 #ifdef _OPENMP
     tcase_add_test(tc, thread_counts_agree);

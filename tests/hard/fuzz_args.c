@@ -81,6 +81,16 @@ static size_t span(int layout, int64_t rows, int64_t cols, int64_t ld)
     return (size_t)((outer - 1) * ld + inner);
 }
 
+/* Whether the library may accept a matrix argument: the oracle for its
+ * checks (NULL only without rows, leading dimension at least the row or
+ * column length and at least 1). */
+static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
+                  int64_t ld)
+{
+    int64_t need = layout == LINATTN_COL_MAJOR ? rows : cols;
+    return (p || rows <= 0) && ld >= 1 && ld >= need;
+}
+
 #define SENTINEL -12345.0
 
 #define HARNESS(P, R)                                                         \
@@ -126,6 +136,7 @@ static size_t span(int layout, int64_t rows, int64_t cols, int64_t ld)
         o.denom = (int)(take(r) % 3);                                         \
         o.eps = epss[take(r) % 6];                                            \
         o.m = take(r) % 4 == 0 ? take_size(r, 8) : 0;                         \
+        o.check_finite = take(r) % 2;                                         \
         linattn_##P##_plan *plan = NULL;                                      \
         int st = linattn_##P##_plan_create(&plan, map, d, e, &o);             \
         if (entry == 0 || st) {                                               \
@@ -146,6 +157,16 @@ static size_t span(int layout, int64_t rows, int64_t cols, int64_t ld)
             den[i] = (R)SENTINEL;                                             \
         int64_t bad = -7;                                                     \
         linattn_##P##_state *s = NULL;                                        \
+        /* what a call that does not refuse must have been given */          \
+        int args_ok = (layout == LINATTN_ROW_MAJOR ||                         \
+                       layout == LINATTN_COL_MAJOR) && nq >= 0;               \
+        if (entry != 5)                                                       \
+            args_ok = args_ok && nk >= 0 &&                                   \
+                      arg_ok(layout, nk, d, k.a, k.ld) &&                     \
+                      arg_ok(layout, nk, e, v.a, v.ld);                       \
+        if (entry != 4)                                                       \
+            args_ok = args_ok && arg_ok(layout, nq, d, q.a, q.ld) &&          \
+                      arg_ok(layout, nq, entry == 5 ? d : e, out.a, out.ld);  \
         switch (entry) {                                                      \
         case 1:                                                               \
             st = linattn_##P##_attention(plan, layout, nq, nk, q.a, q.ld, k.a,\
@@ -179,6 +200,13 @@ static size_t span(int layout, int64_t rows, int64_t cols, int64_t ld)
                                         out.ld);                              \
             break;                                                            \
         }                                                                     \
+        if (entry != 4 && st >= 0 && !args_ok)                                \
+            abort(); /* a bad argument got through */                         \
+        if (entry == 4 && st >= 0 && !(args_ok &&                             \
+                (nq == 0 || (arg_ok(layout, nq, d, q.a, q.ld) &&              \
+                 (!out.a || arg_ok(layout, nq, e, out.a, out.ld)) &&          \
+                 (!num.a || arg_ok(layout, nq, e, num.a, num.ld))))))         \
+            abort(); /* a bad argument got through */                         \
         if (st < 0 && (!P##untouched(&out) || !P##untouched(&num)))           \
             abort(); /* an output written on a rejected call */               \
         if (st < 0 && bad != -7)                                              \
