@@ -156,17 +156,20 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
         for (int i = 0; i < 64; i++)                                          \
             den[i] = (R)SENTINEL;                                             \
         int64_t bad = -7;                                                     \
+        int queried = 0; /* entry 4: the query ran (the update succeeded) */ \
         linattn_##P##_state *s = NULL;                                        \
         /* what a call that does not refuse must have been given */          \
-        int args_ok = (layout == LINATTN_ROW_MAJOR ||                         \
-                       layout == LINATTN_COL_MAJOR) && nq >= 0;               \
-        if (entry != 5)                                                       \
-            args_ok = args_ok && nk >= 0 &&                                   \
+        int layout_ok = layout == LINATTN_ROW_MAJOR ||                        \
+                        layout == LINATTN_COL_MAJOR;                          \
+        int keys_ok = layout_ok && nk >= 0 &&                                 \
                       arg_ok(layout, nk, d, k.a, k.ld) &&                     \
                       arg_ok(layout, nk, e, v.a, v.ld);                       \
-        if (entry != 4)                                                       \
-            args_ok = args_ok && arg_ok(layout, nq, d, q.a, q.ld) &&          \
-                      arg_ok(layout, nq, entry == 5 ? d : e, out.a, out.ld);  \
+        int queries_ok = layout_ok && nq >= 0 &&                              \
+                         arg_ok(layout, nq, d, q.a, q.ld);                    \
+        int args_ok = entry == 4 ? keys_ok                                    \
+                      : queries_ok &&                                         \
+                        arg_ok(layout, nq, entry == 5 ? d : e, out.a, out.ld) \
+                        && (entry == 5 || keys_ok);                           \
         switch (entry) {                                                      \
         case 1:                                                               \
             st = linattn_##P##_attention(plan, layout, nq, nk, q.a, q.ld, k.a,\
@@ -187,7 +190,7 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
                 break;                                                        \
             st = linattn_##P##_state_update(s, layout, nk, k.a, k.ld, v.a,   \
                                             v.ld);                            \
-            if (st == 0)                                                      \
+            if (st == 0 && (queried = 1))                                     \
                 st = linattn_##P##_state_query(s, layout, nq > 64 ? 64 : nq,  \
                                                q.a, q.ld, out.a, out.ld,      \
                                                num.a, num.ld,                 \
@@ -200,13 +203,12 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
                                         out.ld);                              \
             break;                                                            \
         }                                                                     \
-        if (entry != 4 && st >= 0 && !args_ok)                                \
-            abort(); /* a bad argument got through */                         \
-        if (entry == 4 && st >= 0 && !(args_ok &&                             \
-                (nq == 0 || (arg_ok(layout, nq, d, q.a, q.ld) &&              \
-                 (!out.a || arg_ok(layout, nq, e, out.a, out.ld)) &&          \
-                 (!num.a || arg_ok(layout, nq, e, num.a, num.ld))))))         \
-            abort(); /* a bad argument got through */                         \
+        if (st >= 0 && !args_ok)                                              \
+            abort(); /* a bad argument got through (update, for entry 4) */  \
+        if (queried && st >= 0 &&                                             \
+            !(queries_ok && (!out.a || arg_ok(layout, nq, e, out.a, out.ld))  \
+              && (!num.a || arg_ok(layout, nq, e, num.a, num.ld))))           \
+            abort(); /* the query took a bad argument */                      \
         if (st < 0 && (!P##untouched(&out) || !P##untouched(&num)))           \
             abort(); /* an output written on a rejected call */               \
         if (st < 0 && bad != -7)                                              \
