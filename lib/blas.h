@@ -8,8 +8,10 @@
 #define LINATTN_BLAS_H
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <cblas.h>
 #include "prec.h"
+#include "validate.h"
 
 /* A rows x cols matrix as the caller passed it. */
 typedef struct {
@@ -38,6 +40,14 @@ static inline void XI(gemm)(int trans_a, int trans_b, int64_t m, int64_t n,
                             int64_t k, real alpha, XI(view) a, XI(view) b,
                             real beta, real *c, int64_t ldc)
 {
+#if LINATTN_BLAS_INT_MAX < INT_MAX
+    /* Test builds with a lowered limit (make check-hard): a size or leading
+     * dimension beyond it reaching BLAS is a bug in the copy paths. */
+    if (m > LINATTN_BLAS_INT_MAX || n > LINATTN_BLAS_INT_MAX ||
+        k > LINATTN_BLAS_INT_MAX || a.ld > LINATTN_BLAS_INT_MAX ||
+        b.ld > LINATTN_BLAS_INT_MAX || ldc > LINATTN_BLAS_INT_MAX)
+        abort();
+#endif
     /* A column-major view is its own transpose in row-major terms. */
     int ta = trans_a ^ a.colmajor, tb = trans_b ^ b.colmajor;
     CBLAS(gemm)(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,

@@ -89,6 +89,23 @@ static map_fn map_of(int map)
     }
 }
 
+void XI(copy_rows)(XI(view) x, int64_t lo, int64_t hi, int64_t cols,
+                   real *out)
+{
+    if (!x.colmajor) {
+        for (int64_t i = lo; i < hi; i++)
+            memcpy(out + i * cols, x.p + i * x.ld, (size_t)cols * sizeof(real));
+        return;
+    }
+    /* Column major: read down the columns, write rows of the block (in
+     * cache). */
+    for (int64_t j = 0; j < cols; j++) {
+        const real *col = x.p + j * x.ld;
+        for (int64_t i = lo; i < hi; i++)
+            out[i * cols + j] = col[i];
+    }
+}
+
 /* phi of rows [lo, hi) of x into the same rows of out (ld m = d). */
 static void phi_range(map_fn f, XI(view) x, int64_t d, int64_t lo, int64_t hi,
                       real *out)
@@ -102,13 +119,9 @@ static void phi_range(map_fn f, XI(view) x, int64_t d, int64_t lo, int64_t hi,
                 f(out + i * d, x.p + i * x.ld, d);
         return;
     }
-    /* Column major: gather the rows (reading down the columns), then map
-     * in place; the block is in cache for the second pass. */
-    for (int64_t j = 0; j < d; j++) {
-        const real *col = x.p + j * x.ld;
-        for (int64_t i = lo; i < hi; i++)
-            out[i * d + j] = col[i];
-    }
+    /* Column major: gather the rows, then map in place; the block is in
+     * cache for the second pass. */
+    XI(copy_rows)(x, lo, hi, d, out);
     f(out + lo * d, out + lo * d, (hi - lo) * d);
 }
 

@@ -71,6 +71,11 @@ void XI(scale_rows)(real *a, int colmajor, int64_t lda, int64_t rows,
 /* In place elementwise exp over count contiguous values. */
 void XI(exp_inplace)(real *x, int64_t count);
 
+/* Rows [lo, hi) of the rows x cols view x into the same rows of out (row
+ * major, ld cols). */
+void XI(copy_rows)(XI(view) x, int64_t lo, int64_t hi, int64_t cols,
+                   real *out);
+
 /* Nonzero when every entry of the rows x cols view is finite. */
 int XI(all_finite)(XI(view) x, int64_t rows, int64_t cols);
 
@@ -85,11 +90,17 @@ int64_t XI(good_rows)(const X(plan) *plan, real *den, int64_t rows,
  * (each of out, num, den may be NULL): num = A B (rows x inner times
  * inner x e: phi(Q_b) S, or scores times V) by GEMM straight into the
  * output, den from den_b (eps included), out = num / den by one reciprocal
- * per row.  inv is workspace of rows entries. */
+ * per row.  inv is workspace of rows entries; y, of rows x e entries, is
+ * needed only when a leading dimension of out or num is beyond the BLAS
+ * integer (the GEMM then goes through y). */
 void XI(write_rows)(const X(plan) *plan, XI(view) a, XI(view) b,
                     int64_t inner, const real *den_b, int64_t rows,
                     int layout, int64_t r0, real *out, int64_t ldout,
-                    real *num, int64_t ldnum, real *den, real *inv);
+                    real *num, int64_t ldnum, real *den, real *inv, real *y);
+
+/* Nonzero when write_rows needs its y workspace for these outputs. */
+int XI(write_needs_y)(const real *out, int64_t ldout, const real *num,
+                      int64_t ldnum);
 
 /* ---- state internals (state.c) ---- */
 

@@ -34,13 +34,15 @@ static void row_sums(const real *a, int64_t rows, int64_t nk, real *den)
     }
 }
 
-/* One thread's scores, features and normalizers. */
+/* One thread's scores, features (or a copy of the query rows), normalizers
+ * with their reciprocals, and the staging block for outputs whose leading
+ * dimension is beyond BLAS. */
 typedef struct {
-    real *a, *phiq, *dd;
+    real *a, *phiq, *dd, *y;
 } score_ws;
 
 typedef struct {
-    const X(plan) *plan;   /* NULL for softmax */
+    const X(plan) *plan;   /* for softmax: a stand-in with e, eps = 0 */
     int layout;
     int64_t nk, d, e, rows_max;
     real scale;            /* softmax */
@@ -56,19 +58,22 @@ static void free_score_ws(score_ws *ws, int count)
         free(ws[t].a);
         free(ws[t].phiq);
         free(ws[t].dd);
+        free(ws[t].y);
     }
 }
 
-/* Workspaces for nt threads (phi of the queries only when phi_m > 0);
- * returns 0 or LINATTN_ENOMEM with nothing left allocated. */
+/* Workspaces for nt threads (phi or a copy of the queries only when
+ * phi_m > 0, the output staging block only when y_e > 0); returns 0 or
+ * LINATTN_ENOMEM with nothing left allocated. */
 static int alloc_score_ws(score_ws *ws, int nt, int64_t rows, int64_t nk,
-                          int64_t phi_m)
+                          int64_t phi_m, int64_t y_e)
 {
     for (int t = 0; t < nt; t++) {
         ws[t].a = linattn_i_alloc(rows * (nk > 0 ? nk : 1), sizeof(real));
         ws[t].phiq = phi_m ? linattn_i_alloc(rows * phi_m, sizeof(real)) : NULL;
         ws[t].dd = linattn_i_alloc(2 * rows, sizeof(real));
-        if (!ws[t].a || (phi_m && !ws[t].phiq) || !ws[t].dd) {
+        ws[t].y = y_e ? linattn_i_alloc(rows * y_e, sizeof(real)) : NULL;
+        if (!ws[t].a || (phi_m && !ws[t].phiq) || !ws[t].dd || (y_e && !ws[t].y)) {
             free_score_ws(ws, t + 1);
             return LINATTN_ENOMEM;
         }
@@ -99,7 +104,7 @@ static int64_t naive_range(void *ctx, int t, int64_t lo, int64_t hi)
         /* With no keys the GEMM has inner dimension 0 and writes zeros. */
         XI(write_rows)(plan, (XI(view)){w->a, nk > 0 ? nk : 1, 0}, j->v, nk,
                        w->dd, good, j->layout, r, j->out, j->ldout, NULL, 0,
-                       NULL, w->dd + j->rows_max);
+                       NULL, w->dd + j->rows_max, w->y);
         if (good < rows)
             return r + good;
     }
@@ -124,23 +129,37 @@ int X(naive)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
     rows_max = rows_max < per ? rows_max : per;
     int identity = XI(map_is_identity)(plan);
     int cm = layout == LINATTN_COL_MAJOR;
-    XI(view) kv = {k, ldk, cm};
+    int64_t e = plan->e;
+    XI(view) kv = {k, ldk, cm}, vv = {v, ldv, cm};
+    /* phi is materialized for every map but the identity, and for the
+     * identity too when a leading dimension is beyond BLAS (a copy). */
+    int phi_k = nk && (!identity || !linattn_i_ld_fits(ldk));
+    int phi_q = !identity || !linattn_i_ld_fits(ldq);
+    int copy_v = nk && !linattn_i_ld_fits(ldv);
     /* All workspace before any output is written. */
     score_ws ws[LINATTN_MAX_THREADS];
-    real *phik = identity || nk == 0 ? NULL : linattn_i_alloc(nk * m, sizeof(real));
-    if ((!identity && nk && !phik) ||
-        alloc_score_ws(ws, nt, rows_max, nk, identity ? 0 : m)) {
+    real *phik = phi_k ? linattn_i_alloc(nk * m, sizeof(real)) : NULL;
+    real *vcopy = copy_v ? linattn_i_alloc(nk * e, sizeof(real)) : NULL;
+    if ((phi_k && !phik) || (copy_v && !vcopy) ||
+        alloc_score_ws(ws, nt, rows_max, nk, phi_q ? m : 0,
+                       XI(write_needs_y)(out, ldout, NULL, 0) ? e : 0)) {
         free(phik);
+        free(vcopy);
         return LINATTN_ENOMEM;
     }
     if (phik)
         XI(phi_rows)(plan, kv, nk, phik, NULL);
-    score_job job = {plan, layout, nk, plan->d, plan->e, rows_max, 0,
+    if (vcopy) {
+        XI(copy_rows)(vv, 0, nk, e, vcopy);
+        vv = (XI(view)){vcopy, e, 0};
+    }
+    score_job job = {plan, layout, nk, plan->d, e, rows_max, 0,
                      {q, ldq, cm}, phik ? (XI(view)){phik, m, 0} : kv,
-                     {v, ldv, cm}, out, ldout, ws};
+                     vv, out, ldout, ws};
     int64_t bad = linattn_i_parallel_ranges(nt, nq, naive_range, &job);
     free_score_ws(ws, nt);
     free(phik);
+    free(vcopy);
     if (bad < nq) {
         if (bad_row)
             *bad_row = bad;
@@ -171,20 +190,20 @@ static int64_t softmax_range(void *ctx, int t, int64_t lo, int64_t hi)
 {
     score_job *j = ctx;
     score_ws *w = &j->ws[t];
-    int cm = j->layout == LINATTN_COL_MAJOR;
     int64_t nk = j->nk;
     for (int64_t r = lo; r < hi; r += j->rows_max) {
         int64_t rows = hi - r < j->rows_max ? hi - r : j->rows_max;
-        real *o = cm ? j->out + r : j->out + r * j->ldout;
-        XI(gemm)(0, 1, rows, nk, j->d, j->scale, XI(view_rows)(j->q, r), j->pk,
-                 0, w->a, nk);
+        XI(view) qb = XI(view_rows)(j->q, r);
+        if (w->phiq) { /* Q's leading dimension is beyond BLAS */
+            XI(copy_rows)(qb, 0, rows, j->d, w->phiq);
+            qb = (XI(view)){w->phiq, j->d, 0};
+        }
+        XI(gemm)(0, 1, rows, nk, j->d, j->scale, qb, j->pk, 0, w->a, nk);
         softmax_weights(w->a, rows, nk);
         row_sums(w->a, rows, nk, w->dd);
-        for (int64_t i = 0; i < rows; i++)
-            w->dd[i] = 1 / w->dd[i];
-        XI(gemm_c)(cm, 0, 0, rows, j->e, nk, 1, (XI(view)){w->a, nk, 0}, j->v,
-                   0, o, j->ldout);
-        XI(scale_rows)(o, cm, j->ldout, rows, j->e, w->dd);
+        XI(write_rows)(j->plan, (XI(view)){w->a, nk, 0}, j->v, nk, w->dd,
+                       rows, j->layout, r, j->out, j->ldout, NULL, 0, NULL,
+                       w->dd + j->rows_max, w->y);
     }
     return INT64_MAX;
 }
@@ -220,13 +239,38 @@ int X(softmax)(int layout, int64_t nq, int64_t nk, int64_t d, int64_t e,
     int nt = linattn_i_threads(nq, rows_max);
     int64_t per = (nq + nt - 1) / nt;
     rows_max = rows_max < per ? rows_max : per;
-    score_ws ws[LINATTN_MAX_THREADS];
-    if (alloc_score_ws(ws, nt, rows_max, nk, 0))
-        return LINATTN_ENOMEM;
     int cm = layout == LINATTN_COL_MAJOR;
-    score_job job = {NULL, layout, nk, d, e, rows_max, scale, {q, ldq, cm},
-                     {k, ldk, cm}, {v, ldv, cm}, out, ldout, ws};
+    XI(view) kv = {k, ldk, cm}, vv = {v, ldv, cm};
+    /* Leading dimensions beyond BLAS: K and V copied once, Q per block. */
+    int copy_k = !linattn_i_ld_fits(ldk), copy_v = !linattn_i_ld_fits(ldv);
+    real *kcopy = copy_k ? linattn_i_alloc(nk * d, sizeof(real)) : NULL;
+    real *vcopy = copy_v ? linattn_i_alloc(nk * e, sizeof(real)) : NULL;
+    score_ws ws[LINATTN_MAX_THREADS];
+    if ((copy_k && !kcopy) || (copy_v && !vcopy) ||
+        alloc_score_ws(ws, nt, rows_max, nk, linattn_i_ld_fits(ldq) ? 0 : d,
+                       linattn_i_ld_fits(ldout) ? 0 : e)) {
+        free(kcopy);
+        free(vcopy);
+        return LINATTN_ENOMEM;
+    }
+    if (kcopy) {
+        XI(copy_rows)(kv, 0, nk, d, kcopy);
+        kv = (XI(view)){kcopy, d, 0};
+    }
+    if (vcopy) {
+        XI(copy_rows)(vv, 0, nk, e, vcopy);
+        vv = (XI(view)){vcopy, e, 0};
+    }
+    /* The division shares write_rows with the linear paths: a stand-in
+     * plan with the value width and no eps (softmax sums are >= 1). */
+    X(plan) norm;
+    memset(&norm, 0, sizeof norm);
+    norm.e = e;
+    score_job job = {&norm, layout, nk, d, e, rows_max, scale, {q, ldq, cm},
+                     kv, vv, out, ldout, ws};
     linattn_i_parallel_ranges(nt, nq, softmax_range, &job);
     free_score_ws(ws, nt);
+    free(kcopy);
+    free(vcopy);
     return 0;
 }

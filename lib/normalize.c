@@ -11,6 +11,7 @@
 #include "internal.h"
 #include "kernels.h"
 #include "threads.h"
+#include "validate.h"
 
 int64_t XI(good_rows)(const X(plan) *plan, real *den, int64_t rows,
                       int check)
@@ -50,20 +51,30 @@ void XI(scale_rows)(real *a, int colmajor, int64_t lda, int64_t rows,
     }
 }
 
-/* a (rows x cols) = b with row i multiplied by s[i]; same layout. */
-static void copy_scaled(real *a, const real *b, int colmajor, int64_t lda,
-                        int64_t ldb, int64_t rows, int64_t cols, const real *s)
+/* a (rows x cols, layout colmajor, lda) = b (same shape, layout b_colmajor,
+ * ldb) with row i multiplied by s[i], or copied when s is NULL. */
+static void put_rows(real *a, int colmajor, int64_t lda, const real *b,
+                     int b_colmajor, int64_t ldb, int64_t rows, int64_t cols,
+                     const real *s)
 {
-    int64_t outer = colmajor ? cols : rows, inner = colmajor ? rows : cols;
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t i = 0; i < inner; i++)
-            a[o * lda + i] = b[o * ldb + i] * s[colmajor ? i : o];
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++) {
+            real v = b_colmajor ? b[i + j * ldb] : b[i * ldb + j];
+            a[colmajor ? i + j * lda : i * lda + j] = s ? v * s[i] : v;
+        }
+}
+
+int XI(write_needs_y)(const real *out, int64_t ldout, const real *num,
+                      int64_t ldnum)
+{
+    return (out && !linattn_i_ld_fits(ldout)) ||
+           (num && !linattn_i_ld_fits(ldnum));
 }
 
 void XI(write_rows)(const X(plan) *plan, XI(view) a, XI(view) b,
                     int64_t inner, const real *den_b, int64_t rows,
                     int layout, int64_t r0, real *out, int64_t ldout,
-                    real *num, int64_t ldnum, real *den, real *inv)
+                    real *num, int64_t ldnum, real *den, real *inv, real *y)
 {
     int cm = layout == LINATTN_COL_MAJOR;
     int64_t e = plan->e;
@@ -74,15 +85,24 @@ void XI(write_rows)(const X(plan) *plan, XI(view) a, XI(view) b,
     if (den)
         for (int64_t i = 0; i < rows; i++)
             den[r0 + i] = den_b[i];
+    /* One reciprocal per row, in both layouts, so they agree to the bit. */
+    for (int64_t i = 0; out && i < rows; i++)
+        inv[i] = 1 / den_b[i];
+    if (XI(write_needs_y)(out, ldout, num, ldnum)) {
+        /* A leading dimension BLAS cannot take: GEMM into y, then copy. */
+        XI(gemm)(0, 0, rows, e, inner, 1, a, b, 0, y, e);
+        if (num)
+            put_rows(at_num, cm, ldnum, y, 0, e, rows, e, NULL);
+        if (out)
+            put_rows(at_out, cm, ldout, y, 0, e, rows, e, inv);
+        return;
+    }
     if (num)
         XI(gemm_c)(cm, 0, 0, rows, e, inner, 1, a, b, 0, at_num, ldnum);
     if (!out)
         return;
-    /* One reciprocal per row, in both layouts, so they agree to the bit. */
-    for (int64_t i = 0; i < rows; i++)
-        inv[i] = 1 / den_b[i];
     if (num) {
-        copy_scaled(at_out, at_num, cm, ldout, ldnum, rows, e, inv);
+        put_rows(at_out, cm, ldout, at_num, cm, ldnum, rows, e, inv);
     } else {
         XI(gemm_c)(cm, 0, 0, rows, e, inner, 1, a, b, 0, at_out, ldout);
         XI(scale_rows)(at_out, cm, ldout, rows, e, inv);

@@ -50,6 +50,8 @@ int X(plan_create)(X(plan) **plan, int map, int64_t d, int64_t e,
         (o->denom != LINATTN_DENOM_POSITIVE && o->denom != LINATTN_DENOM_NONZERO))
         return -5;
     int64_t block = o->block ? o->block : LINATTN_DEFAULT_BLOCK;
+    if (!o->block && block > LINATTN_BLAS_INT_MAX)
+        block = LINATTN_BLAS_INT_MAX; /* only in test builds */
     /* Every GEMM dimension and workspace must be addressable. */
     /* ... and a state, m (e + 1) entries of acc_t (and of real in float),
      * must have a byte count that fits in ptrdiff_t. */

@@ -144,35 +144,42 @@ int X(state_get)(const X(state) *state, int layout, real *s, int64_t lds,
     return 0;
 }
 
-/* Workspace of an update: phi of one block (none for the identity), the
- * column sums z_b of phi and their per-chunk partials, and in float the
- * block's partial S before it is added to the double accumulator. */
+/* Workspace of an update: phi of one block (none for the identity unless
+ * K's leading dimension is beyond BLAS), a copy of the block of V (only
+ * when V's is), the column sums z_b of phi and their per-chunk partials,
+ * and in float the block's partial S before it is added to the double
+ * accumulator. */
 typedef struct {
-    real *phi, *part;
+    real *phi, *vcopy, *part;
     acc_t *zsum, *partial;
 } update_ws;
 
 static void free_update_ws(update_ws *w)
 {
     free(w->phi);
+    free(w->vcopy);
     free(w->part);
     free(w->zsum);
     free(w->partial);
 }
 
-static int alloc_update_ws(update_ws *w, const X(plan) *plan, int64_t rows)
+static int alloc_update_ws(update_ws *w, const X(plan) *plan, int64_t rows,
+                           XI(view) k, XI(view) v)
 {
     int64_t m = plan->m, e = plan->e;
-    int identity = XI(map_is_identity)(plan);
-    *w = (update_ws){NULL, NULL, NULL, NULL};
-    if (!identity)
+    int need_phi = !XI(map_is_identity)(plan) || !linattn_i_ld_fits(k.ld);
+    int need_v = !linattn_i_ld_fits(v.ld);
+    *w = (update_ws){NULL, NULL, NULL, NULL, NULL};
+    if (need_phi)
         w->phi = linattn_i_alloc(rows * m, sizeof(real));
+    if (need_v)
+        w->vcopy = linattn_i_alloc(rows * e, sizeof(real));
     if (LINATTN_ACC_WIDER)
         w->part = linattn_i_alloc(m * e, sizeof(real));
     w->zsum = linattn_i_alloc(m, sizeof(acc_t));
     w->partial = linattn_i_alloc(XI(stats_partial_len)(plan, rows), sizeof(acc_t));
-    if ((!identity && !w->phi) || (LINATTN_ACC_WIDER && !w->part) ||
-        !w->zsum || !w->partial) {
+    if ((need_phi && !w->phi) || (need_v && !w->vcopy) ||
+        (LINATTN_ACC_WIDER && !w->part) || !w->zsum || !w->partial) {
         free_update_ws(w);
         return LINATTN_ENOMEM;
     }
@@ -187,7 +194,7 @@ static int update_serial(const X(plan) *plan, acc_t *acc, XI(view) k,
     int64_t m = plan->m, e = plan->e, ld = e + 1;
     int64_t block = XI(block_rows)(plan);
     update_ws w;
-    if (alloc_update_ws(&w, plan, n < block ? n : block))
+    if (alloc_update_ws(&w, plan, n < block ? n : block, k, v))
         return LINATTN_ENOMEM;
     XI(stats) zs = {NULL, NULL, w.zsum, w.partial};
     for (int64_t r = 0; r < n; r += block) {
@@ -197,6 +204,10 @@ static int update_serial(const X(plan) *plan, acc_t *acc, XI(view) k,
             /* phi and its column sums in one pass over the block. */
             XI(phi_rows)(plan, kb, rows, w.phi, &zs);
             pk = (XI(view)){w.phi, m, 0};
+        }
+        if (w.vcopy) {
+            XI(copy_rows)(vb, 0, rows, e, w.vcopy);
+            vb = (XI(view)){w.vcopy, e, 0};
         }
 #if LINATTN_ACC_WIDER
         XI(gemm)(1, 0, m, e, rows, 1, pk, vb, 0, w.part, e);
@@ -268,22 +279,26 @@ int XI(state_update_checked)(X(state) *st, XI(view) k, XI(view) v, int64_t n)
 /* Workspace of a query on one thread: phi of one block (none for the
  * identity), the block's normalizers and their reciprocals, z contiguous. */
 typedef struct {
-    real *phi, *dd;
+    real *phi, *dd, *y;
     int64_t rows; /* capacity in rows: dd holds den[rows], inv[rows], z[m] */
 } query_ws;
 
-static int alloc_query_ws(query_ws *w, const X(state) *st, int64_t rows)
+/* need_phi: phi must be materialized (any map but the identity, or Q's
+ * leading dimension beyond BLAS); need_y: an output's is (write_rows). */
+static int alloc_query_ws(query_ws *w, const X(state) *st, int64_t rows,
+                          int need_phi, int need_y)
 {
     const X(plan) *plan = st->plan;
     int64_t m = plan->m, e = plan->e;
-    int identity = XI(map_is_identity)(plan);
     w->rows = rows;
-    w->phi = identity ? NULL : linattn_i_alloc(rows * m, sizeof(real));
+    w->phi = need_phi ? linattn_i_alloc(rows * m, sizeof(real)) : NULL;
+    w->y = need_y ? linattn_i_alloc(rows * e, sizeof(real)) : NULL;
     w->dd = linattn_i_alloc(2 * rows + m, sizeof(real));
-    if ((!identity && !w->phi) || !w->dd) {
+    if ((need_phi && !w->phi) || (need_y && !w->y) || !w->dd) {
         free(w->phi);
+        free(w->y);
         free(w->dd);
-        w->phi = w->dd = NULL;
+        w->phi = w->dd = w->y = NULL;
         return LINATTN_ENOMEM;
     }
     for (int64_t i = 0; i < m; i++)
@@ -315,7 +330,7 @@ static int query_serial(const X(state) *st, query_ws *w, int layout,
             pq = (XI(view)){w->phi, m, 0};
         int64_t good = XI(good_rows)(plan, w->dd, rows, out != NULL);
         XI(write_rows)(plan, pq, s, m, w->dd, good, layout, r0 + r, out,
-                       ldout, num, ldnum, den, inv);
+                       ldout, num, ldnum, den, inv, w->y);
         if (good < rows) {
             *bad = r0 + r + good;
             return LINATTN_EDENOM;
@@ -356,7 +371,10 @@ int XI(state_query_checked)(const X(state) *st, int layout, int64_t n,
     query_ws ws[LINATTN_MAX_THREADS];
     int64_t per = (n + nt - 1) / nt;
     int have = 0;
-    while (have < nt && !alloc_query_ws(&ws[have], st, per < block ? per : block))
+    int need_phi = !XI(map_is_identity)(st->plan) || !linattn_i_ld_fits(q.ld);
+    int need_y = XI(write_needs_y)(out, ldout, num, ldnum);
+    while (have < nt && !alloc_query_ws(&ws[have], st, per < block ? per : block,
+                                        need_phi, need_y))
         have++;
     int status = LINATTN_ENOMEM;
     if (have == nt) {
@@ -371,6 +389,7 @@ int XI(state_query_checked)(const X(state) *st, int layout, int64_t n,
     for (int t = 0; t < have; t++) {
         free(ws[t].phi);
         free(ws[t].dd);
+        free(ws[t].y);
     }
     return status;
 }

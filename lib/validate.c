@@ -6,9 +6,6 @@
 #include "linattn.h"
 #include "validate.h"
 
-/* The BLAS integer of the LP64 interfaces (OpenBLAS, reference, BLIS). */
-#define BLAS_INT_MAX INT_MAX
-
 int linattn_i_layout_ok(int layout)
 {
     return layout == LINATTN_ROW_MAJOR || layout == LINATTN_COL_MAJOR;
@@ -27,12 +24,12 @@ int linattn_i_matrix_arg(int layout, int64_t rows, int64_t cols,
 
 int linattn_i_blas_fits(int64_t x)
 {
-    return x <= BLAS_INT_MAX ? 0 : LINATTN_ESIZE;
+    return x <= LINATTN_BLAS_INT_MAX ? 0 : LINATTN_ESIZE;
 }
 
 int linattn_i_matrix_fits(int layout, int64_t rows, int64_t cols, int64_t ld)
 {
-    if (linattn_i_blas_fits(ld) || linattn_i_blas_fits(cols))
+    if (linattn_i_blas_fits(cols))
         return LINATTN_ESIZE;
     if (rows == 0)
         return 0;

@@ -6,8 +6,23 @@
 #ifndef LINATTN_VALIDATE_H
 #define LINATTN_VALIDATE_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* The largest BLAS integer (LP64 interfaces: OpenBLAS, reference, BLIS).
+ * A test build lowers it (check-hard) to exercise the paths that keep
+ * larger leading dimensions away from BLAS. */
+#ifndef LINATTN_BLAS_INT_MAX
+#define LINATTN_BLAS_INT_MAX INT_MAX
+#endif
+
+/* Nonzero when a leading dimension may be handed to BLAS as it is; larger
+ * ones are copied through workspace block by block. */
+static inline int linattn_i_ld_fits(int64_t ld)
+{
+    return ld <= LINATTN_BLAS_INT_MAX;
+}
 
 /* Nonzero for LINATTN_ROW_MAJOR and LINATTN_COL_MAJOR. */
 int linattn_i_layout_ok(int layout);
@@ -19,7 +34,9 @@ int linattn_i_matrix_arg(int layout, int64_t rows, int64_t cols,
                          const void *p, int64_t ld, int pos);
 
 /* 0 when a rows x cols matrix with leading dimension ld can be addressed
- * in int64 and its leading dimension passed to BLAS; else LINATTN_ESIZE. */
+ * in int64 and its row length cols fits the BLAS integer; else
+ * LINATTN_ESIZE.  (A leading dimension beyond the BLAS integer is fine:
+ * the library then copies blocks through workspace.) */
 int linattn_i_matrix_fits(int layout, int64_t rows, int64_t cols, int64_t ld);
 
 /* A matrix argument: rows x cols at p with leading dimension ld, given as

@@ -658,6 +658,66 @@ START_TEST(nonfinite_input_policy)
 }
 END_TEST
 
+/* Leading dimensions far larger than the rows (row major: padding of 600
+ * per row; column major: 700 rows of room for 37) give the results of the
+ * tight layout.  The test build with LINATTN_BLAS_INT_MAX = 512 (make
+ * check-hard) runs this through the paths that copy such blocks because
+ * BLAS could not take their leading dimension. */
+START_TEST(large_leading_dimensions)
+{
+    int64_t nq = 37, nk = 29, d = 3, e = 2;
+    for (int layout = ROW; layout <= COL; layout++) {
+        int64_t pad = layout == ROW ? 600 : 700 - nq;
+        uint64_t s1 = 5, s2 = 5;
+        tmat q = tmat_rand(layout, nq, d, 0, 0.1, 1, &s1);
+        tmat k = tmat_rand(layout, nk, d, 0, 0.1, 1, &s1);
+        tmat v = tmat_rand(layout, nk, e, 0, -1, 1, &s1);
+        tmat qw = tmat_rand(layout, nq, d, pad, 0.1, 1, &s2);
+        tmat kw = tmat_rand(layout, nk, d, pad, 0.1, 1, &s2);
+        tmat vw = tmat_rand(layout, nk, e, pad, -1, 1, &s2);
+        for (int map = LINATTN_MAP_IDENTITY; map <= LINATTN_MAP_RELU; map++) {
+            P(plan) *p = make_plan(map, d, e, 8);
+            for (int path = 0; path < 4; path++) {
+                tmat o = tmat_like(&q, nq, e, 0), ow = tmat_like(&q, nq, e, pad);
+                tmat nw = tmat_like(&q, nq, e, pad);
+                real den[37];
+                int st1, st2;
+                if (path == 0) {
+                    st1 = P(attention)(p, layout, nq, nk, q.a, q.ld, k.a, k.ld, v.a, v.ld, o.a, o.ld, NULL);
+                    st2 = P(attention)(p, layout, nq, nk, qw.a, qw.ld, kw.a, kw.ld, vw.a, vw.ld, ow.a, ow.ld, NULL);
+                } else if (path == 1) {
+                    st1 = P(naive)(p, layout, nq, nk, q.a, q.ld, k.a, k.ld, v.a, v.ld, o.a, o.ld, NULL);
+                    st2 = P(naive)(p, layout, nq, nk, qw.a, qw.ld, kw.a, kw.ld, vw.a, vw.ld, ow.a, ow.ld, NULL);
+                } else if (path == 2) {
+                    st1 = P(softmax)(layout, nq, nk, d, e, (real)0.7, q.a, q.ld, k.a, k.ld, v.a, v.ld, o.a, o.ld);
+                    st2 = P(softmax)(layout, nq, nk, d, e, (real)0.7, qw.a, qw.ld, kw.a, kw.ld, vw.a, vw.ld, ow.a, ow.ld);
+                } else {
+                    P(state) *s;
+                    P(state_create)(&s, p);
+                    P(state_update)(s, layout, nk, kw.a, kw.ld, vw.a, vw.ld);
+                    st1 = P(attention)(p, layout, nq, nk, q.a, q.ld, k.a, k.ld, v.a, v.ld, o.a, o.ld, NULL);
+                    st2 = P(state_query)(s, layout, nq, qw.a, qw.ld, ow.a, ow.ld, nw.a, nw.ld, den, NULL);
+                    for (int64_t i = 0; i < nq && !st2; i++)
+                        for (int64_t c = 0; c < e; c++)
+                            ck_assert(fabs(*tmat_at(&nw, i, c) / den[i] - *tmat_at(&ow, i, c)) <=
+                                      4 * TOL * (1 + fabs(*tmat_at(&ow, i, c))));
+                    P(state_destroy)(s);
+                }
+                ck_assert_int_eq(st1, 0);
+                ck_assert_int_eq(st2, 0);
+                ck_assert_msg(rel_diff(&ow, &o) < 10 * TOL, "%s layout %d map %d path %d: %g",
+                              PREC, layout, map, path, rel_diff(&ow, &o));
+                ck_assert(tmat_padding_intact(&ow) && tmat_padding_intact(&nw));
+                tmat_free(&o), tmat_free(&ow), tmat_free(&nw);
+            }
+            P(plan_destroy)(p);
+        }
+        tmat_free(&q), tmat_free(&k), tmat_free(&v);
+        tmat_free(&qw), tmat_free(&kw), tmat_free(&vw);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("math " PREC);
@@ -676,6 +736,7 @@ static Suite *suite(void)
     tcase_add_test(tc, features_elementwise);
     tcase_add_test(tc, bad_normalizer_in_split_call);
     tcase_add_test(tc, nonfinite_input_policy);
+    tcase_add_test(tc, large_leading_dimensions);
     tcase_add_test(tc, outputs_together_and_self_merge);
 #ifdef _OPENMP
     tcase_add_test(tc, thread_counts_agree);

@@ -1,15 +1,16 @@
 #!/bin/bash
 # make check-hard: the whole test suite under AddressSanitizer and
-# UndefinedBehaviorSanitizer, a representative subset under valgrind
-# memcheck, and the libFuzzer harnesses for FUZZ_SECONDS each (default 60).
+# UndefinedBehaviorSanitizer, again in a build with the BLAS integer limit
+# lowered to 512, a representative subset under valgrind memcheck, and the
+# libFuzzer harnesses for FUZZ_SECONDS each (default 60).
 # Needs gcc, clang with its fuzzer runtime (Debian: clang libclang-rt-14-dev)
 # and valgrind.  Run from the top build directory (make check-hard does).
-# HARD_STAGES selects stages (default "asan valgrind fuzz").
+# HARD_STAGES selects stages (default "asan limit valgrind fuzz").
 set -euo pipefail
 build=$(pwd)
 hard=$build/_hard
 seconds=${FUZZ_SECONDS:-60}
-stages=" ${HARD_STAGES:-asan valgrind fuzz} "
+stages=" ${HARD_STAGES:-asan limit valgrind fuzz} "
 rm -rf "$hard"
 mkdir -p "$hard"
 # The sanitizer builds configure a clean copy of the distributed sources
@@ -18,7 +19,7 @@ make -s distdir distdir="$hard/src" > /dev/null
 src=$hard/src
 
 if [[ $stages == *" asan "* ]]; then
-echo "== 1/3 AddressSanitizer + UndefinedBehaviorSanitizer: make check"
+echo "== 1/4 AddressSanitizer + UndefinedBehaviorSanitizer: make check"
 mkdir -p "$hard/asan"
 (
     cd "$hard/asan"
@@ -33,8 +34,22 @@ mkdir -p "$hard/asan"
 )
 fi
 
+if [[ $stages == *" limit "* ]]; then
+echo "== 2/4 a build whose BLAS integer limit is 512: make check"
+# Leading dimensions beyond the limit must be copied through workspace;
+# this build aborts if one reaches BLAS (lib/blas.h), and the tests use
+# leading dimensions of 600-700 (test_math: large_leading_dimensions).
+mkdir -p "$hard/limit"
+(
+    cd "$hard/limit"
+    "$src/configure" --enable-werror CPPFLAGS="-DLINATTN_BLAS_INT_MAX=512" \
+        > configure.out
+    LINATTN_NO_RLIMIT=1 make -j2 check
+)
+fi
+
 if [[ $stages == *" valgrind "* ]]; then
-echo "== 2/3 valgrind memcheck on a representative subset"
+echo "== 3/4 valgrind memcheck on a representative subset"
 for prog in tests/test_api tests/test_errors_d tests/test_kernels_d \
             examples/worked_example; do
     make -s "$prog" > /dev/null
@@ -47,7 +62,7 @@ done
 fi
 
 [[ $stages == *" fuzz "* ]] || { echo "check-hard: all passed"; exit 0; }
-echo "== 3/3 libFuzzer: argument checks, $seconds s"
+echo "== 4/4 libFuzzer: argument checks, $seconds s"
 mkdir -p "$hard/fuzz" "$hard/corpus"
 (
     cd "$hard/fuzz"
