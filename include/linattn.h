@@ -23,8 +23,12 @@
  *     lda >= n.  A leading dimension is always at least 1.  Column major
  *     lets Fortran arrays pass without copies.
  *   - Dimensions: d = query/key width, m = number of features, e = value
- *     width.  Sizes are int64_t; a size or leading dimension that does not
- *     fit the BLAS integer is refused with LINATTN_ESIZE before any work.
+ *     width.  Sizes are int64_t.  Row counts n are unlimited (the library
+ *     streams blocks); a leading dimension beyond the BLAS integer is fine
+ *     too (such blocks are copied through workspace).  d, m, e, the block
+ *     size, and the key count of the quadratic baselines must fit the BLAS
+ *     integer, and every matrix must be addressable in int64; otherwise
+ *     LINATTN_ESIZE, before any work.
  *   - Status: 0 on success; -i when argument i (counted from 1) is invalid,
  *     as in LAPACKE; a positive LINATTN_E* code for a run-time condition.
  *     linattn_strerror() turns any status into a sentence.  No function
