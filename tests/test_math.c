@@ -553,9 +553,10 @@ START_TEST(smaller_team_than_asked)
 }
 END_TEST
 
-/* Threads of the caller query one shared state and plan at once (the
- * library then stays on each calling thread): every thread gets the serial
- * answer.  Afterwards OpenBLAS's thread count is what it was. */
+/* Threads of the caller use one shared plan and one shared state at once:
+ * each thread queries the state, and runs the one-call path on its own
+ * data (values scaled by its number); every answer equals the serial one.
+ * Afterwards OpenBLAS's thread count is what it was. */
 START_TEST(concurrent_queries_on_one_state)
 {
     uint64_t seed = 13;
@@ -572,23 +573,36 @@ START_TEST(concurrent_queries_on_one_state)
 #ifdef LINATTN_HAVE_OPENBLAS_GET_PARALLEL
     int blas_threads = openblas_get_num_threads();
 #endif
+    /* serial answers of the one-call path for values scaled by 1..4 */
+    real *serial = malloc((size_t)(4 * n * e) * sizeof(real));
+    real *vs = malloc((size_t)(4 * n * e) * sizeof(real));
+    for (int t = 0; t < 4; t++) {
+        for (int64_t i = 0; i < n * e; i++)
+            vs[t * n * e + i] = (real)(t + 1) * v.a[i];
+        P(attention)(p, ROW, n, n, q.a, d, k.a, d, vs + t * n * e, e,
+                     serial + t * n * e, e, NULL);
+    }
     int mismatches = 0;
 #pragma omp parallel num_threads(4) reduction(+ : mismatches)
     {
+        int t = omp_get_thread_num();
         real *o = malloc((size_t)(n * e) * sizeof(real));
         for (int rep = 0; rep < 5; rep++) {
             if (P(state_query)(st, ROW, n, q.a, d, o, e, NULL, 0, NULL, NULL))
                 mismatches++;
             for (int64_t i = 0; i < n * e; i++)
                 mismatches += o[i] != want.a[i];
-            real o2[3];
-            /* the one-call path from threads too */
-            P(attention)(p, ROW, 1, n, q.a, d, k.a, d, v.a, e, o2, e, NULL);
-            for (int c = 0; c < e; c++)
-                mismatches += fabs(o2[c] - want.a[c]) > TOL * 10;
+            /* the one-call path on this thread's own data */
+            P(attention)(p, ROW, n, n, q.a, d, k.a, d, vs + t * n * e, e, o, e,
+                         NULL);
+            for (int64_t i = 0; i < n * e; i++)
+                mismatches += fabs(o[i] - serial[t * n * e + i]) >
+                              TOL * (1 + fabs(serial[t * n * e + i]));
         }
         free(o);
     }
+    free(serial);
+    free(vs);
     ck_assert_int_eq(mismatches, 0);
 #ifdef LINATTN_HAVE_OPENBLAS_GET_PARALLEL
     /* a split call in between leaves OpenBLAS as it was */
