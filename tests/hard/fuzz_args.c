@@ -70,15 +70,20 @@ static double take_value(reader *r)
     }
 }
 
-/* Elements a rows x cols matrix with leading dimension ld spans, or 1 when
- * that is not a sensible allocation (the library must refuse such ld). */
-static size_t span(int layout, int64_t rows, int64_t cols, int64_t ld)
+/* Elements a rows x cols matrix with leading dimension ld spans: 1 when ld
+ * is not valid or the matrix cannot be addressed in int64 (the library must
+ * refuse those), -1 when it is valid but too large to allocate here (the
+ * caller then picks a smaller leading dimension). */
+static int64_t span(int layout, int64_t rows, int64_t cols, int64_t ld)
 {
-    if (rows <= 0 || cols <= 0 || ld <= 0 || ld > 4096)
-        return 1;
     int64_t outer = layout == LINATTN_COL_MAJOR ? cols : rows;
     int64_t inner = layout == LINATTN_COL_MAJOR ? rows : cols;
-    return (size_t)((outer - 1) * ld + inner);
+    if (rows <= 0 || cols <= 0 || ld < 1 || ld < inner)
+        return 1;
+    if (outer - 1 > (INT64_MAX - inner) / ld)
+        return 1;
+    int64_t n = (outer - 1) * ld + inner;
+    return n > (1 << 16) ? -1 : n;
 }
 
 /* Whether the library may accept a matrix argument: the oracle for its
@@ -100,12 +105,22 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
         int64_t ld;                                                           \
     } P##mat;                                                                 \
                                                                               \
+    /* An output may be read as rows x d (features) or rows x e: the       \
+     * buffer covers whichever of the two the leading dimension allows. */ \
     static P##mat P##matrix(reader *r, int layout, int64_t rows, int64_t cols,\
-                            int output)                                       \
+                            int64_t cols2, int output)                        \
     {                                                                         \
         P##mat m;                                                             \
-        m.ld = take_ld(r, layout, rows, cols);                                \
-        m.len = span(layout, rows, cols, m.ld);                               \
+        int64_t wide = cols > cols2 ? cols : cols2;                           \
+        m.ld = take_ld(r, layout, rows, wide);                                \
+        int64_t l1 = span(layout, rows, cols, m.ld);                          \
+        int64_t l2 = span(layout, rows, cols2, m.ld);                         \
+        if (l1 < 0 || l2 < 0) { /* valid beyond BLAS, too big to allocate */  \
+            m.ld = layout == LINATTN_COL_MAJOR ? rows : wide;                 \
+            l1 = span(layout, rows, cols, m.ld);                              \
+            l2 = span(layout, rows, cols2, m.ld);                             \
+        }                                                                     \
+        m.len = (size_t)(l1 > l2 ? l1 : l2);                                  \
         m.a = take(r) % 16 == 0 ? NULL : malloc(m.len * sizeof(R));           \
         for (size_t i = 0; m.a && i < m.len; i++)                             \
             m.a[i] = output ? (R)SENTINEL : (R)take_value(r);                 \
@@ -145,13 +160,12 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
             linattn_##P##_plan_destroy(plan);                                 \
             return;                                                           \
         }                                                                     \
-        P##mat q = P##matrix(r, layout, nq, d, 0);                            \
-        P##mat k = P##matrix(r, layout, nk, d, 0);                            \
-        P##mat v = P##matrix(r, layout, nk, e, 0);                            \
-        /* wide enough for features (m = d columns) and values (e) */         \
-        int64_t w = d > e ? d : e;                                            \
-        P##mat out = P##matrix(r, layout, nq, w, 1);                          \
-        P##mat num = P##matrix(r, layout, nq, w, 1);                          \
+        P##mat q = P##matrix(r, layout, nq, d, d, 0);                         \
+        P##mat k = P##matrix(r, layout, nk, d, d, 0);                         \
+        P##mat v = P##matrix(r, layout, nk, e, e, 0);                         \
+        /* read as nq x e by the attention calls, nq x d by features */       \
+        P##mat out = P##matrix(r, layout, nq, e, d, 1);                       \
+        P##mat num = P##matrix(r, layout, nq, e, d, 1);                       \
         R den[64];                                                            \
         for (int i = 0; i < 64; i++)                                          \
             den[i] = (R)SENTINEL;                                             \
