@@ -117,6 +117,8 @@ enum linattn_status {
  *          this version require m = d (or 0).
  *   block  rows per block in the streaming loops; 0 = library default.
  *          Extra memory is O(block * (m + e)), independent of n.
+ *   chunk  C, rows per chunk of the causal paths; 0 = library default.
+ *          Extra memory O(C (m + e + C)).
  *   denom  LINATTN_DENOM_POSITIVE or LINATTN_DENOM_NONZERO.
  *   eps    >= 0, finite; added to every normalizer before the check.
  *   seed   seed of the random feature maps (ignored by the exact maps).
@@ -133,6 +135,7 @@ enum linattn_status {
 typedef struct linattn_opts {
     int64_t m;
     int64_t block;
+    int64_t chunk;
     int denom;
     double eps;
     uint64_t seed;
@@ -141,8 +144,8 @@ typedef struct linattn_opts {
 } linattn_opts;
 
 /* int linattn_opts_init(linattn_opts *opts)
- * Fills *opts with the defaults: m = 0, block = 0, POSITIVE, eps = 0,
- * seed = 0, check_finite = 0.  Errors: -1 opts NULL.  Thread-safe. */
+ * Fills *opts with the defaults: m = 0, block = 0, chunk = 0, POSITIVE,
+ * eps = 0, seed = 0, check_finite = 0.  Errors: -1 opts NULL.  Thread-safe. */
 LINATTN_API int linattn_opts_init(linattn_opts *opts);
 
 /* int linattn_version(void) -- LINATTN_VERSION_NUMBER of the library that
@@ -286,6 +289,31 @@ LINATTN_API int X(attention)(const X(plan) *plan, int layout, int64_t nq,     \
                              int64_t nk, const R *q, int64_t ldq, const R *k, \
                              int64_t ldk, const R *v, int64_t ldv, R *out,    \
                              int64_t ldout, int64_t *bad_row);                \
+                                                                              \
+/* int linattn_d_causal(const linattn_d_plan *plan, int layout, int64_t n,    \
+ *         const double *q, int64_t ldq, const double *k, int64_t ldk,       \
+ *         const double *v, int64_t ldv, double *out, int64_t ldout,         \
+ *         int64_t *bad_row)                                                 \
+ * Causal linear attention: out_i = sum_{j<=i} phi(q_i).phi(k_j) v_j /       \
+ * (sum_{j<=i} phi(q_i).phi(k_j) + eps), by chunks of C rows: the triangle   \
+ * tril(phi(Q_c) phi(K_c)^T) and the carried state, all GEMMs.  Q, K are     \
+ * n x d, V and out n x e, in layout.  O(n (C + m) e) work, extra memory     \
+ * O(C (m + e + C) + m e).  LINATTN_EDENOM: rows before *bad_row written,    \
+ * none after.  Errors: -1 plan; -2 layout; -3 n < 0; -4 q; -5 ldq; -6 k;     \
+ * -7 ldk; -8 v; -9 ldv; -10 out; -11 ldout; LINATTN_ESIZE; LINATTN_ENOMEM;  \
+ * LINATTN_EDENOM; LINATTN_ENONFINITE.  Thread-safe. */                      \
+LINATTN_API int X(causal)(const X(plan) *plan, int layout, int64_t n,         \
+                          const R *q, int64_t ldq, const R *k, int64_t ldk,   \
+                          const R *v, int64_t ldv, R *out, int64_t ldout,     \
+                          int64_t *bad_row);                                  \
+                                                                              \
+/* int linattn_d_naive_causal(same arguments as linattn_d_causal)            \
+ * The quadratic causal baseline: phi(Q) phi(K)^T by row blocks, masked to   \
+ * j <= i, times V, over row sums.  Errors as linattn_d_causal. */          \
+LINATTN_API int X(naive_causal)(const X(plan) *plan, int layout, int64_t n,   \
+                                const R *q, int64_t ldq, const R *k,          \
+                                int64_t ldk, const R *v, int64_t ldv, R *out, \
+                                int64_t ldout, int64_t *bad_row);             \
                                                                               \
 /* int linattn_d_naive(same arguments as linattn_d_attention)                \
  * The quadratic baseline of the same maths: A = phi(Q) phi(K)^T by row      \

@@ -17,6 +17,9 @@
  * 1024 are equal within noise at d = e = 64, larger blocks lose 5-10%. */
 #define LINATTN_DEFAULT_BLOCK 1024
 
+/* Default causal chunk: measured with benchmarks/bench_causal. */
+#define LINATTN_DEFAULT_CHUNK 128
+
 /* The naive baselines hold rows x nk scores; this caps rows * nk. */
 #define LINATTN_NAIVE_SCORES 4194304
 
@@ -24,6 +27,7 @@ struct X(plan_s) {
     int map;
     int64_t d, m, e;
     int64_t block;
+    int64_t chunk; /* causal chunk size C */
     int denom;
     real eps;
     uint64_t seed;
@@ -98,6 +102,12 @@ void XI(write_rows)(const X(plan) *plan, XI(view) a, XI(view) b,
                     int layout, int64_t r0, real *out, int64_t ldout,
                     real *num, int64_t ldnum, real *den, real *inv, real *y);
 
+/* a (rows x cols, layout colmajor, lda) = b (same shape, layout b_colmajor,
+ * ldb) with row i multiplied by s[i], or copied when s is NULL. */
+void XI(put_rows)(real *a, int colmajor, int64_t lda, const real *b,
+                  int b_colmajor, int64_t ldb, int64_t rows, int64_t cols,
+                  const real *s);
+
 /* Nonzero when write_rows needs its y workspace for these outputs. */
 int XI(write_needs_y)(const real *out, int64_t ldout, const real *num,
                       int64_t ldnum);
@@ -123,6 +133,12 @@ int XI(attention_args)(const X(plan) *plan, int layout, int64_t nq,
                        int64_t nk, const real *q, int64_t ldq, const real *k,
                        int64_t ldk, const real *v, int64_t ldv,
                        const real *out, int64_t ldout);
+
+/* Argument checks of the causal calls (causal.c), shared with the naive
+ * causal baseline. */
+int XI(causal_args)(const X(plan) *plan, int layout, int64_t n, const real *q,
+                    int64_t ldq, const real *k, int64_t ldk, const real *v,
+                    int64_t ldv, const real *out, int64_t ldout);
 
 /* Rows per block for a plan. */
 static inline int64_t XI(block_rows)(const X(plan) *plan)

@@ -44,6 +44,7 @@ typedef struct {
 typedef struct {
     const X(plan) *plan;   /* for softmax: a stand-in with e, eps = 0 */
     int layout;
+    int causal;            /* row i sees keys j <= i only */
     int64_t nk, d, e, rows_max;
     real scale;            /* softmax */
     XI(view) q, pk, v;     /* pk: phi(K), or K for softmax */
@@ -87,9 +88,11 @@ static int64_t naive_range(void *ctx, int t, int64_t lo, int64_t hi)
     score_job *j = ctx;
     const X(plan) *plan = j->plan;
     score_ws *w = &j->ws[t];
-    int64_t m = plan->m, nk = j->nk;
+    int64_t m = plan->m;
     for (int64_t r = lo; r < hi; r += j->rows_max) {
         int64_t rows = hi - r < j->rows_max ? hi - r : j->rows_max;
+        /* causal: the block's last row sees keys up to its own index */
+        int64_t nk = j->causal ? r + rows : j->nk;
         XI(view) pq = XI(view_rows)(j->q, r);
         if (w->phiq) {
             XI(phi_rows)(plan, pq, rows, w->phiq, NULL);
@@ -99,6 +102,9 @@ static int64_t naive_range(void *ctx, int t, int64_t lo, int64_t hi)
             XI(gemm)(0, 1, rows, nk, m, 1, pq, j->pk, 0, w->a, nk);
         else
             memset(w->a, 0, (size_t)rows * sizeof(real));
+        for (int64_t i = 0; j->causal && i < rows; i++)
+            for (int64_t c = r + i + 1; c < nk; c++)
+                w->a[i * nk + c] = 0; /* the mask: keys after row r + i */
         row_sums(w->a, rows, nk, w->dd);
         int64_t good = XI(good_rows)(plan, w->dd, rows, 1);
         /* With no keys the GEMM has inner dimension 0 and writes zeros. */
@@ -111,17 +117,14 @@ static int64_t naive_range(void *ctx, int t, int64_t lo, int64_t hi)
     return INT64_MAX;
 }
 
-int X(naive)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
-             const real *q, int64_t ldq, const real *k, int64_t ldk,
-             const real *v, int64_t ldv, real *out, int64_t ldout,
-             int64_t *bad_row)
+/* The naive paths after argument checks; causal needs nq = nk. */
+static int naive_checked(const X(plan) *plan, int causal, int layout,
+                         int64_t nq, int64_t nk, const real *q, int64_t ldq,
+                         const real *k, int64_t ldk, const real *v,
+                         int64_t ldv, real *out, int64_t ldout,
+                         int64_t *bad_row)
 {
-    int st = XI(attention_args)(plan, layout, nq, nk, q, ldq, k, ldk, v, ldv,
-                                out, ldout);
-    if (!st)
-        st = linattn_i_blas_fits(nk);
-    if (st || nq == 0)
-        return st;
+    int st = 0;
     int64_t m = plan->m;
     int64_t rows_max = score_rows(plan->block, nk);
     int nt = linattn_i_threads(nq, rows_max);
@@ -153,7 +156,7 @@ int X(naive)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
         XI(copy_rows)(vv, 0, nk, e, vcopy);
         vv = (XI(view)){vcopy, e, 0};
     }
-    score_job job = {plan, layout, nk, plan->d, e, rows_max, 0,
+    score_job job = {plan, layout, causal, nk, plan->d, e, rows_max, 0,
                      {q, ldq, cm}, phik ? (XI(view)){phik, m, 0} : kv,
                      vv, out, ldout, ws};
     int64_t bad = linattn_i_parallel_ranges(nt, nq, naive_range, &job);
@@ -165,7 +168,36 @@ int X(naive)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
             *bad_row = bad;
         return LINATTN_EDENOM;
     }
-    return 0;
+    return st;
+}
+
+int X(naive)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
+             const real *q, int64_t ldq, const real *k, int64_t ldk,
+             const real *v, int64_t ldv, real *out, int64_t ldout,
+             int64_t *bad_row)
+{
+    int st = XI(attention_args)(plan, layout, nq, nk, q, ldq, k, ldk, v, ldv,
+                                out, ldout);
+    if (!st)
+        st = linattn_i_blas_fits(nk);
+    if (st || nq == 0)
+        return st;
+    return naive_checked(plan, 0, layout, nq, nk, q, ldq, k, ldk, v, ldv, out,
+                         ldout, bad_row);
+}
+
+int X(naive_causal)(const X(plan) *plan, int layout, int64_t n, const real *q,
+                    int64_t ldq, const real *k, int64_t ldk, const real *v,
+                    int64_t ldv, real *out, int64_t ldout, int64_t *bad_row)
+{
+    int st = XI(causal_args)(plan, layout, n, q, ldq, k, ldk, v, ldv, out,
+                             ldout);
+    if (!st)
+        st = linattn_i_blas_fits(n);
+    if (st || n == 0)
+        return st;
+    return naive_checked(plan, 1, layout, n, n, q, ldq, k, ldk, v, ldv, out,
+                         ldout, bad_row);
 }
 
 /* a[i, :] = exp(a[i, :] - max_j a[i, j]) for rows x nk scores. */
@@ -266,7 +298,7 @@ int X(softmax)(int layout, int64_t nq, int64_t nk, int64_t d, int64_t e,
     X(plan) norm;
     memset(&norm, 0, sizeof norm);
     norm.e = e;
-    score_job job = {&norm, layout, nk, d, e, rows_max, scale, {q, ldq, cm},
+    score_job job = {&norm, layout, 0, nk, d, e, rows_max, scale, {q, ldq, cm},
                      kv, vv, out, ldout, ws};
     linattn_i_parallel_ranges(nt, nq, softmax_range, &job);
     free_score_ws(ws, nt);

@@ -51,9 +51,7 @@ void XI(scale_rows)(real *a, int colmajor, int64_t lda, int64_t rows,
     }
 }
 
-/* a (rows x cols, layout colmajor, lda) = b (same shape, layout b_colmajor,
- * ldb) with row i multiplied by s[i], or copied when s is NULL. */
-static void put_rows(real *a, int colmajor, int64_t lda, const real *b,
+void XI(put_rows)(real *a, int colmajor, int64_t lda, const real *b,
                      int b_colmajor, int64_t ldb, int64_t rows, int64_t cols,
                      const real *s)
 {
@@ -92,9 +90,9 @@ void XI(write_rows)(const X(plan) *plan, XI(view) a, XI(view) b,
         /* A leading dimension BLAS cannot take: GEMM into y, then copy. */
         XI(gemm)(0, 0, rows, e, inner, 1, a, b, 0, y, e);
         if (num)
-            put_rows(at_num, cm, ldnum, y, 0, e, rows, e, NULL);
+            XI(put_rows)(at_num, cm, ldnum, y, 0, e, rows, e, NULL);
         if (out)
-            put_rows(at_out, cm, ldout, y, 0, e, rows, e, inv);
+            XI(put_rows)(at_out, cm, ldout, y, 0, e, rows, e, inv);
         return;
     }
     if (num)
@@ -102,7 +100,7 @@ void XI(write_rows)(const X(plan) *plan, XI(view) a, XI(view) b,
     if (!out)
         return;
     if (num) {
-        put_rows(at_out, cm, ldout, at_num, cm, ldnum, rows, e, inv);
+        XI(put_rows)(at_out, cm, ldout, at_num, cm, ldnum, rows, e, inv);
     } else {
         XI(gemm_c)(cm, 0, 0, rows, e, inner, 1, a, b, 0, at_out, ldout);
         XI(scale_rows)(at_out, cm, ldout, rows, e, inv);

@@ -45,19 +45,21 @@ int X(plan_create)(X(plan) **plan, int map, int64_t d, int64_t e,
     /* eps must survive the conversion to the working precision: finite,
      * and not flushed to zero when it was asked for. */
     real eps = (real)o->eps;
-    if (m != d || o->block < 0 || !isfinite(o->eps) || o->eps < 0 ||
+    if (m != d || o->block < 0 || o->chunk < 0 || !isfinite(o->eps) || o->eps < 0 ||
         !isfinite(eps) || (o->eps > 0 && eps == 0) ||
         (o->denom != LINATTN_DENOM_POSITIVE && o->denom != LINATTN_DENOM_NONZERO))
         return -5;
     int64_t block = o->block ? o->block : LINATTN_DEFAULT_BLOCK;
     if (!o->block && block > LINATTN_BLAS_INT_MAX)
         block = LINATTN_BLAS_INT_MAX; /* only in test builds */
+    int64_t chunk = o->chunk ? o->chunk : LINATTN_DEFAULT_CHUNK;
     /* Every GEMM dimension and workspace must be addressable. */
     /* ... and a state, m (e + 1) entries of acc_t (and of real in float),
      * must have a byte count that fits in ptrdiff_t. */
     const int64_t entry = (int64_t)(sizeof(acc_t) + (LINATTN_ACC_WIDER ? sizeof(real) : 0));
     if (linattn_i_blas_fits(d) || linattn_i_blas_fits(m) ||
         linattn_i_blas_fits(e + 1) || linattn_i_blas_fits(block) ||
+        linattn_i_blas_fits(chunk) || chunk > INT64_MAX / chunk ||
         m > PTRDIFF_MAX / entry / (e + 1) || block > INT64_MAX / (m + e + 1))
         return LINATTN_ESIZE;
     X(plan) *p = malloc(sizeof *p);
@@ -68,6 +70,7 @@ int X(plan_create)(X(plan) **plan, int map, int64_t d, int64_t e,
     p->m = m;
     p->e = e;
     p->block = block;
+    p->chunk = chunk;
     p->denom = o->denom;
     p->eps = eps;
     p->seed = o->seed;

@@ -241,6 +241,43 @@ START_TEST(attention_and_naive_errors)
 }
 END_TEST
 
+typedef int (*causal_fn)(const P(plan) *, int, int64_t, const real *, int64_t,
+                         const real *, int64_t, const real *, int64_t, real *,
+                         int64_t, int64_t *);
+
+START_TEST(causal_errors)
+{
+    causal_fn fns[2] = {P(causal), P(naive_causal)};
+    causal_fn f = fns[_i];
+    P(plan) *p = plan32();
+    fill();
+    int64_t bad = -9;
+    ck_assert_int_eq(f(NULL, ROW, 3, qb, 3, kb, 3, vb, 2, ob, 2, &bad), -1);
+    ck_assert_int_eq(f(p, 5, 3, qb, 3, kb, 3, vb, 2, ob, 2, &bad), -2);
+    ck_assert_int_eq(f(p, ROW, -3, qb, 3, kb, 3, vb, 2, ob, 2, &bad), -3);
+    ck_assert_int_eq(f(p, ROW, 3, NULL, 3, kb, 3, vb, 2, ob, 2, &bad), -4);
+    ck_assert_int_eq(f(p, ROW, 3, qb, 2, kb, 3, vb, 2, ob, 2, &bad), -5);
+    ck_assert_int_eq(f(p, ROW, 3, qb, 3, NULL, 3, vb, 2, ob, 2, &bad), -6);
+    ck_assert_int_eq(f(p, ROW, 3, qb, 3, kb, 2, vb, 2, ob, 2, &bad), -7);
+    ck_assert_int_eq(f(p, ROW, 3, qb, 3, kb, 3, NULL, 2, ob, 2, &bad), -8);
+    ck_assert_int_eq(f(p, ROW, 3, qb, 3, kb, 3, vb, 1, ob, 2, &bad), -9);
+    ck_assert_int_eq(f(p, ROW, 3, qb, 3, kb, 3, vb, 2, NULL, 2, &bad), -10);
+    ck_assert_int_eq(f(p, ROW, 3, qb, 3, kb, 3, vb, 2, ob, 1, &bad), -11);
+    ck_assert_int_eq(f(p, COL, 4, qb, 3, kb, 4, vb, 4, ob, 4, &bad), -5);
+    ck_assert_int_eq(f(p, ROW, 3, qb, HUGE_LD, kb, 3, vb, 2, ob, 2, &bad), LINATTN_ESIZE);
+    ck_assert(untouched() && bad == -9);
+    ck_assert_int_eq(f(p, ROW, 0, NULL, 3, NULL, 3, NULL, 2, NULL, 2, &bad), 0);
+    P(plan_destroy)(p);
+    /* chunk option */
+    linattn_opts o;
+    linattn_opts_init(&o);
+    o.chunk = -1;
+    ck_assert_int_eq(P(plan_create)(&p, LINATTN_MAP_ELU1, 3, 2, &o), -5);
+    o.chunk = BIG;
+    ck_assert_int_eq(P(plan_create)(&p, LINATTN_MAP_ELU1, 3, 2, &o), LINATTN_ESIZE);
+}
+END_TEST
+
 START_TEST(softmax_errors)
 {
     fill();
@@ -318,6 +355,7 @@ int main(void)
     tcase_add_test(tc, state_errors);
     tcase_add_loop_test(tc, attention_and_naive_errors, 0, 2);
     tcase_add_test(tc, softmax_errors);
+    tcase_add_loop_test(tc, causal_errors, 0, 2);
     tcase_add_test(tc, out_of_memory_reported);
     suite_add_tcase(s, tc);
     return run_suite(s);

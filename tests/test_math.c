@@ -732,6 +732,90 @@ START_TEST(large_leading_dimensions)
 }
 END_TEST
 
+/* Causal, chunked, against the masked naive rescan and the masked
+ * reference: n = 1, n not a multiple of C, C = 1, C > n, both layouts,
+ * every map. */
+START_TEST(causal_matches_naive_and_reference)
+{
+    static const int64_t ns[] = {1, 23, 130};
+    static const int64_t chunks[] = {1, 7, 64, 0};
+    int map = maps[_i % 3], layout = layouts[(_i / 3) % 2];
+    int64_t n = ns[(_i / 6) % 3], d = 3 + _i % 2, e = 2 + (_i / 2) % 3;
+    uint64_t seed = 400 + (uint64_t)_i;
+    double lo, hi;
+    data_range(map, &lo, &hi);
+    tmat q = tmat_rand(layout, n, d, 1, lo, hi, &seed);
+    tmat k = tmat_rand(layout, n, d, 0, lo, hi, &seed);
+    tmat v = tmat_rand(layout, n, e, 2, -1, 1, &seed);
+    tmat no = tmat_like(&q, n, e, 1);
+    long double *ref = malloc((size_t)(n * e) * sizeof *ref);
+    ref_linear_mask(map, 1, &q, &k, &v, ref);
+    for (int ci = 0; ci < 4; ci++) {
+        linattn_opts o;
+        linattn_opts_init(&o);
+        o.chunk = chunks[ci];
+        o.block = 16;
+        P(plan) *p;
+        ck_assert_int_eq(P(plan_create)(&p, map, d, e, &o), 0);
+        tmat co = tmat_like(&q, n, e, 1);
+        ck_assert_int_eq(P(causal)(p, layout, n, q.a, q.ld, k.a, k.ld, v.a, v.ld,
+                                   co.a, co.ld, NULL), 0);
+        ck_assert_int_eq(P(naive_causal)(p, layout, n, q.a, q.ld, k.a, k.ld, v.a,
+                                         v.ld, no.a, no.ld, NULL), 0);
+        double e1 = rel_err(&co, ref), e2 = rel_err(&no, ref);
+        ck_assert_msg(e1 < TOL && e2 < TOL && rel_diff(&co, &no) < TOL,
+                      "%s causal map %d layout %d n %lld C %lld: %g %g", PREC, map,
+                      layout, (long long)n, (long long)chunks[ci], e1, e2);
+        ck_assert(tmat_padding_intact(&co) && tmat_padding_intact(&no));
+        tmat_free(&co);
+        P(plan_destroy)(p);
+    }
+    free(ref);
+    tmat_free(&q), tmat_free(&k), tmat_free(&v), tmat_free(&no);
+}
+END_TEST
+
+/* Appending one token at a time and querying after each gives the causal
+ * result; changing the tokens after position p leaves outputs 0..p
+ * bit-identical. */
+START_TEST(streaming_and_causality)
+{
+    uint64_t seed = 77;
+    int64_t n = 45, d = 4, e = 3, p0 = 20;
+    tmat q = tmat_rand(ROW, n, d, 0, -1, 1, &seed);
+    tmat k = tmat_rand(ROW, n, d, 0, -1, 1, &seed);
+    tmat v = tmat_rand(ROW, n, e, 0, -1, 1, &seed);
+    tmat c1 = tmat_like(&q, n, e, 0), c2 = tmat_like(&q, n, e, 0);
+    tmat so = tmat_like(&q, n, e, 0);
+    linattn_opts o;
+    linattn_opts_init(&o);
+    o.chunk = 8;
+    P(plan) *p;
+    ck_assert_int_eq(P(plan_create)(&p, LINATTN_MAP_ELU1, d, e, &o), 0);
+    ck_assert_int_eq(P(causal)(p, ROW, n, q.a, d, k.a, d, v.a, e, c1.a, e, NULL), 0);
+    P(state) *st;
+    P(state_create)(&st, p);
+    for (int64_t i = 0; i < n; i++) {
+        ck_assert_int_eq(P(state_update)(st, ROW, 1, k.a + i * d, d, v.a + i * e, e), 0);
+        ck_assert_int_eq(P(state_query)(st, ROW, 1, q.a + i * d, d, so.a + i * e, e,
+                                        NULL, 0, NULL, NULL), 0);
+    }
+    ck_assert(rel_diff(&so, &c1) < TOL);
+    /* the future changes: the past does not */
+    for (int64_t i = (p0 + 1) * d; i < n * d; i++)
+        q.a[i] = (real)(q.a[i] * 50 + 3), k.a[i] = (real)(k.a[i] * -40);
+    for (int64_t i = (p0 + 1) * e; i < n * e; i++)
+        v.a[i] = (real)1e6;
+    ck_assert_int_eq(P(causal)(p, ROW, n, q.a, d, k.a, d, v.a, e, c2.a, e, NULL), 0);
+    for (int64_t i = 0; i <= p0 * e + e - 1; i++)
+        ck_assert(c1.a[i] == c2.a[i]);
+    P(state_destroy)(st);
+    P(plan_destroy)(p);
+    tmat_free(&q), tmat_free(&k), tmat_free(&v), tmat_free(&c1), tmat_free(&c2);
+    tmat_free(&so);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("math " PREC);
@@ -751,6 +835,8 @@ static Suite *suite(void)
     tcase_add_test(tc, bad_normalizer_in_split_call);
     tcase_add_test(tc, nonfinite_input_policy);
     tcase_add_test(tc, large_leading_dimensions);
+    tcase_add_loop_test(tc, causal_matches_naive_and_reference, 0, 18);
+    tcase_add_test(tc, streaming_and_causality);
     tcase_add_test(tc, outputs_together_and_self_merge);
 #ifdef _OPENMP
     tcase_add_test(tc, thread_counts_agree);

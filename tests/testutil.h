@@ -95,16 +95,18 @@ static inline long double ref_phi(int map, long double x)
     }
 }
 
-/* out = (phi(Q) phi(K)^T V) / (phi(Q) phi(K)^T 1), by plain loops. */
-static inline void ref_linear(int map, const tmat *q, const tmat *k,
-                              const tmat *v, long double *out)
+/* out = (phi(Q) phi(K)^T V) / (phi(Q) phi(K)^T 1), by plain loops; with
+ * causal set, row i sums over keys j <= i only. */
+static inline void ref_linear_mask(int map, int causal, const tmat *q,
+                                   const tmat *k, const tmat *v,
+                                   long double *out)
 {
     int64_t nq = q->rows, nk = k->rows, d = q->cols, e = v->cols;
     for (int64_t i = 0; i < nq; i++) {
         long double den = 0;
         for (int64_t c = 0; c < e; c++)
             out[i * e + c] = 0;
-        for (int64_t j = 0; j < nk; j++) {
+        for (int64_t j = 0; j < (causal ? i + 1 : nk); j++) {
             long double a = 0;
             for (int64_t t = 0; t < d; t++)
                 a += ref_phi(map, *tmat_at(q, i, t)) * ref_phi(map, *tmat_at(k, j, t));
@@ -115,6 +117,12 @@ static inline void ref_linear(int map, const tmat *q, const tmat *k,
         for (int64_t c = 0; c < e; c++)
             out[i * e + c] /= den;
     }
+}
+
+static inline void ref_linear(int map, const tmat *q, const tmat *k,
+                              const tmat *v, long double *out)
+{
+    ref_linear_mask(map, 0, q, k, v, out);
 }
 
 /* out = softmax(scale Q K^T) V, by plain loops. */

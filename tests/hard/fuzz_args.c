@@ -140,7 +140,7 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
         static const int layouts[4] = {LINATTN_ROW_MAJOR, LINATTN_COL_MAJOR,  \
                                        LINATTN_ROW_MAJOR, 7};                 \
         static const double epss[6] = {0, 1e-3, -1, NAN, INFINITY, 1e39};     \
-        int entry = (int)(take(r) % 6);                                       \
+        int entry = (int)(take(r) % 8);                                       \
         int layout = layouts[take(r) % 4];                                    \
         int map = (int)(take(r) % 5);                                         \
         int64_t d = take_size(r, 6), e = take_size(r, 6);                     \
@@ -148,6 +148,7 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
         linattn_opts o;                                                       \
         linattn_opts_init(&o);                                                \
         o.block = take_size(r, 9);                                            \
+        o.chunk = take_size(r, 9);                                            \
         o.denom = (int)(take(r) % 3);                                         \
         o.eps = epss[take(r) % 6];                                            \
         o.m = take(r) % 4 == 0 ? take_size(r, 8) : 0;                         \
@@ -184,6 +185,13 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
                       : queries_ok &&                                         \
                         arg_ok(layout, nq, entry == 5 ? d : e, out.a, out.ld) \
                         && (entry == 5 || keys_ok);                           \
+        /* causal (6, 7): n = min(nq, nk) rows of everything */               \
+        int64_t n = nq < nk ? nq : nk;                                        \
+        if (entry >= 6)                                                       \
+            args_ok = layout_ok && n >= 0 && arg_ok(layout, n, d, q.a, q.ld)  \
+                      && arg_ok(layout, n, d, k.a, k.ld) &&                   \
+                      arg_ok(layout, n, e, v.a, v.ld) &&                      \
+                      arg_ok(layout, n, e, out.a, out.ld);                    \
         switch (entry) {                                                      \
         case 1:                                                               \
             st = linattn_##P##_attention(plan, layout, nq, nk, q.a, q.ld, k.a,\
@@ -211,6 +219,15 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
                                                take(r) % 2 ? den : NULL,      \
                                                &bad);                         \
             linattn_##P##_state_destroy(s);                                   \
+            break;                                                            \
+        case 6:                                                               \
+            st = linattn_##P##_causal(plan, layout, n, q.a, q.ld, k.a, k.ld,  \
+                                      v.a, v.ld, out.a, out.ld, &bad);        \
+            break;                                                            \
+        case 7:                                                               \
+            st = linattn_##P##_naive_causal(plan, layout, n, q.a, q.ld, k.a,  \
+                                            k.ld, v.a, v.ld, out.a, out.ld,   \
+                                            &bad);                            \
             break;                                                            \
         default:                                                              \
             st = linattn_##P##_features(plan, layout, nq, q.a, q.ld, out.a,   \

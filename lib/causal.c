@@ -1,0 +1,186 @@
+/*
+ * causal.c -- causal linear attention, out_i from keys j <= i only, as
+ * chunked GEMMs.  For each chunk c of C rows, with (S, z) the state of all
+ * earlier chunks:
+ *
+ *     A   = tril(phi(Q_c) phi(K_c)^T)                       (C x C)
+ *     num = phi(Q_c) S + A V_c,   den = phi(Q_c) z + A 1
+ *     then S += phi(K_c)^T V_c,   z += phi(K_c)^T 1
+ *
+ * Extra memory is O(C (m + e + C) + m e), whatever n: the prefix state is
+ * never materialized per token.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+#include "validate.h"
+
+/* Checks of linattn_d_causal and linattn_d_naive_causal (positions as in
+ * their prototypes), then the plan's input check. */
+int XI(causal_args)(const X(plan) *plan, int layout, int64_t n, const real *q,
+                    int64_t ldq, const real *k, int64_t ldk, const real *v,
+                    int64_t ldv, const real *out, int64_t ldout)
+{
+    if (!plan)
+        return -1;
+    if (!linattn_i_layout_ok(layout))
+        return -2;
+    if (n < 0)
+        return -3;
+    int64_t d = plan->d, e = plan->e;
+    const linattn_i_mat mats[] = {{n, d, q, ldq, 4, 0},
+                                  {n, d, k, ldk, 6, 0},
+                                  {n, e, v, ldv, 8, 0},
+                                  {n, e, out, ldout, 10, 0}};
+    int st = linattn_i_check_mats(layout, mats, 4);
+    if (st || !plan->check_finite)
+        return st;
+    int cm = layout == LINATTN_COL_MAJOR;
+    if (!XI(all_finite)((XI(view)){q, ldq, cm}, n, d) ||
+        !XI(all_finite)((XI(view)){k, ldk, cm}, n, d) ||
+        !XI(all_finite)((XI(view)){v, ldv, cm}, n, e))
+        return LINATTN_ENONFINITE;
+    return 0;
+}
+
+/* The workspace of one causal pass, all allocated up front. */
+typedef struct {
+    real *phiq, *phik, *a, *vcopy, *y, *dd, *s, *part;
+    acc_t *acc, *zsum, *partial;
+} causal_ws;
+
+static void free_causal_ws(causal_ws *w)
+{
+    free(w->phiq), free(w->phik), free(w->a), free(w->vcopy), free(w->y);
+    free(w->dd), free(w->s), free(w->part);
+    free(w->acc), free(w->zsum), free(w->partial);
+}
+
+static int alloc_causal_ws(causal_ws *w, const X(plan) *plan, int64_t c,
+                           int copy_v)
+{
+    int64_t m = plan->m, e = plan->e, len = m * (e + 1);
+    memset(w, 0, sizeof *w);
+    /* phi of Q and K always materialized: the chunk is small and the
+     * same buffers then serve every map and every leading dimension. */
+    w->phiq = linattn_i_alloc(c * m, sizeof(real));
+    w->phik = linattn_i_alloc(c * m, sizeof(real));
+    w->a = linattn_i_alloc(c * c, sizeof(real));
+    w->vcopy = copy_v ? linattn_i_alloc(c * e, sizeof(real)) : NULL;
+    w->y = linattn_i_alloc(c * e, sizeof(real));
+    w->dd = linattn_i_alloc(2 * c + m, sizeof(real));
+    w->s = linattn_i_alloc(len, sizeof(real));
+    w->part = LINATTN_ACC_WIDER ? linattn_i_alloc(m * e, sizeof(real)) : NULL;
+    w->acc = linattn_i_alloc(len, sizeof(acc_t));
+    w->zsum = linattn_i_alloc(m, sizeof(acc_t));
+    w->partial = linattn_i_alloc(XI(stats_partial_len)(plan, c), sizeof(acc_t));
+    if (!w->phiq || !w->phik || !w->a || (copy_v && !w->vcopy) || !w->y ||
+        !w->dd || !w->s || (LINATTN_ACC_WIDER && !w->part) || !w->acc ||
+        !w->zsum || !w->partial) {
+        free_causal_ws(w);
+        return LINATTN_ENOMEM;
+    }
+    memset(w->acc, 0, (size_t)len * sizeof(acc_t));
+    memset(w->s, 0, (size_t)len * sizeof(real));
+    return 0;
+}
+
+/* Rows [0, n) causally; returns -1 or the first row whose normalizer
+ * breaks the policy (rows before it written, none after). */
+static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
+                             int layout, int64_t n, XI(view) q, XI(view) k,
+                             XI(view) v, real *out, int64_t ldout)
+{
+    int64_t m = plan->m, e = plan->e, ld = e + 1;
+    real *den = w->dd, *inv = w->dd + c, *z = w->dd + 2 * c;
+    for (int64_t r = 0; r < n; r += c) {
+        int64_t rows = n - r < c ? n - r : c;
+        /* phi(Q_c) with the normalizers phi(q_i) . z of earlier chunks,
+         * phi(K_c) with its column sums. */
+        for (int64_t i = 0; i < m; i++)
+            z[i] = w->s[i * ld + e];
+        XI(stats) qs = {z, den, NULL, NULL};
+        memset(w->zsum, 0, (size_t)m * sizeof(acc_t));
+        XI(stats) ks = {NULL, NULL, w->zsum, w->partial};
+        XI(phi_rows)(plan, XI(view_rows)(q, r), rows, w->phiq, &qs);
+        XI(phi_rows)(plan, XI(view_rows)(k, r), rows, w->phik, &ks);
+        XI(view) pq = {w->phiq, m, 0}, pk = {w->phik, m, 0};
+        XI(view) vc = XI(view_rows)(v, r);
+        if (w->vcopy) {
+            XI(copy_rows)(vc, 0, rows, e, w->vcopy);
+            vc = (XI(view)){w->vcopy, e, 0};
+        }
+        /* The triangle: keys of this chunk up to and including the row. */
+        XI(gemm)(0, 1, rows, rows, m, 1, pq, pk, 0, w->a, rows);
+        for (int64_t i = 0; i < rows; i++) {
+            real *ai = w->a + i * rows;
+            acc_t sum = 0;
+            for (int64_t j = 0; j <= i; j++)
+                sum += ai[j];
+            for (int64_t j = i + 1; j < rows; j++)
+                ai[j] = 0;
+            den[i] += (real)sum;
+        }
+        int64_t good = XI(good_rows)(plan, den, rows, 1);
+        /* num = phi(Q_c) S + A V_c for the good rows, then out = num / den. */
+        if (good > 0) {
+            XI(gemm)(0, 0, good, e, m, 1, pq, (XI(view)){w->s, ld, 0}, 0, w->y, e);
+            XI(gemm)(0, 0, good, e, rows, 1, (XI(view)){w->a, rows, 0}, vc, 1,
+                     w->y, e);
+            for (int64_t i = 0; i < good; i++)
+                inv[i] = 1 / den[i];
+            XI(put_rows)(layout == LINATTN_COL_MAJOR ? out + r : out + r * ldout,
+                         layout == LINATTN_COL_MAJOR, ldout, w->y, 0, e, good, e,
+                         inv);
+        }
+        if (good < rows)
+            return r + good;
+        /* The state moves past this chunk. */
+#if LINATTN_ACC_WIDER
+        XI(gemm)(1, 0, m, e, rows, 1, pk, vc, 0, w->part, e);
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < e; j++)
+                w->acc[i * ld + j] += w->part[i * e + j];
+#else
+        XI(gemm)(1, 0, m, e, rows, 1, pk, vc, 1, w->acc, ld);
+#endif
+        for (int64_t i = 0; i < m; i++)
+            w->acc[i * ld + e] += w->zsum[i];
+        for (int64_t i = 0; LINATTN_ACC_WIDER && i < m * ld; i++)
+            w->s[i] = (real)w->acc[i];
+    }
+    return -1;
+}
+
+int X(causal)(const X(plan) *plan, int layout, int64_t n, const real *q,
+              int64_t ldq, const real *k, int64_t ldk, const real *v,
+              int64_t ldv, real *out, int64_t ldout, int64_t *bad_row)
+{
+    int st = XI(causal_args)(plan, layout, n, q, ldq, k, ldk, v, ldv, out,
+                             ldout);
+    if (st || n == 0)
+        return st;
+    causal_ws w;
+    int64_t c = plan->chunk < n ? plan->chunk : n;
+    if (alloc_causal_ws(&w, plan, c, !linattn_i_ld_fits(ldv)))
+        return LINATTN_ENOMEM;
+#if !LINATTN_ACC_WIDER
+    /* In double the state is accumulated in place: S is acc itself. */
+    free(w.s);
+    w.s = w.acc;
+#endif
+    int cm = layout == LINATTN_COL_MAJOR;
+    int64_t bad = causal_serial(plan, &w, c, layout, n, (XI(view)){q, ldq, cm},
+                                (XI(view)){k, ldk, cm}, (XI(view)){v, ldv, cm},
+                                out, ldout);
+#if !LINATTN_ACC_WIDER
+    w.s = NULL;
+#endif
+    free_causal_ws(&w);
+    if (bad >= 0) {
+        if (bad_row)
+            *bad_row = bad;
+        return LINATTN_EDENOM;
+    }
+    return 0;
+}
