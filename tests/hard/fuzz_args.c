@@ -145,6 +145,8 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
         int map = (int)(take(r) % 5);                                         \
         int64_t d = take_size(r, 6), e = take_size(r, 6);                     \
         int64_t nq = take_size(r, 40), nk = take_size(r, 40);                 \
+        if (entry >= 6) /* causal: one sequence, queries and keys alike */    \
+            nk = nq;                                                          \
         linattn_opts o;                                                       \
         linattn_opts_init(&o);                                                \
         o.block = take_size(r, 9);                                            \
@@ -185,8 +187,8 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
                       : queries_ok &&                                         \
                         arg_ok(layout, nq, entry == 5 ? d : e, out.a, out.ld) \
                         && (entry == 5 || keys_ok);                           \
-        /* causal (6, 7): n = min(nq, nk) rows of everything */               \
-        int64_t n = nq < nk ? nq : nk;                                        \
+        /* causal (6, 7): n = nq = nk rows of everything */                   \
+        int64_t n = nq;                                                       \
         if (entry >= 6)                                                       \
             args_ok = layout_ok && n >= 0 && arg_ok(layout, n, d, q.a, q.ld)  \
                       && arg_ok(layout, n, d, k.a, k.ld) &&                   \
