@@ -17,8 +17,13 @@
  * 1024 are equal within noise at d = e = 64, larger blocks lose 5-10%. */
 #define LINATTN_DEFAULT_BLOCK 1024
 
-/* Default causal chunk: measured with benchmarks/bench_causal. */
-#define LINATTN_DEFAULT_CHUNK 128
+/* Default causal chunk C.  The triangle costs 2 C (m + e) flops per row
+ * against 4 m e for the state, so C wants to be small, but not so small
+ * that the GEMMs lose their rate: at n = 2^20, d = e = 64 (one thread
+ * through the chunks) C = 32 and 64 ran 1.7x the non-causal time, 128
+ * ran 2.8x, 256 5.6x.  A first measurement, on a loaded machine; the
+ * causal issue's benchmark will settle it. */
+#define LINATTN_DEFAULT_CHUNK 64
 
 /* The naive baselines hold rows x nk scores; this caps rows * nk. */
 #define LINATTN_NAIVE_SCORES 4194304
