@@ -25,8 +25,9 @@
  *   - Dimensions: d = query/key width, m = number of features, e = value
  *     width.  Sizes are int64_t.  Row counts n are unlimited (the library
  *     streams blocks); a leading dimension beyond the BLAS integer is fine
- *     too (such blocks are copied through workspace).  d, m, e, the block
- *     size, and the key count of the quadratic baselines must fit the BLAS
+ *     too (such blocks are copied through workspace).  d, m, e + 1, the
+ *     block and chunk sizes, and the key count of the quadratic baselines
+ *     must fit the BLAS
  *     integer, and every matrix must be addressable in int64; otherwise
  *     LINATTN_ESIZE, before any work.
  *   - Status: 0 on success; -i when argument i (counted from 1) is invalid,
@@ -124,8 +125,10 @@ enum linattn_status {
  *   seed   seed of the random feature maps (ignored by the exact maps).
  *   check_finite
  *          0 (default): NaN and Inf in the inputs propagate: a row whose
- *          normalizer becomes non-finite is reported as LINATTN_EDENOM (so
- *          bad queries and keys are caught there), NaN or Inf in values
+ *          normalizer becomes non-finite is reported as LINATTN_EDENOM
+ *          when outputs are requested (so bad queries and keys are caught
+ *          there; raw numerators and normalizers carry them), NaN or Inf in
+ *          values
  *          reach the outputs of the rows they touch.  Nonzero: state_update,
  *          state_query, attention and naive first scan their inputs and
  *          return LINATTN_ENONFINITE, writing nothing and leaving states
@@ -247,7 +250,7 @@ LINATTN_API int X(state_copy)(X(state) *dst, const X(state) *src);            \
  * Reads S (m x e, in layout) into s, z (m) into z, and the number of        \
  * tokens absorbed; s, z and tokens may each be NULL to skip them.           \
  * Errors: -1 state NULL; -2 layout; -4 lds (when s is not NULL);           \
- * LINATTN_ESIZE (lds beyond the BLAS integer). */                           \
+ * LINATTN_ESIZE (s not addressable in int64). */                            \
 LINATTN_API int X(state_get)(const X(state) *state, int layout, R *s,         \
                              int64_t lds, R *z, int64_t *tokens);             \
                                                                               \

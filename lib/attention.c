@@ -8,11 +8,12 @@
 #include "validate.h"
 
 /* The argument checks that attention and naive share (positions as in
- * linattn_d_attention), then the plan's input check. */
+ * linattn_d_attention), the size checks (keys_in_blas: nk is a GEMM
+ * dimension, as in the naive path), then the plan's input check. */
 int XI(attention_args)(const X(plan) *plan, int layout, int64_t nq,
                        int64_t nk, const real *q, int64_t ldq, const real *k,
                        int64_t ldk, const real *v, int64_t ldv,
-                       const real *out, int64_t ldout)
+                       const real *out, int64_t ldout, int keys_in_blas)
 {
     if (!plan)
         return -1;
@@ -28,6 +29,8 @@ int XI(attention_args)(const X(plan) *plan, int layout, int64_t nq,
                                   {nk, e, v, ldv, 9, 0},
                                   {nq, e, out, ldout, 11, 0}};
     int st = linattn_i_check_mats(layout, mats, 4);
+    if (!st && keys_in_blas)
+        st = linattn_i_blas_fits(nk);
     if (st || !plan->check_finite)
         return st;
     int cm = layout == LINATTN_COL_MAJOR;
@@ -44,7 +47,7 @@ int X(attention)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
                  int64_t *bad_row)
 {
     int st = XI(attention_args)(plan, layout, nq, nk, q, ldq, k, ldk, v, ldv,
-                                out, ldout);
+                                out, ldout, 0);
     if (st || nq == 0)
         return st;
     void *mem = malloc(XI(state_bytes)(plan));

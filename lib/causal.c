@@ -19,7 +19,8 @@
  * their prototypes), then the plan's input check. */
 int XI(causal_args)(const X(plan) *plan, int layout, int64_t n, const real *q,
                     int64_t ldq, const real *k, int64_t ldk, const real *v,
-                    int64_t ldv, const real *out, int64_t ldout)
+                    int64_t ldv, const real *out, int64_t ldout,
+                    int keys_in_blas)
 {
     if (!plan)
         return -1;
@@ -33,6 +34,8 @@ int XI(causal_args)(const X(plan) *plan, int layout, int64_t n, const real *q,
                                   {n, e, v, ldv, 8, 0},
                                   {n, e, out, ldout, 10, 0}};
     int st = linattn_i_check_mats(layout, mats, 4);
+    if (!st && keys_in_blas)
+        st = linattn_i_blas_fits(n);
     if (st || !plan->check_finite)
         return st;
     int cm = layout == LINATTN_COL_MAJOR;
@@ -157,7 +160,7 @@ int X(causal)(const X(plan) *plan, int layout, int64_t n, const real *q,
               int64_t ldv, real *out, int64_t ldout, int64_t *bad_row)
 {
     int st = XI(causal_args)(plan, layout, n, q, ldq, k, ldk, v, ldv, out,
-                             ldout);
+                             ldout, 0);
     if (st || n == 0)
         return st;
     causal_ws w;

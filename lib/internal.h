@@ -137,13 +137,14 @@ int XI(state_query_checked)(const X(state) *st, int layout, int64_t n,
 int XI(attention_args)(const X(plan) *plan, int layout, int64_t nq,
                        int64_t nk, const real *q, int64_t ldq, const real *k,
                        int64_t ldk, const real *v, int64_t ldv,
-                       const real *out, int64_t ldout);
+                       const real *out, int64_t ldout, int keys_in_blas);
 
 /* Argument checks of the causal calls (causal.c), shared with the naive
  * causal baseline. */
 int XI(causal_args)(const X(plan) *plan, int layout, int64_t n, const real *q,
                     int64_t ldq, const real *k, int64_t ldk, const real *v,
-                    int64_t ldv, const real *out, int64_t ldout);
+                    int64_t ldv, const real *out, int64_t ldout,
+                    int keys_in_blas);
 
 /* Rows per block for a plan. */
 static inline int64_t XI(block_rows)(const X(plan) *plan)

@@ -156,6 +156,10 @@ static int naive_checked(const X(plan) *plan, int causal, int layout,
         XI(copy_rows)(vv, 0, nk, e, vcopy);
         vv = (XI(view)){vcopy, e, 0};
     }
+    /* No keys: the GEMM has inner dimension 0 and never reads V, but BLAS
+     * still checks its leading dimension (V may be NULL, ldv anything). */
+    if (nk == 0)
+        vv = (XI(view)){v, e, 0};
     score_job job = {plan, layout, causal, nk, plan->d, e, rows_max, 0,
                      {q, ldq, cm}, phik ? (XI(view)){phik, m, 0} : kv,
                      vv, out, ldout, ws};
@@ -177,9 +181,7 @@ int X(naive)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
              int64_t *bad_row)
 {
     int st = XI(attention_args)(plan, layout, nq, nk, q, ldq, k, ldk, v, ldv,
-                                out, ldout);
-    if (!st)
-        st = linattn_i_blas_fits(nk);
+                                out, ldout, 1);
     if (st || nq == 0)
         return st;
     return naive_checked(plan, 0, layout, nq, nk, q, ldq, k, ldk, v, ldv, out,
@@ -191,9 +193,7 @@ int X(naive_causal)(const X(plan) *plan, int layout, int64_t n, const real *q,
                     int64_t ldv, real *out, int64_t ldout, int64_t *bad_row)
 {
     int st = XI(causal_args)(plan, layout, n, q, ldq, k, ldk, v, ldv, out,
-                             ldout);
-    if (!st)
-        st = linattn_i_blas_fits(n);
+                             ldout, 1);
     if (st || n == 0)
         return st;
     return naive_checked(plan, 1, layout, n, n, q, ldq, k, ldk, v, ldv, out,
@@ -268,6 +268,8 @@ int X(softmax)(int layout, int64_t nq, int64_t nk, int64_t d, int64_t e,
     if (st || nq == 0)
         return st;
     int64_t rows_max = score_rows(LINATTN_DEFAULT_BLOCK, nk);
+    if (rows_max > LINATTN_BLAS_INT_MAX) /* only in test builds */
+        rows_max = LINATTN_BLAS_INT_MAX;
     int nt = linattn_i_threads(nq, rows_max);
     int64_t per = (nq + nt - 1) / nt;
     rows_max = rows_max < per ? rows_max : per;

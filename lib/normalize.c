@@ -52,13 +52,16 @@ void XI(scale_rows)(real *a, int colmajor, int64_t lda, int64_t rows,
 }
 
 void XI(put_rows)(real *a, int colmajor, int64_t lda, const real *b,
-                     int b_colmajor, int64_t ldb, int64_t rows, int64_t cols,
-                     const real *s)
+                  int b_colmajor, int64_t ldb, int64_t rows, int64_t cols,
+                  const real *s)
 {
-    for (int64_t i = 0; i < rows; i++)
-        for (int64_t j = 0; j < cols; j++) {
-            real v = b_colmajor ? b[i + j * ldb] : b[i * ldb + j];
-            a[colmajor ? i + j * lda : i * lda + j] = s ? v * s[i] : v;
+    /* Walk the destination in its own order: its writes are contiguous. */
+    int64_t outer = colmajor ? cols : rows, inner = colmajor ? rows : cols;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            int64_t r = colmajor ? i : o, c = colmajor ? o : i;
+            real v = b_colmajor ? b[r + c * ldb] : b[r * ldb + c];
+            a[o * lda + i] = s ? v * s[r] : v;
         }
 }
 

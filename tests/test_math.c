@@ -301,6 +301,12 @@ START_TEST(bad_normalizer_reported)
     ck_assert(fabs(out[5] - (-3.0 + 5.0) / 0.5) < TOL);
     ck_assert_int_eq(P(attention)(p, ROW, 1, 0, q, d, NULL, d, NULL, e, out, e, NULL), 0);
     ck_assert(out[0] == 0);
+    /* the naive path too, with a V leading dimension BLAS could not take
+     * (no keys: V is never read, and must not reach BLAS either) */
+    out[0] = -777;
+    ck_assert_int_eq(P(naive)(p, ROW, 1, 0, q, d, NULL, d, NULL, (int64_t)1 << 31,
+                              out, e, NULL), 0);
+    ck_assert(out[0] == 0);
     P(plan_destroy)(p);
     /* NaN input: the normalizer is NaN, reported, not written. */
     linattn_opts_init(&o);
