@@ -7,9 +7,29 @@
 #include "internal.h"
 #include "validate.h"
 
-/* The argument checks that attention and naive share (positions as in
- * linattn_d_attention), the size checks (keys_in_blas: nk is a GEMM
- * dimension, as in the naive path), then the plan's input check. */
+int XI(qkvo_args)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
+                  const real *q, int64_t ldq, const real *k, int64_t ldk,
+                  const real *v, int64_t ldv, const real *out, int64_t ldout,
+                  int pos, int keys_in_blas)
+{
+    int64_t d = plan->d, e = plan->e;
+    const linattn_i_mat mats[] = {{nq, d, q, ldq, pos, 0},
+                                  {nk, d, k, ldk, pos + 2, 0},
+                                  {nk, e, v, ldv, pos + 4, 0},
+                                  {nq, e, out, ldout, pos + 6, 0}};
+    int st = linattn_i_check_mats(layout, mats, 4);
+    if (!st && keys_in_blas)
+        st = linattn_i_blas_fits(nk);
+    if (st || !plan->check_finite)
+        return st;
+    int cm = layout == LINATTN_COL_MAJOR;
+    if (!XI(all_finite)((XI(view)){q, ldq, cm}, nq, d) ||
+        !XI(all_finite)((XI(view)){k, ldk, cm}, nk, d) ||
+        !XI(all_finite)((XI(view)){v, ldv, cm}, nk, e))
+        return LINATTN_ENONFINITE;
+    return 0;
+}
+
 int XI(attention_args)(const X(plan) *plan, int layout, int64_t nq,
                        int64_t nk, const real *q, int64_t ldq, const real *k,
                        int64_t ldk, const real *v, int64_t ldv,
@@ -23,22 +43,8 @@ int XI(attention_args)(const X(plan) *plan, int layout, int64_t nq,
         return -3;
     if (nk < 0)
         return -4;
-    int64_t d = plan->d, e = plan->e;
-    const linattn_i_mat mats[] = {{nq, d, q, ldq, 5, 0},
-                                  {nk, d, k, ldk, 7, 0},
-                                  {nk, e, v, ldv, 9, 0},
-                                  {nq, e, out, ldout, 11, 0}};
-    int st = linattn_i_check_mats(layout, mats, 4);
-    if (!st && keys_in_blas)
-        st = linattn_i_blas_fits(nk);
-    if (st || !plan->check_finite)
-        return st;
-    int cm = layout == LINATTN_COL_MAJOR;
-    if (!XI(all_finite)((XI(view)){q, ldq, cm}, nq, d) ||
-        !XI(all_finite)((XI(view)){k, ldk, cm}, nk, d) ||
-        !XI(all_finite)((XI(view)){v, ldv, cm}, nk, e))
-        return LINATTN_ENONFINITE;
-    return 0;
+    return XI(qkvo_args)(plan, layout, nq, nk, q, ldq, k, ldk, v, ldv, out,
+                         ldout, 5, keys_in_blas);
 }
 
 int X(attention)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,

@@ -16,7 +16,7 @@
 #include "validate.h"
 
 /* Checks of linattn_d_causal and linattn_d_naive_causal (positions as in
- * their prototypes), then the plan's input check. */
+ * their prototypes), as attention's with one sequence for both. */
 int XI(causal_args)(const X(plan) *plan, int layout, int64_t n, const real *q,
                     int64_t ldq, const real *k, int64_t ldk, const real *v,
                     int64_t ldv, const real *out, int64_t ldout,
@@ -28,22 +28,8 @@ int XI(causal_args)(const X(plan) *plan, int layout, int64_t n, const real *q,
         return -2;
     if (n < 0)
         return -3;
-    int64_t d = plan->d, e = plan->e;
-    const linattn_i_mat mats[] = {{n, d, q, ldq, 4, 0},
-                                  {n, d, k, ldk, 6, 0},
-                                  {n, e, v, ldv, 8, 0},
-                                  {n, e, out, ldout, 10, 0}};
-    int st = linattn_i_check_mats(layout, mats, 4);
-    if (!st && keys_in_blas)
-        st = linattn_i_blas_fits(n);
-    if (st || !plan->check_finite)
-        return st;
-    int cm = layout == LINATTN_COL_MAJOR;
-    if (!XI(all_finite)((XI(view)){q, ldq, cm}, n, d) ||
-        !XI(all_finite)((XI(view)){k, ldk, cm}, n, d) ||
-        !XI(all_finite)((XI(view)){v, ldv, cm}, n, e))
-        return LINATTN_ENONFINITE;
-    return 0;
+    return XI(qkvo_args)(plan, layout, n, n, q, ldq, k, ldk, v, ldv, out,
+                         ldout, 4, keys_in_blas);
 }
 
 /* The workspace of one causal pass, all allocated up front. */

@@ -133,6 +133,15 @@ int XI(state_query_checked)(const X(state) *st, int layout, int64_t n,
 
 /* ---- attention.c ---- */
 
+/* The matrix checks of the attention-shaped calls: Q (nq x d), K (nk x d),
+ * V (nk x e), out (nq x e) as arguments pos, pos + 2, pos + 4, pos + 6
+ * (their leading dimensions follow each), then the sizes (keys_in_blas:
+ * nk is a GEMM dimension), then the plan's input check. */
+int XI(qkvo_args)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
+                  const real *q, int64_t ldq, const real *k, int64_t ldk,
+                  const real *v, int64_t ldv, const real *out, int64_t ldout,
+                  int pos, int keys_in_blas);
+
 /* Argument checks of linattn_d_attention, shared with the naive path. */
 int XI(attention_args)(const X(plan) *plan, int layout, int64_t nq,
                        int64_t nk, const real *q, int64_t ldq, const real *k,
