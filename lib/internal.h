@@ -19,11 +19,11 @@
 
 /* Default causal chunk C.  The triangle costs 2 C (m + e) flops per row
  * against 4 m e for the state, so C wants to be small, but not so small
- * that the GEMMs lose their rate: at n = 2^20, d = e = 64 (one thread
- * through the chunks) C = 32 and 64 ran 1.7x the non-causal time, 128
- * ran 2.8x, 256 5.6x.  A first measurement, on a loaded machine; the
- * causal issue's benchmark will settle it. */
-#define LINATTN_DEFAULT_CHUNK 64
+ * that the GEMMs lose their rate.  At n = 2^20, d = e = 64, elu+1, one
+ * thread through the chunks, against the two-threaded non-causal call:
+ * C = 32 ran 3.0x, 64 3.9x, 128 4.0x, 256 6.3x.  A first measurement;
+ * threading the causal path (the causal issue) will move it. */
+#define LINATTN_DEFAULT_CHUNK 32
 
 /* The naive baselines hold rows x nk scores; this caps rows * nk. */
 #define LINATTN_NAIVE_SCORES 4194304

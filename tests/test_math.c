@@ -810,8 +810,10 @@ START_TEST(streaming_and_causality)
     /* the future changes: the past does not */
     for (int64_t i = (p0 + 1) * d; i < n * d; i++)
         q.a[i] = (real)(q.a[i] * 50 + 3), k.a[i] = (real)(k.a[i] * -40);
+    /* non-finite future values too: row p0 shares its chunk with rows
+     * 21..23, and 0 * Inf must not reach it */
     for (int64_t i = (p0 + 1) * e; i < n * e; i++)
-        v.a[i] = (real)1e6;
+        v.a[i] = i % 3 ? (real)INFINITY : (real)NAN;
     ck_assert_int_eq(P(causal)(p, ROW, n, q.a, d, k.a, d, v.a, e, c2.a, e, NULL), 0);
     for (int64_t i = 0; i <= p0 * e + e - 1; i++)
         ck_assert(c1.a[i] == c2.a[i]);
