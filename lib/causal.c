@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
+#include "threads.h"
 #include "validate.h"
 
 /* Checks of linattn_d_causal and linattn_d_naive_causal (positions as in
@@ -170,6 +171,42 @@ static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
     return -1;
 }
 
+/* A causal call split over threads: range t starts from the state of all
+ * earlier ranges (pass 1 builds the range states, a prefix sum hands them
+ * on, pass 2 runs the chunks of each range). */
+typedef struct {
+    const X(plan) *plan;
+    causal_ws *ws;
+    X(state) *range_state;
+    int nt, layout;
+    int64_t c;
+    XI(view) q, k, v;
+    real *out;
+    int64_t ldout;
+} causal_job;
+
+static int64_t range_state(void *ctx, int t, int64_t lo, int64_t hi)
+{
+    causal_job *j = ctx;
+    if (t == j->nt - 1) /* nobody comes after the last range */
+        return INT64_MAX;
+    return XI(state_update_checked)(&j->range_state[t], XI(view_rows)(j->k, lo),
+                                    XI(view_rows)(j->v, lo), hi - lo)
+               ? 0
+               : INT64_MAX;
+}
+
+static int64_t range_chunks(void *ctx, int t, int64_t lo, int64_t hi)
+{
+    causal_job *j = ctx;
+    int cm = j->layout == LINATTN_COL_MAJOR;
+    real *out = cm ? j->out + lo : j->out + lo * j->ldout;
+    int64_t bad = causal_serial(j->plan, &j->ws[t], j->c, j->layout, hi - lo,
+                                XI(view_rows)(j->q, lo), XI(view_rows)(j->k, lo),
+                                XI(view_rows)(j->v, lo), out, j->ldout);
+    return bad >= 0 ? lo + bad : INT64_MAX;
+}
+
 int X(causal)(const X(plan) *plan, int layout, int64_t n, const real *q,
               int64_t ldq, const real *k, int64_t ldk, const real *v,
               int64_t ldv, real *out, int64_t ldout, int64_t *bad_row)
@@ -178,24 +215,57 @@ int X(causal)(const X(plan) *plan, int layout, int64_t n, const real *q,
                              ldout, 0);
     if (st || n == 0)
         return st;
-    causal_ws w;
     int64_t c = plan->chunk < n ? plan->chunk : n;
-    if (alloc_causal_ws(&w, plan, c, !linattn_i_ld_fits(ldv)))
-        return LINATTN_ENOMEM;
+    int64_t min_rows = plan->block > c ? plan->block : c;
+    int nt = linattn_i_threads(n, min_rows);
+    int64_t len = plan->m * (plan->e + 1);
+    /* All workspace and range states before anything is written. */
+    causal_ws ws[LINATTN_MAX_THREADS];
+    X(state) states[LINATTN_MAX_THREADS];
+    void *mem = nt > 1 ? malloc((size_t)nt * XI(state_bytes)(plan)) : NULL;
+    int have = 0;
+    if (nt == 1 || mem)
+        while (have < nt && !alloc_causal_ws(&ws[have], plan, c,
+                                             !linattn_i_ld_fits(ldv)))
+            have++;
+    int64_t bad = INT64_MAX;
+    int cm = layout == LINATTN_COL_MAJOR;
+    causal_job job = {plan, ws, states, nt, layout, c, {q, ldq, cm},
+                      {k, ldk, cm}, {v, ldv, cm}, out, ldout};
+    if (have < nt) {
+        st = LINATTN_ENOMEM;
+    } else if (nt > 1) {
+        for (int t = 0; t < nt; t++)
+            XI(state_init)(&states[t], plan, (char *)mem + t * XI(state_bytes)(plan));
+        if (linattn_i_parallel_ranges(nt, n, range_state, &job) == 0)
+            st = LINATTN_ENOMEM;
+        /* range t starts from ranges 0 .. t-1 */
+        for (int t = 1; !st && t < nt; t++)
+            for (int64_t i = 0; i < len; i++)
+                ws[t].acc[i] = ws[t - 1].acc[i] + states[t - 1].acc[i];
+    }
+    for (int t = 0; !st && LINATTN_ACC_WIDER && t < nt; t++)
+        for (int64_t i = 0; i < len; i++)
+            ws[t].s[i] = (real)ws[t].acc[i];
 #if !LINATTN_ACC_WIDER
     /* In double the state is accumulated in place: S is acc itself. */
-    free(w.s);
-    w.s = w.acc;
+    for (int t = 0; t < have; t++) {
+        free(ws[t].s);
+        ws[t].s = ws[t].acc;
+    }
 #endif
-    int cm = layout == LINATTN_COL_MAJOR;
-    int64_t bad = causal_serial(plan, &w, c, layout, n, (XI(view)){q, ldq, cm},
-                                (XI(view)){k, ldk, cm}, (XI(view)){v, ldv, cm},
-                                out, ldout);
+    if (!st)
+        bad = linattn_i_parallel_ranges(nt, n, range_chunks, &job);
+    for (int t = 0; t < have; t++) {
 #if !LINATTN_ACC_WIDER
-    w.s = NULL;
+        ws[t].s = NULL;
 #endif
-    free_causal_ws(&w);
-    if (bad >= 0) {
+        free_causal_ws(&ws[t]);
+    }
+    free(mem);
+    if (st)
+        return st;
+    if (bad < n) {
         if (bad_row)
             *bad_row = bad;
         return LINATTN_EDENOM;

@@ -19,10 +19,10 @@
 
 /* Default causal chunk C.  The triangle costs 2 C (m + e) flops per row
  * against 4 m e for the state, so C wants to be small, but not so small
- * that the GEMMs lose their rate.  At n = 2^20, d = e = 64, elu+1, one
- * thread through the chunks, against the two-threaded non-causal call:
- * C = 32 ran 3.0x, 64 3.9x, 128 4.0x, 256 6.3x.  A first measurement;
- * threading the causal path (the causal issue) will move it. */
+ * that the GEMMs lose their rate.  At n = 2^20, d = e = 64, elu+1, against
+ * the non-causal call: C = 32 ran 2.45x, 64 2.57x, 128 3.12x (two
+ * threads, ranges handed on by a prefix of range states).  A first
+ * measurement; the causal issue's benchmark will settle it. */
 #define LINATTN_DEFAULT_CHUNK 32
 
 /* The naive baselines hold rows x nk scores; this caps rows * nk. */
