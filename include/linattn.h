@@ -301,8 +301,9 @@ LINATTN_API int X(attention)(const X(plan) *plan, int layout, int64_t nq,     \
  * (sum_{j<=i} phi(q_i).phi(k_j) + eps), by chunks of C rows: the triangle   \
  * tril(phi(Q_c) phi(K_c)^T) and the carried state, all GEMMs.  Q, K are     \
  * n x d, V and out n x e, in layout.  O(n (C + m) e) work, extra memory     \
- * O(C (m + e + C) + m e).  LINATTN_EDENOM: rows before *bad_row written,    \
- * none after.  Errors: -1 plan; -2 layout; -3 n < 0; -4 q; -5 ldq; -6 k;     \
+ * O(C (m + e + C) + m e) per thread.  LINATTN_EDENOM as in                 \
+ * linattn_d_state_query.  Errors: -1 plan; -2 layout; -3 n < 0; -4 q;       \
+ * -5 ldq; -6 k;                                                             \
  * -7 ldk; -8 v; -9 ldv; -10 out; -11 ldout; LINATTN_ESIZE; LINATTN_ENOMEM;  \
  * LINATTN_EDENOM; LINATTN_ENONFINITE.  Thread-safe. */                      \
 LINATTN_API int X(causal)(const X(plan) *plan, int layout, int64_t n,         \
