@@ -19,20 +19,6 @@
 
 #define REPS 5
 
-static double *filled(int64_t n, uint64_t *s)
-{
-    double *a = malloc((size_t)n * sizeof *a);
-    if (!a) {
-        fprintf(stderr, "bench_causal: out of memory\n");
-        exit(1);
-    }
-    for (int64_t i = 0; i < n; i++) {
-        *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-        a[i] = (double)(*s >> 11) * 0x1.0p-53 * 2 - 1;
-    }
-    return a;
-}
-
 static void check(int st, const char *what)
 {
     if (st) {
@@ -46,8 +32,8 @@ static void chunks_table(int lg_max, int naive_max)
 {
     int64_t d = 64, e = 64, nmax = (int64_t)1 << lg_max;
     uint64_t seed = 3;
-    double *q = filled(nmax * d, &seed), *k = filled(nmax * d, &seed);
-    double *v = filled(nmax * e, &seed), *out = malloc((size_t)(nmax * e) * sizeof(double));
+    double *q = bench_random(nmax * d, &seed), *k = bench_random(nmax * d, &seed);
+    double *v = bench_random(nmax * e, &seed), *out = malloc((size_t)(nmax * e) * sizeof(double));
     printf("%8s %5s %11s %11s %8s %11s %9s\n", "n", "C", "causal_s", "noncausal_s",
            "x_nonc", "naive_c_s", "speedup");
     for (int lg = 12; lg <= lg_max; lg += 2) {
@@ -98,8 +84,8 @@ static void decoding_table(int lg_max)
 {
     int64_t d = 64, e = 64, cmax = (int64_t)1 << lg_max, steps = 64;
     uint64_t seed = 9;
-    double *q = filled((cmax + steps) * d, &seed), *k = filled((cmax + steps) * d, &seed);
-    double *v = filled((cmax + steps) * e, &seed), out[64];
+    double *q = bench_random((cmax + steps) * d, &seed), *k = bench_random((cmax + steps) * d, &seed);
+    double *v = bench_random((cmax + steps) * e, &seed), out[64];
     linattn_d_plan *p;
     check(linattn_d_plan_create(&p, LINATTN_MAP_ELU1, d, e, NULL), "plan");
     linattn_d_state *st;

@@ -88,20 +88,6 @@ static int parse_args(int argc, char **argv, config *c)
     return c->n_min <= c->n_max;
 }
 
-static double *random_matrix(int64_t n, uint64_t *s)
-{
-    double *a = malloc((size_t)n * sizeof *a);
-    if (!a) {
-        fprintf(stderr, "bench_core: out of memory\n");
-        exit(1);
-    }
-    for (int64_t i = 0; i < n; i++) {
-        *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-        a[i] = (double)(*s >> 11) * 0x1.0p-53 * 2 - 1;
-    }
-    return a;
-}
-
 typedef int (*attn_fn)(const linattn_d_plan *, int, int64_t, int64_t,
                        const double *, int64_t, const double *, int64_t,
                        const double *, int64_t, double *, int64_t, int64_t *);
@@ -179,8 +165,8 @@ static double square_dgemm_rate(int reps)
 {
     int n = 2048;
     uint64_t seed = 5;
-    double *a = random_matrix((int64_t)n * n, &seed);
-    double *b = random_matrix((int64_t)n * n, &seed);
+    double *a = bench_random((int64_t)n * n, &seed);
+    double *b = bench_random((int64_t)n * n, &seed);
     double *c = calloc((size_t)n * n, sizeof *c);
     double t[MAX_REPS];
     for (int r = -1; r < reps; r++) {
@@ -203,8 +189,8 @@ int main(int argc, char **argv)
     }
     int64_t d = c.d, e = c.e, nmax = (int64_t)1 << c.n_max;
     uint64_t seed = 42;
-    double *q = random_matrix(nmax * d, &seed), *k = random_matrix(nmax * d, &seed);
-    double *v = random_matrix(nmax * e, &seed), *out = malloc((size_t)(nmax * e) * sizeof(double));
+    double *q = bench_random(nmax * d, &seed), *k = bench_random(nmax * d, &seed);
+    double *v = bench_random(nmax * e, &seed), *out = malloc((size_t)(nmax * e) * sizeof(double));
     const int maps[2] = {LINATTN_MAP_IDENTITY, LINATTN_MAP_ELU1};
     const char *names[2] = {"identity", "elu+1"};
     linattn_d_plan *plans[2];

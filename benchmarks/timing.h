@@ -1,7 +1,10 @@
-/* timing.h -- wall clock and medians for the benchmarks. */
+/* timing.h -- what the benchmarks share: wall clock, medians, and
+ * reproducible random matrices. */
 #ifndef LINATTN_TIMING_H
 #define LINATTN_TIMING_H
 
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -23,6 +26,23 @@ static inline double bench_median(double *t, int n)
 {
     qsort(t, (size_t)n, sizeof *t, bench_cmp);
     return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+/* n values uniform in [-1, 1) from a seeded LCG; exits on out of memory
+ * (a benchmark has nothing to fall back to). */
+static inline double *bench_random(int64_t n, uint64_t *s)
+{
+    double *a = malloc((size_t)n * sizeof *a);
+    if (!a) {
+        fprintf(stderr, "benchmark: out of memory for %lld values\n",
+                (long long)n);
+        exit(1);
+    }
+    for (int64_t i = 0; i < n; i++) {
+        *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+        a[i] = (double)(*s >> 11) * 0x1.0p-53 * 2 - 1;
+    }
+    return a;
 }
 
 #endif

@@ -28,12 +28,6 @@ static inline XI(view) XI(view_rows)(XI(view) a, int64_t r)
     return b;
 }
 
-/* Element (i, j) of a view. */
-static inline real XI(view_at)(XI(view) a, int64_t i, int64_t j)
-{
-    return a.colmajor ? a.p[i + j * a.ld] : a.p[i * a.ld + j];
-}
-
 /* C (m x n, row major, ldc) = alpha op(A) op(B) + beta C, where op(A) is
  * m x k and op(B) is k x n, each transposed when trans_* is set. */
 static inline void XI(gemm)(int trans_a, int trans_b, int64_t m, int64_t n,

@@ -89,6 +89,9 @@ static int alloc_causal_ws(causal_ws *w, const X(plan) *plan, int64_t c,
 static void triangle_times(const real *a, int64_t lda, XI(view) v,
                            int64_t rows, int64_t e, real *y)
 {
+    /* V(j, c) = v.p[j * rs + c * cs] in either layout: no branch inside
+     * the loops below. */
+    int64_t rs = v.colmajor ? 1 : v.ld, cs = v.colmajor ? v.ld : 1;
     for (int64_t i0 = 0; i0 < rows; i0 += TRIANGLE_BLOCK) {
         int64_t i1 = i0 + TRIANGLE_BLOCK < rows ? i0 + TRIANGLE_BLOCK : rows;
         if (i0 > 0)
@@ -99,8 +102,9 @@ static void triangle_times(const real *a, int64_t lda, XI(view) v,
         for (int64_t i = i0; i < i1; i++)
             for (int64_t j = i0; j <= i; j++) {
                 real aij = a[i * lda + j];
+                const real *vj = v.p + j * rs;
                 for (int64_t c = 0; c < e; c++)
-                    y[i * e + c] += aij * XI(view_at)(v, j, c);
+                    y[i * e + c] += aij * vj[c * cs];
             }
     }
 }

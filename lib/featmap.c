@@ -264,13 +264,9 @@ int X(features)(const X(plan) *plan, int layout, int64_t n, const real *x,
     for (int64_t r = 0; r < n; r += block) {
         int64_t rows = n - r < block ? n - r : block;
         XI(phi_rows)(plan, XI(view_rows)(xv, r), rows, buf, NULL);
-        for (int64_t i = 0; i < rows; i++)
-            for (int64_t j = 0; j < m; j++) {
-                real *dst = layout == LINATTN_COL_MAJOR
-                                ? phi + (r + i) + j * ldphi
-                                : phi + (r + i) * ldphi + j;
-                *dst = buf[i * m + j];
-            }
+        int cm = layout == LINATTN_COL_MAJOR;
+        XI(put_rows)(cm ? phi + r : phi + r * ldphi, cm, ldphi, buf, 0, m,
+                     rows, m, NULL);
     }
     free(buf);
     return 0;
