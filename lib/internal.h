@@ -43,6 +43,10 @@ struct X(plan_s) {
 struct X(state_s) {
     const X(plan) *plan;
     int64_t tokens;
+    /* Stabilizing shift of the exponential feature maps: the stored S and
+     * z are the true sums times exp(-shift).  Always 0 for the maps that
+     * need none (identity, elu+1, ReLU). */
+    double shift;
     acc_t *acc;  /* m x (e+1), row major: [S | z], accumulated            */
     real *sz;    /* the same in the working precision (aliases acc in     */
                  /* double); queries read only this                       */

@@ -28,6 +28,7 @@ void XI(state_init)(X(state) *st, const X(plan) *plan, void *mem)
 {
     st->plan = plan;
     st->tokens = 0;
+    st->shift = 0;
     st->acc = mem;
     memset(mem, 0, XI(state_bytes)(plan));
 #if LINATTN_ACC_WIDER
@@ -81,6 +82,7 @@ int X(state_reset)(X(state) *state)
         return -1;
     memset(state->acc, 0, XI(state_bytes)(state->plan));
     state->tokens = 0;
+    state->shift = 0;
     return 0;
 }
 
@@ -114,6 +116,7 @@ int X(state_copy)(X(state) *dst, const X(state) *src)
     if (dst != src)
         memcpy(dst->acc, src->acc, XI(state_bytes)(dst->plan));
     dst->tokens = src->tokens;
+    dst->shift = src->shift;
     return 0;
 }
 
