@@ -164,6 +164,43 @@ LINATTN_API const char *linattn_version_string(void);
 LINATTN_API const char *linattn_strerror(int status);
 
 /*
+ * Batches of independent problems (linattn_d_batched_*): batch x heads
+ * problems in one call, problem (b, h) for 0 <= b < batch, 0 <= h < heads.
+ * Each matrix argument A comes with a linattn_strides: problem (b, h)'s
+ * matrix starts at A + b * batch + h * head (in elements) and is a
+ * rows x cols matrix in the call's layout with leading dimension ld, as in
+ * the single calls.  One description covers the usual arrays (n rows, c
+ * columns, H heads, any padding added to the strides):
+ *
+ *   C array [B][H][n][c]    ROW_MAJOR  ld = c     head = n c  batch = H n c
+ *   C array [B][n][H][c]    ROW_MAJOR  ld = H c   head = c    batch = n H c
+ *   Fortran a(n, c, H, B)   COL_MAJOR  ld = n     head = n c  batch = n c H
+ *   Fortran a(c, n, H, B)   ROW_MAJOR  ld = c     head = n c  batch = n c H
+ *
+ * Policy: strides are >= 0 (a negative one is refused as an invalid
+ * argument).  Inputs may share memory between problems (head = 0 gives
+ * every head the same keys and values, as in multi-query attention).
+ * Outputs may not: out's strides must nest (sorted by size, each stride
+ * exceeds the span of the smaller ones; every dense array with its axes
+ * in any order and any padding does), else the out strides are refused;
+ * and out's address range may not meet q's, k's or v's (checked by
+ * ranges, so interleaving out with an input inside one buffer is refused
+ * too).  A stride of a dimension of extent 1 is not used, but still must
+ * be >= 0.
+ */
+typedef struct linattn_strides {
+    int64_t ld;    /* leading dimension of each problem's matrix       */
+    int64_t batch; /* elements from problem (b, h) to (b + 1, h)      */
+    int64_t head;  /* elements from problem (b, h) to (b, h + 1)      */
+} linattn_strides;
+
+/* Where a batched call failed: the problem, and for LINATTN_EDENOM the
+ * row within it (-1 for other statuses). */
+typedef struct linattn_where {
+    int64_t batch, head, row;
+} linattn_where;
+
+/*
  * The precision template.  X(name) mangles a name, R is the real type.
  */
 #define LINATTN_DEFINE_API(X, R)                                              \
@@ -343,7 +380,80 @@ LINATTN_API int X(naive)(const X(plan) *plan, int layout, int64_t nq,         \
 LINATTN_API int X(softmax)(int layout, int64_t nq, int64_t nk, int64_t d,     \
                            int64_t e, R scale, const R *q, int64_t ldq,       \
                            const R *k, int64_t ldk, const R *v, int64_t ldv,  \
-                           R *out, int64_t ldout);
+                           R *out, int64_t ldout);                            \
+                                                                              \
+/* int linattn_d_batched_attention(const linattn_d_plan *plan, int layout,   \
+ *         int64_t batch, int64_t heads, int64_t nq, int64_t nk,             \
+ *         const double *q, const linattn_strides *sq,                       \
+ *         const double *k, const linattn_strides *sk,                       \
+ *         const double *v, const linattn_strides *sv,                       \
+ *         double *out, const linattn_strides *sout, linattn_where *bad)     \
+ * linattn_d_attention on each of batch x heads independent problems        \
+ * (strides and policy: linattn_strides): out(b,h) = attention(q(b,h),       \
+ * k(b,h), v(b,h)), q nq x d, k nk x d, v nk x e, out nq x e per problem.    \
+ * Every problem runs the single call's code, so its result is bit for bit  \
+ * the single call's when both run on one thread.                           \
+ * Threads: with at least as many problems as threads (OMP_NUM_THREADS),    \
+ * problems are split over threads, each problem on one thread with         \
+ * single-threaded BLAS (OpenBLAS's pthreads build is set to one thread for \
+ * the call, as in the single calls); with fewer, problems run one after    \
+ * another, each split over threads by rows as a single call is.            \
+ * Statuses: all argument checks (every problem's, and with                 \
+ * opts.check_finite every input's finiteness) run before anything is      \
+ * written.  After them every problem runs, whatever another returned;      \
+ * the status is that of the first failing problem in (b, h) order, and     \
+ * *bad (if not NULL) says which, with the row for LINATTN_EDENOM.  Each    \
+ * problem's output then holds what its single call leaves: its result, or \
+ * for EDENOM the rows described at linattn_d_state_query, or for ENOMEM    \
+ * its previous contents.                                                   \
+ * Errors: -1 plan NULL; -2 layout; -3 batch < 0; -4 heads < 0; -5 nq < 0;  \
+ * -6 nk < 0; -7 q NULL; -8 sq NULL, ld, or a negative stride; -9 k; -10 sk;\
+ * -11 v; -12 sv; -13 out NULL or meeting an input; -14 sout (as -8, or     \
+ * strides that make two problems' outputs overlap); LINATTN_ESIZE (as the \
+ * single call, or an array not addressable in int64); LINATTN_ENONFINITE;  \
+ * LINATTN_ENOMEM; LINATTN_EDENOM.  Thread-safe. */                          \
+LINATTN_API int X(batched_attention)(const X(plan) *plan, int layout,         \
+        int64_t batch, int64_t heads, int64_t nq, int64_t nk, const R *q,     \
+        const linattn_strides *sq, const R *k, const linattn_strides *sk,     \
+        const R *v, const linattn_strides *sv, R *out,                        \
+        const linattn_strides *sout, linattn_where *bad);                     \
+                                                                              \
+/* int linattn_d_batched_naive(same arguments as                             \
+ *                             linattn_d_batched_attention)                  \
+ * linattn_d_naive on each problem: the quadratic baseline, batched.        \
+ * Errors, threads and statuses as linattn_d_batched_attention. */          \
+LINATTN_API int X(batched_naive)(const X(plan) *plan, int layout,             \
+        int64_t batch, int64_t heads, int64_t nq, int64_t nk, const R *q,     \
+        const linattn_strides *sq, const R *k, const linattn_strides *sk,     \
+        const R *v, const linattn_strides *sv, R *out,                        \
+        const linattn_strides *sout, linattn_where *bad);                     \
+                                                                              \
+/* int linattn_d_batched_causal(const linattn_d_plan *plan, int layout,      \
+ *         int64_t batch, int64_t heads, int64_t n,                          \
+ *         const double *q, const linattn_strides *sq,                       \
+ *         const double *k, const linattn_strides *sk,                       \
+ *         const double *v, const linattn_strides *sv,                       \
+ *         double *out, const linattn_strides *sout, linattn_where *bad)     \
+ * linattn_d_causal on each problem (q, k n x d, v, out n x e).  Threads    \
+ * and statuses as linattn_d_batched_attention.  Errors: -1 plan; -2        \
+ * layout; -3 batch; -4 heads; -5 n < 0; -6 q; -7 sq; -8 k; -9 sk; -10 v;   \
+ * -11 sv; -12 out; -13 sout; LINATTN_ESIZE; LINATTN_ENONFINITE;            \
+ * LINATTN_ENOMEM; LINATTN_EDENOM.  Thread-safe. */                          \
+LINATTN_API int X(batched_causal)(const X(plan) *plan, int layout,            \
+        int64_t batch, int64_t heads, int64_t n, const R *q,                  \
+        const linattn_strides *sq, const R *k, const linattn_strides *sk,     \
+        const R *v, const linattn_strides *sv, R *out,                        \
+        const linattn_strides *sout, linattn_where *bad);                     \
+                                                                              \
+/* int linattn_d_batched_naive_causal(same arguments as                      \
+ *                                    linattn_d_batched_causal)              \
+ * linattn_d_naive_causal on each problem.  Errors, threads and statuses as \
+ * linattn_d_batched_causal. */                                              \
+LINATTN_API int X(batched_naive_causal)(const X(plan) *plan, int layout,      \
+        int64_t batch, int64_t heads, int64_t n, const R *q,                  \
+        const linattn_strides *sq, const R *k, const linattn_strides *sk,     \
+        const R *v, const linattn_strides *sv, R *out,                        \
+        const linattn_strides *sout, linattn_where *bad);
 
 #define LINATTN_MANGLE_DOUBLE(name) linattn_d_##name
 #define LINATTN_MANGLE_FLOAT(name) linattn_s_##name

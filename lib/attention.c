@@ -54,8 +54,20 @@ int X(attention)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
 {
     int st = XI(attention_args)(plan, layout, nq, nk, q, ldq, k, ldk, v, ldv,
                                 out, ldout, 0);
-    if (st || nq == 0)
+    if (st)
         return st;
+    return XI(attention_run)(plan, layout, nq, nk, q, ldq, k, ldk, v, ldv, out,
+                             ldout, bad_row);
+}
+
+int XI(attention_run)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
+                      const real *q, int64_t ldq, const real *k, int64_t ldk,
+                      const real *v, int64_t ldv, real *out, int64_t ldout,
+                      int64_t *bad_row)
+{
+    if (nq == 0)
+        return 0;
+    int st;
     void *mem = malloc(XI(state_bytes)(plan));
     if (!mem)
         return LINATTN_ENOMEM;

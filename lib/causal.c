@@ -217,8 +217,19 @@ int X(causal)(const X(plan) *plan, int layout, int64_t n, const real *q,
 {
     int st = XI(causal_args)(plan, layout, n, q, ldq, k, ldk, v, ldv, out,
                              ldout, 0);
-    if (st || n == 0)
+    if (st)
         return st;
+    return XI(causal_run)(plan, layout, n, q, ldq, k, ldk, v, ldv, out, ldout,
+                          bad_row);
+}
+
+int XI(causal_run)(const X(plan) *plan, int layout, int64_t n, const real *q,
+                   int64_t ldq, const real *k, int64_t ldk, const real *v,
+                   int64_t ldv, real *out, int64_t ldout, int64_t *bad_row)
+{
+    if (n == 0)
+        return 0;
+    int st = 0;
     int64_t c = plan->chunk < n ? plan->chunk : n;
     int64_t min_rows = plan->block > c ? plan->block : c;
     int nt = linattn_i_threads(n, min_rows);

@@ -159,6 +159,23 @@ int XI(causal_args)(const X(plan) *plan, int layout, int64_t n, const real *q,
                     int64_t ldv, const real *out, int64_t ldout,
                     int keys_in_blas);
 
+/* The one-call paths after their argument checks (the public functions
+ * check, then call these; the batched calls check every problem first,
+ * then call these per problem).  Same meaning and statuses as
+ * linattn_d_attention, _causal, _naive (causal = 0, nq, nk) and
+ * _naive_causal (causal = 1, nq = nk = n). */
+int XI(attention_run)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
+                      const real *q, int64_t ldq, const real *k, int64_t ldk,
+                      const real *v, int64_t ldv, real *out, int64_t ldout,
+                      int64_t *bad_row);
+int XI(causal_run)(const X(plan) *plan, int layout, int64_t n, const real *q,
+                   int64_t ldq, const real *k, int64_t ldk, const real *v,
+                   int64_t ldv, real *out, int64_t ldout, int64_t *bad_row);
+int XI(naive_run)(const X(plan) *plan, int causal, int layout, int64_t nq,
+                  int64_t nk, const real *q, int64_t ldq, const real *k,
+                  int64_t ldk, const real *v, int64_t ldv, real *out,
+                  int64_t ldout, int64_t *bad_row);
+
 /* Rows per block for a plan. */
 static inline int64_t XI(block_rows)(const X(plan) *plan)
 {

@@ -117,13 +117,13 @@ static int64_t naive_range(void *ctx, int t, int64_t lo, int64_t hi)
     return INT64_MAX;
 }
 
-/* The naive paths after argument checks; causal needs nq = nk. */
-static int naive_checked(const X(plan) *plan, int causal, int layout,
-                         int64_t nq, int64_t nk, const real *q, int64_t ldq,
-                         const real *k, int64_t ldk, const real *v,
-                         int64_t ldv, real *out, int64_t ldout,
-                         int64_t *bad_row)
+int XI(naive_run)(const X(plan) *plan, int causal, int layout, int64_t nq,
+                  int64_t nk, const real *q, int64_t ldq, const real *k,
+                  int64_t ldk, const real *v, int64_t ldv, real *out,
+                  int64_t ldout, int64_t *bad_row)
 {
+    if (nq == 0)
+        return 0;
     int st = 0;
     int64_t m = plan->m;
     int64_t rows_max = score_rows(plan->block, nk);
@@ -182,9 +182,9 @@ int X(naive)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
 {
     int st = XI(attention_args)(plan, layout, nq, nk, q, ldq, k, ldk, v, ldv,
                                 out, ldout, 1);
-    if (st || nq == 0)
+    if (st)
         return st;
-    return naive_checked(plan, 0, layout, nq, nk, q, ldq, k, ldk, v, ldv, out,
+    return XI(naive_run)(plan, 0, layout, nq, nk, q, ldq, k, ldk, v, ldv, out,
                          ldout, bad_row);
 }
 
@@ -194,9 +194,9 @@ int X(naive_causal)(const X(plan) *plan, int layout, int64_t n, const real *q,
 {
     int st = XI(causal_args)(plan, layout, n, q, ldq, k, ldk, v, ldv, out,
                              ldout, 1);
-    if (st || n == 0)
+    if (st)
         return st;
-    return naive_checked(plan, 1, layout, n, n, q, ldq, k, ldk, v, ldv, out,
+    return XI(naive_run)(plan, 1, layout, n, n, q, ldq, k, ldk, v, ldv, out,
                          ldout, bad_row);
 }
 

@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "linattn.h"
 
 /* The largest BLAS integer (LP64 interfaces: OpenBLAS, reference, BLIS).
  * A test build lowers it (check-hard) to exercise the paths that keep
@@ -53,6 +54,28 @@ typedef struct {
 /* linattn_i_matrix_arg over the list, in order, then linattn_i_matrix_fits
  * over it: the first failure's status, or 0. */
 int linattn_i_check_mats(int layout, const linattn_i_mat *mats, int count);
+
+/* A matrix argument of a batched call: each problem's matrix is rows x
+ * cols at p + b * s->batch + h * s->head with leading dimension s->ld;
+ * p is argument number pos, s is pos + 1.  An output's problems must not
+ * overlap one another nor meet the inputs. */
+typedef struct {
+    int64_t rows, cols;
+    const void *p;
+    const linattn_strides *s;
+    int pos;
+    int output;
+} linattn_i_bmat;
+
+/* The checks of a batched call's matrices (elements of elem bytes), in
+ * this order: per matrix the pointer (-pos), then its strides (-(pos + 1):
+ * NULL, leading dimension, a negative stride, an output's problems
+ * overlapping); then an output's address range meeting an input's (-pos
+ * of the output); then LINATTN_ESIZE (a row length beyond BLAS, or a
+ * matrix not addressable in int64).  Returns the first failure, or 0. */
+int linattn_i_check_batched(int layout, int64_t batch, int64_t heads,
+                            size_t elem, const linattn_i_bmat *mats,
+                            int count);
 
 /* 0 when x fits the BLAS integer, else LINATTN_ESIZE. */
 int linattn_i_blas_fits(int64_t x);

@@ -1,0 +1,265 @@
+/*
+ * batched.c -- batch x heads independent problems in one call.  Each
+ * problem runs the single call's code on its own matrices; the calls
+ * differ only in how the problems share the threads:
+ *
+ *   - at least as many problems as threads: problems are split over the
+ *     threads, each problem on one thread with single-threaded BLAS (the
+ *     single-head path sees it is inside a parallel region and stays on
+ *     its thread).  Nothing is shared, so this scales like independent
+ *     runs;
+ *   - fewer problems than threads: problems run one after another and each
+ *     call splits its rows over the threads as a single call does.
+ *
+ * Every argument check of every problem (and the finiteness scan a plan may
+ * ask for) runs first, so a refused call writes nothing.
+ */
+#include "internal.h"
+#include "threads.h"
+#include "validate.h"
+
+/* One problem: the single call after its checks (nk unused by causal). */
+typedef int (*problem_fn)(const X(plan) *plan, int layout, int64_t nq,
+                          int64_t nk, const real *q, int64_t ldq,
+                          const real *k, int64_t ldk, const real *v,
+                          int64_t ldv, real *out, int64_t ldout,
+                          int64_t *bad_row);
+
+static int run_attention(const X(plan) *plan, int layout, int64_t nq,
+                         int64_t nk, const real *q, int64_t ldq, const real *k,
+                         int64_t ldk, const real *v, int64_t ldv, real *out,
+                         int64_t ldout, int64_t *bad_row)
+{
+    return XI(attention_run)(plan, layout, nq, nk, q, ldq, k, ldk, v, ldv,
+                             out, ldout, bad_row);
+}
+
+static int run_naive(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
+                     const real *q, int64_t ldq, const real *k, int64_t ldk,
+                     const real *v, int64_t ldv, real *out, int64_t ldout,
+                     int64_t *bad_row)
+{
+    return XI(naive_run)(plan, 0, layout, nq, nk, q, ldq, k, ldk, v, ldv, out,
+                         ldout, bad_row);
+}
+
+static int run_causal(const X(plan) *plan, int layout, int64_t n, int64_t nk,
+                      const real *q, int64_t ldq, const real *k, int64_t ldk,
+                      const real *v, int64_t ldv, real *out, int64_t ldout,
+                      int64_t *bad_row)
+{
+    (void)nk;
+    return XI(causal_run)(plan, layout, n, q, ldq, k, ldk, v, ldv, out, ldout,
+                          bad_row);
+}
+
+static int run_naive_causal(const X(plan) *plan, int layout, int64_t n,
+                            int64_t nk, const real *q, int64_t ldq,
+                            const real *k, int64_t ldk, const real *v,
+                            int64_t ldv, real *out, int64_t ldout,
+                            int64_t *bad_row)
+{
+    (void)nk;
+    return XI(naive_run)(plan, 1, layout, n, n, q, ldq, k, ldk, v, ldv, out,
+                         ldout, bad_row);
+}
+
+/* A batched call after its checks. */
+typedef struct {
+    problem_fn run;
+    const X(plan) *plan;
+    int layout;
+    int64_t heads, nq, nk;
+    const real *q, *k, *v;
+    real *out;
+    const linattn_strides *sq, *sk, *sv, *sout;
+    /* per range t: the first failing problem's status and row */
+    int status[LINATTN_MAX_THREADS];
+    int64_t row[LINATTN_MAX_THREADS];
+} batch_job;
+
+static int64_t offset(const linattn_strides *s, int64_t b, int64_t h)
+{
+    return b * s->batch + h * s->head;
+}
+
+/* Problem (b, h)'s matrix; NULL stays NULL (a matrix with no rows). */
+static const real *at(const real *p, const linattn_strides *s, int64_t b,
+                      int64_t h)
+{
+    return p ? p + offset(s, b, h) : p;
+}
+
+/* Problems [lo, hi), all of them; returns the first that failed (its
+ * status and row kept for range t), or INT64_MAX. */
+static int64_t run_problems(void *ctx, int t, int64_t lo, int64_t hi)
+{
+    batch_job *j = ctx;
+    int64_t first = INT64_MAX;
+    for (int64_t p = lo; p < hi; p++) {
+        int64_t b = p / j->heads, h = p % j->heads, row = -1;
+        int st = j->run(j->plan, j->layout, j->nq, j->nk,
+                        at(j->q, j->sq, b, h), j->sq->ld,
+                        at(j->k, j->sk, b, h), j->sk->ld,
+                        at(j->v, j->sv, b, h), j->sv->ld,
+                        j->out + offset(j->sout, b, h), j->sout->ld, &row);
+        if (st && first == INT64_MAX) {
+            first = p;
+            j->status[t] = st;
+            j->row[t] = st == LINATTN_EDENOM ? row : -1;
+        }
+    }
+    return first;
+}
+
+/* Nonzero when every input entry of every problem is finite. */
+static int inputs_finite(const batch_job *j, int64_t batch)
+{
+    int cm = j->layout == LINATTN_COL_MAJOR;
+    int64_t d = j->plan->d, e = j->plan->e;
+    for (int64_t b = 0; b < batch; b++)
+        for (int64_t h = 0; h < j->heads; h++)
+            if (!XI(all_finite)((XI(view)){at(j->q, j->sq, b, h), j->sq->ld,
+                                           cm}, j->nq, d) ||
+                !XI(all_finite)((XI(view)){at(j->k, j->sk, b, h), j->sk->ld,
+                                           cm}, j->nk, d) ||
+                !XI(all_finite)((XI(view)){at(j->v, j->sv, b, h), j->sv->ld,
+                                           cm}, j->nk, e))
+                return 0;
+    return 1;
+}
+
+/* The shared body: checks (argument positions from pos on: q, its
+ * strides, k, ..., out, its strides), then the problems. */
+static int batched(batch_job *j, int64_t batch, int pos, int keys_in_blas,
+                   linattn_where *bad)
+{
+    const X(plan) *plan = j->plan;
+    int64_t d = plan->d, e = plan->e;
+    const linattn_i_bmat mats[] = {{j->nq, d, j->q, j->sq, pos, 0},
+                                   {j->nk, d, j->k, j->sk, pos + 2, 0},
+                                   {j->nk, e, j->v, j->sv, pos + 4, 0},
+                                   {j->nq, e, j->out, j->sout, pos + 6, 1}};
+    int st = linattn_i_check_batched(j->layout, batch, j->heads, sizeof(real),
+                                     mats, 4);
+    if (!st && batch > 0 && j->heads > INT64_MAX / batch)
+        st = LINATTN_ESIZE; /* problems not countable in int64 */
+    if (!st && keys_in_blas)
+        st = linattn_i_blas_fits(j->nk);
+    if (!st && plan->check_finite && !inputs_finite(j, batch))
+        st = LINATTN_ENONFINITE;
+    int64_t problems = batch * j->heads;
+    if (st || problems == 0 || j->nq == 0)
+        return st;
+    /* Problems over threads when there are enough of them, else one after
+     * another with each call threading its rows. */
+    int nt = linattn_i_threads(problems, 1);
+    if (nt < linattn_i_threads(INT64_MAX, 1))
+        nt = 1;
+    int64_t first = nt > 1 ? linattn_i_parallel_ranges(nt, problems,
+                                                       run_problems, j)
+                           : run_problems(j, 0, 0, problems);
+    if (first == INT64_MAX)
+        return 0;
+    int t = 0;
+    while (nt > 1 && linattn_i_range_start(problems, nt, t + 1) <= first)
+        t++;
+    if (bad)
+        *bad = (linattn_where){first / j->heads, first % j->heads, j->row[t]};
+    return j->status[t];
+}
+
+/* Positions 1-4 of every batched call: plan, layout, batch, heads. */
+static int leading_args(const X(plan) *plan, int layout, int64_t batch,
+                        int64_t heads)
+{
+    if (!plan)
+        return -1;
+    if (!linattn_i_layout_ok(layout))
+        return -2;
+    if (batch < 0)
+        return -3;
+    if (heads < 0)
+        return -4;
+    return 0;
+}
+
+static int batched_qkv(problem_fn run, int keys_in_blas, const X(plan) *plan,
+                       int layout, int64_t batch, int64_t heads, int64_t nq,
+                       int64_t nk, const real *q, const linattn_strides *sq,
+                       const real *k, const linattn_strides *sk, const real *v,
+                       const linattn_strides *sv, real *out,
+                       const linattn_strides *sout, linattn_where *bad)
+{
+    int st = leading_args(plan, layout, batch, heads);
+    if (st)
+        return st;
+    if (nq < 0)
+        return -5;
+    if (nk < 0)
+        return -6;
+    batch_job j = {run, plan, layout, heads, nq, nk, q, k, v, out,
+                   sq, sk, sv, sout, {0}, {0}};
+    return batched(&j, batch, 7, keys_in_blas, bad);
+}
+
+static int batched_seq(problem_fn run, const X(plan) *plan, int layout,
+                       int64_t batch, int64_t heads, int64_t n, const real *q,
+                       const linattn_strides *sq, const real *k,
+                       const linattn_strides *sk, const real *v,
+                       const linattn_strides *sv, real *out,
+                       const linattn_strides *sout, linattn_where *bad)
+{
+    int st = leading_args(plan, layout, batch, heads);
+    if (st)
+        return st;
+    if (n < 0)
+        return -5;
+    batch_job j = {run, plan, layout, heads, n, n, q, k, v, out,
+                   sq, sk, sv, sout, {0}, {0}};
+    return batched(&j, batch, 6, run == run_naive_causal, bad);
+}
+
+int X(batched_attention)(const X(plan) *plan, int layout, int64_t batch,
+                         int64_t heads, int64_t nq, int64_t nk, const real *q,
+                         const linattn_strides *sq, const real *k,
+                         const linattn_strides *sk, const real *v,
+                         const linattn_strides *sv, real *out,
+                         const linattn_strides *sout, linattn_where *bad)
+{
+    return batched_qkv(run_attention, 0, plan, layout, batch, heads, nq, nk, q,
+                       sq, k, sk, v, sv, out, sout, bad);
+}
+
+int X(batched_naive)(const X(plan) *plan, int layout, int64_t batch,
+                     int64_t heads, int64_t nq, int64_t nk, const real *q,
+                     const linattn_strides *sq, const real *k,
+                     const linattn_strides *sk, const real *v,
+                     const linattn_strides *sv, real *out,
+                     const linattn_strides *sout, linattn_where *bad)
+{
+    return batched_qkv(run_naive, 1, plan, layout, batch, heads, nq, nk, q, sq,
+                       k, sk, v, sv, out, sout, bad);
+}
+
+int X(batched_causal)(const X(plan) *plan, int layout, int64_t batch,
+                      int64_t heads, int64_t n, const real *q,
+                      const linattn_strides *sq, const real *k,
+                      const linattn_strides *sk, const real *v,
+                      const linattn_strides *sv, real *out,
+                      const linattn_strides *sout, linattn_where *bad)
+{
+    return batched_seq(run_causal, plan, layout, batch, heads, n, q, sq, k, sk,
+                       v, sv, out, sout, bad);
+}
+
+int X(batched_naive_causal)(const X(plan) *plan, int layout, int64_t batch,
+                            int64_t heads, int64_t n, const real *q,
+                            const linattn_strides *sq, const real *k,
+                            const linattn_strides *sk, const real *v,
+                            const linattn_strides *sv, real *out,
+                            const linattn_strides *sout, linattn_where *bad)
+{
+    return batched_seq(run_naive_causal, plan, layout, batch, heads, n, q, sq,
+                       k, sk, v, sv, out, sout, bad);
+}
