@@ -11,15 +11,13 @@
  * --block B, --d D, --e E.  d = e = 64, double, identity and elu+1 by
  * default.  Times are medians over R repetitions (after one warm-up).
  */
-#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 #include "linattn.h"
+#include "machine.h"
+#include "measure.h"
 #include "timing.h"
 
 #define MAX_REPS 101
@@ -106,80 +104,6 @@ static double time_attention(attn_fn f, const linattn_d_plan *p, int64_t n,
     return bench_now() - t0;
 }
 
-/* The GEMM calls the factored path makes, alone: state blocks
- * S += K_b^T V_b, then query blocks out_b = Q_b S, written into out.  (The
- * library adds phi, the column sums z, the normalizers phi(q) . z and the
- * division: the x_bare ratio measures that.)  With threads > 1 the rows
- * are split as the library splits them: each thread makes the calls for
- * its range, into its own S, with single-threaded BLAS. */
-static void bare_range(int64_t lo, int64_t hi, int64_t d, int64_t e,
-                       int64_t block, const double *q, const double *k,
-                       const double *v, double *out, double *s)
-{
-    for (int64_t i = lo; i < hi; i += block) {
-        int b = (int)(hi - i < block ? hi - i : block);
-        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)d, (int)e, b,
-                    1, k + i * d, (int)d, v + i * e, (int)e, 1, s, (int)(e + 1));
-    }
-    for (int64_t i = lo; i < hi; i += block) {
-        int b = (int)(hi - i < block ? hi - i : block);
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, b, (int)e,
-                    (int)d, 1, q + i * d, (int)d, s, (int)(e + 1), 0,
-                    out + i * e, (int)e);
-    }
-}
-
-static double time_bare_gemms(int threads, int64_t n, int64_t d, int64_t e,
-                              int64_t block, const double *q, const double *k,
-                              const double *v, double *out)
-{
-    double *s = calloc((size_t)(threads * d * (e + 1)), sizeof *s);
-    double t0 = bench_now();
-    if (threads == 1) {
-        bare_range(0, n, d, e, block, q, k, v, out, s);
-    } else {
-#ifdef LINATTN_HAVE_OPENBLAS_GET_PARALLEL
-        int saved = openblas_get_num_threads();
-        if (openblas_get_parallel() == 1)
-            openblas_set_num_threads(1);
-#endif
-#ifdef _OPENMP
-#pragma omp parallel num_threads(threads)
-        {
-            int64_t t = omp_get_thread_num();
-            bare_range(n * t / threads, n * (t + 1) / threads, d, e, block, q,
-                       k, v, out, s + t * d * (e + 1));
-        }
-#endif
-#ifdef LINATTN_HAVE_OPENBLAS_GET_PARALLEL
-        openblas_set_num_threads(saved);
-#endif
-    }
-    double t = bench_now() - t0;
-    free(s);
-    return t;
-}
-
-/* GFLOP/s of a 2048^3 dgemm: the machine's practical peak for BLAS. */
-static double square_dgemm_rate(int reps)
-{
-    int n = 2048;
-    uint64_t seed = 5;
-    double *a = bench_random((int64_t)n * n, &seed);
-    double *b = bench_random((int64_t)n * n, &seed);
-    double *c = calloc((size_t)n * n, sizeof *c);
-    double t[MAX_REPS];
-    for (int r = -1; r < reps; r++) {
-        double t0 = bench_now();
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n,
-                    b, n, 0, c, n);
-        if (r >= 0)
-            t[r] = bench_now() - t0;
-    }
-    free(a), free(b), free(c);
-    return 2.0 * n * n * (double)n / bench_median(t, reps) / 1e9;
-}
-
 int main(int argc, char **argv)
 {
     config c;
@@ -207,12 +131,8 @@ int main(int argc, char **argv)
         }
     int64_t block;
     linattn_d_plan_block(plans[0], &block);
-#ifdef _OPENMP
-    int max_threads = omp_get_max_threads();
-#else
-    int max_threads = 1;
-#endif
-    double peak = square_dgemm_rate(c.reps);
+    int max_threads = bench_max_threads();
+    double peak = bench_d_gemm_rate(2048, c.reps);
     printf("linattn %s bench_core: d = %lld, e = %lld, double, block %lld, "
            "%d thread(s), median of %d\n", linattn_version_string(),
            (long long)d, (long long)e, (long long)block, max_threads, c.reps);
@@ -237,9 +157,9 @@ int main(int argc, char **argv)
         int threads = n / block < max_threads ? (int)(n / block) : max_threads;
         threads = threads > 1 ? threads : 1;
         for (int r = -1; r < c.reps; r++) { /* r = -1 warms up */
-            double b1 = time_bare_gemms(1, n, d, e, block, q, k, v, out);
-            double b = threads > 1 ? time_bare_gemms(threads, n, d, e, block,
-                                                     q, k, v, out)
+            double b1 = bench_d_bare_time(1, 1, n, d, e, block, q, k, v, out);
+            double b = threads > 1 ? bench_d_bare_time(threads, 1, n, d, e,
+                                                       block, q, k, v, out)
                                    : b1;
             for (int i = 0; i < 2; i++) {
                 if (c.only_map && c.only_map != maps[i])

@@ -28,8 +28,15 @@ static inline double bench_median(double *t, int n)
     return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
 }
 
-/* n values uniform in [-1, 1) from a seeded LCG; exits on out of memory
- * (a benchmark has nothing to fall back to). */
+/* The next value uniform in [-1, 1) from a seeded LCG. */
+static inline double bench_uniform(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(*s >> 11) * 0x1.0p-53 * 2 - 1;
+}
+
+/* n values uniform in [-1, 1); exits on out of memory (a benchmark has
+ * nothing to fall back to). */
 static inline double *bench_random(int64_t n, uint64_t *s)
 {
     double *a = malloc((size_t)n * sizeof *a);
@@ -38,10 +45,8 @@ static inline double *bench_random(int64_t n, uint64_t *s)
                 (long long)n);
         exit(1);
     }
-    for (int64_t i = 0; i < n; i++) {
-        *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-        a[i] = (double)(*s >> 11) * 0x1.0p-53 * 2 - 1;
-    }
+    for (int64_t i = 0; i < n; i++)
+        a[i] = bench_uniform(s);
     return a;
 }
 
