@@ -51,6 +51,15 @@
  *     force while any such split runs (process-wide: BLAS calls that other
  *     threads of the program make meanwhile run single-threaded too) and
  *     the previous setting is restored when the last one ends.
+ *     The batched calls split problems over the threads instead when there
+ *     are at least as many problems as threads.  A call too small to split
+ *     makes its BLAS calls from the calling thread, and BLAS then uses its
+ *     own thread count: OPENBLAS_NUM_THREADS for OpenBLAS's pthreads
+ *     build, OMP_NUM_THREADS for its OpenMP build.  So OMP_NUM_THREADS
+ *     caps the library and OPENBLAS_NUM_THREADS only the calls it does not
+ *     split.  A program that calls the library from several threads of
+ *     its own (not OpenMP ones) multiplies these counts: it wants
+ *     OMP_NUM_THREADS=1 and OPENBLAS_NUM_THREADS=1.
  *     Results agree across thread counts to rounding, not bit for bit.
  *
  * Normalizers.  A kernel such as the identity can make phi(q).z zero or
