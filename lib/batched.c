@@ -184,82 +184,45 @@ static int leading_args(const X(plan) *plan, int layout, int64_t batch,
     return 0;
 }
 
-static int batched_qkv(problem_fn run, int keys_in_blas, const X(plan) *plan,
-                       int layout, int64_t batch, int64_t heads, int64_t nq,
-                       int64_t nk, const real *q, const linattn_strides *sq,
-                       const real *k, const linattn_strides *sk, const real *v,
-                       const linattn_strides *sv, real *out,
-                       const linattn_strides *sout, linattn_where *bad)
+/* Every batched call: positions 1-4, then nq and nk (-5, -6) or, for
+ * the causal ones (seq), n (-5); the matrices follow. */
+static int batched_call(problem_fn run, int seq, int keys_in_blas,
+                        const X(plan) *plan, int layout, int64_t batch,
+                        int64_t heads, int64_t nq, int64_t nk, const real *q,
+                        const linattn_strides *sq, const real *k,
+                        const linattn_strides *sk, const real *v,
+                        const linattn_strides *sv, real *out,
+                        const linattn_strides *sout, linattn_where *bad)
 {
     int st = leading_args(plan, layout, batch, heads);
     if (st)
         return st;
     if (nq < 0)
         return -5;
-    if (nk < 0)
+    if (!seq && nk < 0)
         return -6;
     batch_job j = {run, plan, layout, heads, nq, nk, q, k, v, out,
                    sq, sk, sv, sout, {0}, {0}};
-    return batched(&j, batch, 7, keys_in_blas, bad);
+    return batched(&j, batch, seq ? 6 : 7, keys_in_blas, bad);
 }
 
-static int batched_seq(problem_fn run, const X(plan) *plan, int layout,
-                       int64_t batch, int64_t heads, int64_t n, const real *q,
-                       const linattn_strides *sq, const real *k,
-                       const linattn_strides *sk, const real *v,
-                       const linattn_strides *sv, real *out,
-                       const linattn_strides *sout, linattn_where *bad)
-{
-    int st = leading_args(plan, layout, batch, heads);
-    if (st)
-        return st;
-    if (n < 0)
-        return -5;
-    batch_job j = {run, plan, layout, heads, n, n, q, k, v, out,
-                   sq, sk, sv, sout, {0}, {0}};
-    return batched(&j, batch, 6, run == run_naive_causal, bad);
-}
+/* The public entry points, differing only in the problem they run and
+ * their sizes: nq queries and nk keys, or n of both (causal). */
+#define UNWRAP(...) __VA_ARGS__
+#define ENTRY(name, run, seq, keys_in_blas, sizes, nq, nk)                   \
+    int X(name)(const X(plan) *plan, int layout, int64_t batch,               \
+                int64_t heads, UNWRAP sizes, const real *q,                   \
+                const linattn_strides *sq, const real *k,                     \
+                const linattn_strides *sk, const real *v,                     \
+                const linattn_strides *sv, real *out,                         \
+                const linattn_strides *sout, linattn_where *bad)              \
+    {                                                                         \
+        return batched_call(run, seq, keys_in_blas, plan, layout, batch,      \
+                            heads, nq, nk, q, sq, k, sk, v, sv, out, sout,    \
+                            bad);                                             \
+    }
 
-int X(batched_attention)(const X(plan) *plan, int layout, int64_t batch,
-                         int64_t heads, int64_t nq, int64_t nk, const real *q,
-                         const linattn_strides *sq, const real *k,
-                         const linattn_strides *sk, const real *v,
-                         const linattn_strides *sv, real *out,
-                         const linattn_strides *sout, linattn_where *bad)
-{
-    return batched_qkv(run_attention, 0, plan, layout, batch, heads, nq, nk, q,
-                       sq, k, sk, v, sv, out, sout, bad);
-}
-
-int X(batched_naive)(const X(plan) *plan, int layout, int64_t batch,
-                     int64_t heads, int64_t nq, int64_t nk, const real *q,
-                     const linattn_strides *sq, const real *k,
-                     const linattn_strides *sk, const real *v,
-                     const linattn_strides *sv, real *out,
-                     const linattn_strides *sout, linattn_where *bad)
-{
-    return batched_qkv(run_naive, 1, plan, layout, batch, heads, nq, nk, q, sq,
-                       k, sk, v, sv, out, sout, bad);
-}
-
-int X(batched_causal)(const X(plan) *plan, int layout, int64_t batch,
-                      int64_t heads, int64_t n, const real *q,
-                      const linattn_strides *sq, const real *k,
-                      const linattn_strides *sk, const real *v,
-                      const linattn_strides *sv, real *out,
-                      const linattn_strides *sout, linattn_where *bad)
-{
-    return batched_seq(run_causal, plan, layout, batch, heads, n, q, sq, k, sk,
-                       v, sv, out, sout, bad);
-}
-
-int X(batched_naive_causal)(const X(plan) *plan, int layout, int64_t batch,
-                            int64_t heads, int64_t n, const real *q,
-                            const linattn_strides *sq, const real *k,
-                            const linattn_strides *sk, const real *v,
-                            const linattn_strides *sv, real *out,
-                            const linattn_strides *sout, linattn_where *bad)
-{
-    return batched_seq(run_naive_causal, plan, layout, batch, heads, n, q, sq,
-                       k, sk, v, sv, out, sout, bad);
-}
+ENTRY(batched_attention, run_attention, 0, 0, (int64_t nq, int64_t nk), nq, nk)
+ENTRY(batched_naive, run_naive, 0, 1, (int64_t nq, int64_t nk), nq, nk)
+ENTRY(batched_causal, run_causal, 1, 0, (int64_t n), n, n)
+ENTRY(batched_naive_causal, run_naive_causal, 1, 1, (int64_t n), n, n)

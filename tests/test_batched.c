@@ -141,6 +141,20 @@ static void tbat_free(tbat *t)
     t->a = NULL;
 }
 
+static void tbat_free4(tbat *q, tbat *k, tbat *v, tbat *out)
+{
+    tbat_free(q), tbat_free(k), tbat_free(v), tbat_free(out);
+}
+
+/* Random q, k (rows x d) and v (rows x e) in one geometry. */
+static void tbat_qkv(int geometry, int64_t batch, int64_t heads, int64_t rows,
+                     int64_t d, int64_t e, double lo, uint64_t *seed, tbat qkv[3])
+{
+    qkv[0] = tbat_rand(geometry, ROW, batch, heads, rows, d, lo, 1, seed);
+    qkv[1] = tbat_rand(geometry, ROW, batch, heads, rows, d, lo, 1, seed);
+    qkv[2] = tbat_rand(geometry, ROW, batch, heads, rows, e, -1, 1, seed);
+}
+
 /* The four batched paths behind one signature (causal ones: nq = nk). */
 enum path { ATTENTION, NAIVE, CAUSAL, NAIVE_CAUSAL, PATHS };
 static const char *path_name[PATHS] = {"attention", "naive", "causal",
@@ -304,7 +318,7 @@ START_TEST(batched_equals_single_calls)
                         tbat v = tbat_rand(SHARED, layout, B, H, nk, e, -1, 1, &seed);
                         tbat out = tbat_new(g, layout, B, H, nq, e);
                         compare_one(path, p, layout, B, H, nq, nk, &q, &k, &v, &out);
-                        tbat_free(&q), tbat_free(&k), tbat_free(&v), tbat_free(&out);
+                        tbat_free4(&q, &k, &v, &out);
                     }
         }
         P(plan_destroy)(p);
@@ -320,9 +334,9 @@ START_TEST(batched_against_reference)
     const int64_t B = 2, H = 3, n = 41, d = 4, e = 6;
     uint64_t seed = 5;
     P(plan) *p = make_plan(LINATTN_MAP_ELU1, d, e, 16, 7, LINATTN_DENOM_POSITIVE);
-    tbat q = tbat_rand(INTERLEAVED, ROW, B, H, n, d, -1, 1, &seed);
-    tbat k = tbat_rand(INTERLEAVED, ROW, B, H, n, d, -1, 1, &seed);
-    tbat v = tbat_rand(INTERLEAVED, ROW, B, H, n, e, -1, 1, &seed);
+    tbat qkv[3];
+    tbat_qkv(INTERLEAVED, B, H, n, d, e, -1, &seed, qkv);
+    tbat q = qkv[0], k = qkv[1], v = qkv[2];
     long double *ref = malloc((size_t)(n * e) * sizeof *ref);
     for (int path = 0; path < PATHS; path++) {
         int causal = path == CAUSAL || path == NAIVE_CAUSAL;
@@ -367,9 +381,9 @@ START_TEST(edenom_reports_problem_and_row)
     for (int c = 0; c < 3; c++)
         for (int path = 0; path < PATHS; path++) {
             uint64_t seed = 9;
-            tbat q = tbat_rand(CONTIG, ROW, B, H, n, d, 0.1, 1, &seed);
-            tbat k = tbat_rand(CONTIG, ROW, B, H, n, d, 0.1, 1, &seed);
-            tbat v = tbat_rand(CONTIG, ROW, B, H, n, e, -1, 1, &seed);
+            tbat qkv[3];
+            tbat_qkv(CONTIG, B, H, n, d, e, 0.1, &seed, qkv);
+            tbat q = qkv[0], k = qkv[1], v = qkv[2];
             for (int f = 0; f < 3 && cases[c][f][0] >= 0; f++)
                 for (int64_t j = 0; j < d; j++) {
                     real *x = &q.a[tbat_pos(&q, cases[c][f][0], cases[c][f][1],
@@ -386,7 +400,7 @@ START_TEST(edenom_reports_problem_and_row)
             /* bad may be NULL */
             ck_assert_int_eq(run_batched(path, p, ROW, B, H, n, n, &q, &k, &v,
                                          &out, NULL), LINATTN_EDENOM);
-            tbat_free(&q), tbat_free(&k), tbat_free(&v), tbat_free(&out);
+            tbat_free4(&q, &k, &v, &out);
         }
     P(plan_destroy)(p);
     set_threads(saved);
@@ -401,9 +415,9 @@ START_TEST(thread_counts_agree)
     uint64_t seed = 21;
     int saved = max_threads();
     P(plan) *p = make_plan(LINATTN_MAP_ELU1, d, e, 32, 16, LINATTN_DENOM_POSITIVE);
-    tbat q = tbat_rand(CONTIG, ROW, B, H, n, d, -1, 1, &seed);
-    tbat k = tbat_rand(CONTIG, ROW, B, H, n, d, -1, 1, &seed);
-    tbat v = tbat_rand(CONTIG, ROW, B, H, n, e, -1, 1, &seed);
+    tbat qkv[3];
+    tbat_qkv(CONTIG, B, H, n, d, e, -1, &seed, qkv);
+    tbat q = qkv[0], k = qkv[1], v = qkv[2];
     for (int path = 0; path < PATHS; path++) {
         tbat o1 = tbat_new(CONTIG, ROW, B, H, n, e), o2 = tbat_copy(&o1);
         set_threads(1);
