@@ -122,6 +122,21 @@ static void augment_rows(XI(view) v, int64_t rows, int64_t e, real *vaug)
     }
 }
 
+#if LINATTN_ACC_WIDER
+/* acc += part in the accumulator's precision, s = acc in the working one:
+ * once per chunk, so vectorized. */
+LINATTN_CLONES
+static void XI(fold_part)(acc_t *acc, const real *part, real *s, int64_t len)
+{
+    LINATTN_SIMD
+    for (int64_t i = 0; i < len; i++) {
+        acc_t t = acc[i] + part[i];
+        acc[i] = t;
+        s[i] = (real)t;
+    }
+}
+#endif
+
 /* Rows [0, n) causally; returns -1 or the first row whose normalizer
  * breaks the policy (rows before it written, none after). */
 static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
@@ -155,8 +170,7 @@ static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
         /* The state moves past this chunk: [S z] += phi(K_c)^T [V_c 1]. */
 #if LINATTN_ACC_WIDER
         XI(gemm)(1, 0, m, ld, rows, 1, pk, vaug, 0, w->part, ld);
-        for (int64_t i = 0; i < m * ld; i++)
-            w->s[i] = (real)(w->acc[i] += w->part[i]);
+        XI(fold_part)(w->acc, w->part, w->s, m * ld);
 #else
         XI(gemm)(1, 0, m, ld, rows, 1, pk, vaug, 1, w->acc, ld);
 #endif
