@@ -7,10 +7,12 @@
  *     num = phi(Q_c) S + A V_c,   den = phi(Q_c) z + A 1
  *     then S += phi(K_c)^T V_c,   z += phi(K_c)^T 1
  *
- * A V_c is built from GEMMs on the blocks strictly below the diagonal and
- * small explicit triangles on it, so that no future token of the chunk
- * enters a row's output, not even as 0 * Inf (OpenBLAS's TRMM does let
- * NaN through from rows below: measured).
+ * in two GEMMs per chunk: [num den | A] = phi(Q_c) [S z | phi(K_c)^T] (the
+ * state and the chunk's keys side by side), and the state update
+ * [S z] += phi(K_c)^T [V_c 1].  tril(A) [V_c 1] is built from GEMMs on the
+ * blocks strictly below the diagonal and small explicit triangles on it, so
+ * that no future token of the chunk enters a row's output, not even as
+ * 0 * Inf (OpenBLAS's TRMM does let NaN through from rows below: measured).
  *
  * Extra memory is O(C (m + e + C) + m e), whatever n: the prefix state is
  * never materialized per token.
@@ -39,62 +41,78 @@ int XI(causal_args)(const X(plan) *plan, int layout, int64_t n, const real *q,
                          ldout, 4, keys_in_blas);
 }
 
-/* The workspace of one causal pass, all allocated up front.  vaug holds
- * the chunk's values with a column of ones, [V_c 1], so that every GEMM
- * against it yields numerators and normalizers together. */
+/* The workspace of one causal pass, all allocated up front.
+ *
+ * b is m x (e + 1 + C): the state [S z] with phi(K_c)^T beside it, so that
+ * one GEMM phi(Q_c) b gives [num den | A] for the chunk.  vaug holds the
+ * chunk's values with a column of ones, [V_c 1], so that every GEMM against
+ * it yields numerators and normalizers together.  In double the state
+ * accumulates in b itself (acc aliases b, leading dimension ldb); in float
+ * acc is a separate m x (e + 1) double accumulator that b follows. */
 typedef struct {
-    real *phiq, *phik, *a, *vaug, *y, *dd, *s, *part;
+    real *phiq, *phik, *vaug, *r, *dd, *b, *part;
     acc_t *acc;
+    int64_t ldb, ldacc;
 } causal_ws;
 
 static void free_causal_ws(causal_ws *w)
 {
-    free(w->phiq), free(w->phik), free(w->a), free(w->vaug), free(w->y);
-    free(w->dd), free(w->s), free(w->part), free(w->acc);
+    free(w->phiq), free(w->phik), free(w->vaug), free(w->r), free(w->dd);
+    free(w->b), free(w->part);
+    if (LINATTN_ACC_WIDER)
+        free(w->acc);
 }
 
 static int alloc_causal_ws(causal_ws *w, const X(plan) *plan, int64_t c)
 {
-    int64_t m = plan->m, ld = plan->e + 1, len = m * ld;
+    int64_t m = plan->m, ld = plan->e + 1, ldb = ld + c;
     memset(w, 0, sizeof *w);
+    w->ldb = ldb;
     /* phi of Q and K always materialized: the chunk is small and the
      * same buffers then serve every map and every leading dimension. */
     w->phiq = linattn_i_alloc(c * m, sizeof(real));
     w->phik = linattn_i_alloc(c * m, sizeof(real));
-    w->a = linattn_i_alloc(c * c, sizeof(real));
     w->vaug = linattn_i_alloc(c * ld, sizeof(real));
-    w->y = linattn_i_alloc(c * ld, sizeof(real));
+    w->r = linattn_i_alloc(c * ldb, sizeof(real));
     w->dd = linattn_i_alloc(2 * c, sizeof(real));
-    w->s = linattn_i_alloc(len, sizeof(real));
-    w->part = LINATTN_ACC_WIDER ? linattn_i_alloc(len, sizeof(real)) : NULL;
-    w->acc = linattn_i_alloc(len, sizeof(acc_t));
-    if (!w->phiq || !w->phik || !w->a || !w->vaug || !w->y || !w->dd ||
-        !w->s || (LINATTN_ACC_WIDER && !w->part) || !w->acc) {
+    w->b = linattn_i_alloc(m * ldb, sizeof(real));
+#if LINATTN_ACC_WIDER
+    w->part = linattn_i_alloc(m * ld, sizeof(real));
+    w->acc = linattn_i_alloc(m * ld, sizeof(acc_t));
+    w->ldacc = ld;
+#else
+    w->acc = w->b;
+    w->ldacc = ldb;
+#endif
+    if (!w->phiq || !w->phik || !w->vaug || !w->r || !w->dd || !w->b ||
+        (LINATTN_ACC_WIDER && (!w->part || !w->acc))) {
         free_causal_ws(w);
         return LINATTN_ENOMEM;
     }
-    memset(w->acc, 0, (size_t)len * sizeof(acc_t));
-    memset(w->s, 0, (size_t)len * sizeof(real));
+    memset(w->b, 0, (size_t)(m * ldb) * sizeof(real));
+    if (LINATTN_ACC_WIDER)
+        memset(w->acc, 0, (size_t)(m * ld) * sizeof(acc_t));
     return 0;
 }
 
 /* Rows per diagonal block of the triangle product. */
 #define TRIANGLE_BLOCK 16
 
-/* y (rows x ld) += tril(A) [V 1] for the chunk's rows, reading only A[i][j]
- * and row j of vaug with j <= i: below the diagonal blocks by GEMM, the
- * diagonal blocks by explicit loops. */
+/* y (rows x ld, ldy) += tril(A) [V 1] for the chunk's rows, reading only
+ * A[i][j] and row j of vaug (ld) with j <= i: below the diagonal blocks by
+ * GEMM, the diagonal blocks by explicit loops.  (A and y may share a
+ * buffer, in disjoint columns.) */
 LINATTN_CLONES
 static void XI(triangle_times)(const real *a, int64_t lda, const real *vaug,
-                               int64_t rows, int64_t ld, real *y)
+                               int64_t rows, int64_t ld, real *y, int64_t ldy)
 {
     for (int64_t i0 = 0; i0 < rows; i0 += TRIANGLE_BLOCK) {
         int64_t i1 = i0 + TRIANGLE_BLOCK < rows ? i0 + TRIANGLE_BLOCK : rows;
         if (i0 > 0)
             XI(gemm)(0, 0, i1 - i0, ld, i0, 1, (XI(view)){a + i0 * lda, lda, 0},
-                     (XI(view)){vaug, ld, 0}, 1, y + i0 * ld, ld);
+                     (XI(view)){vaug, ld, 0}, 1, y + i0 * ldy, ldy);
         for (int64_t i = i0; i < i1; i++) {
-            real *yi = y + i * ld;
+            real *yi = y + i * ldy;
             for (int64_t j = i0; j <= i; j++) {
                 real aij = a[i * lda + j];
                 const real *vj = vaug + j * ld;
@@ -123,8 +141,8 @@ static void augment_rows(XI(view) v, int64_t rows, int64_t e, real *vaug)
 }
 
 #if LINATTN_ACC_WIDER
-/* acc += part in the accumulator's precision, s = acc in the working one:
- * once per chunk, so vectorized. */
+/* acc += part in the accumulator's precision, s = acc in the working one
+ * (one row of the state): once per chunk, so vectorized. */
 LINATTN_CLONES
 static void XI(fold_part)(acc_t *acc, const real *part, real *s, int64_t len)
 {
@@ -143,7 +161,7 @@ static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
                              int layout, int64_t n, XI(view) q, XI(view) k,
                              XI(view) v, real *out, int64_t ldout)
 {
-    int64_t m = plan->m, e = plan->e, ld = e + 1;
+    int64_t m = plan->m, e = plan->e, ld = e + 1, ldb = w->ldb;
     real *den = w->dd, *inv = w->dd + c;
     int cm = layout == LINATTN_COL_MAJOR;
     for (int64_t r = 0; r < n; r += c) {
@@ -151,28 +169,32 @@ static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
         XI(phi_rows)(plan, XI(view_rows)(q, r), rows, w->phiq, NULL);
         XI(phi_rows)(plan, XI(view_rows)(k, r), rows, w->phik, NULL);
         augment_rows(XI(view_rows)(v, r), rows, e, w->vaug);
-        XI(view) pq = {w->phiq, m, 0}, pk = {w->phik, m, 0};
-        XI(view) vaug = {w->vaug, ld, 0};
-        /* [num den] = phi(Q_c) [S z] + tril(phi(Q_c) phi(K_c)^T) [V_c 1].
-         * (The GEMM fills the square A; only its lower triangle is read.) */
-        XI(gemm)(0, 0, rows, ld, m, 1, pq, (XI(view)){w->s, ld, 0}, 0, w->y, ld);
-        XI(gemm)(0, 1, rows, rows, m, 1, pq, pk, 0, w->a, rows);
-        XI(triangle_times)(w->a, rows, w->vaug, rows, ld, w->y);
+        for (int64_t j = 0; j < rows; j++)
+            for (int64_t i = 0; i < m; i++)
+                w->b[i * ldb + ld + j] = w->phik[j * m + i];
+        XI(view) pk = {w->phik, m, 0}, vaug = {w->vaug, ld, 0};
+        /* [num den | A] = phi(Q_c) [S z | phi(K_c)^T], then
+         * [num den] += tril(A) [V_c 1].  (A is the whole square; only its
+         * lower triangle is read.) */
+        XI(gemm)(0, 0, rows, ld + rows, m, 1, (XI(view)){w->phiq, m, 0},
+                 (XI(view)){w->b, ldb, 0}, 0, w->r, ldb);
+        XI(triangle_times)(w->r + ld, ldb, w->vaug, rows, ld, w->r, ldb);
         for (int64_t i = 0; i < rows; i++)
-            den[i] = w->y[i * ld + e];
+            den[i] = w->r[i * ldb + e];
         int64_t good = XI(good_rows)(plan, den, rows, 1);
         for (int64_t i = 0; i < good; i++)
             inv[i] = 1 / den[i];
-        XI(put_rows)(cm ? out + r : out + r * ldout, cm, ldout, w->y, 0, ld,
+        XI(put_rows)(cm ? out + r : out + r * ldout, cm, ldout, w->r, 0, ldb,
                      good, e, inv);
         if (good < rows)
             return r + good;
         /* The state moves past this chunk: [S z] += phi(K_c)^T [V_c 1]. */
 #if LINATTN_ACC_WIDER
         XI(gemm)(1, 0, m, ld, rows, 1, pk, vaug, 0, w->part, ld);
-        XI(fold_part)(w->acc, w->part, w->s, m * ld);
+        for (int64_t i = 0; i < m; i++)
+            XI(fold_part)(w->acc + i * ld, w->part + i * ld, w->b + i * ldb, ld);
 #else
-        XI(gemm)(1, 0, m, ld, rows, 1, pk, vaug, 1, w->acc, ld);
+        XI(gemm)(1, 0, m, ld, rows, 1, pk, vaug, 1, w->b, ldb);
 #endif
     }
     return -1;
@@ -214,7 +236,6 @@ int X(causal)(const X(plan) *plan, int layout, int64_t n, const real *q,
     int64_t c = plan->chunk < n ? plan->chunk : n;
     int64_t min_rows = plan->block > c ? plan->block : c;
     int nt = linattn_i_threads(n, min_rows);
-    int64_t len = plan->m * (plan->e + 1);
     /* All workspace and range states before anything is written. */
     causal_ws ws[LINATTN_MAX_THREADS];
     X(state) states[LINATTN_MAX_THREADS];
@@ -241,28 +262,24 @@ int X(causal)(const X(plan) *plan, int layout, int64_t n, const real *q,
                                           XI(view_rows)(job.v, lo), hi - lo);
         }
         /* range t starts from ranges 0 .. t-1 */
+        int64_t m = plan->m, ld = plan->e + 1;
         for (int t = 1; !st && t < nt; t++)
-            for (int64_t i = 0; i < len; i++)
-                ws[t].acc[i] = ws[t - 1].acc[i] + states[t - 1].acc[i];
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t j = 0; j < ld; j++)
+                    ws[t].acc[i * ws[t].ldacc + j] =
+                        ws[t - 1].acc[i * ws[t - 1].ldacc + j] +
+                        states[t - 1].acc[i * ld + j];
     }
-    for (int t = 0; !st && LINATTN_ACC_WIDER && t < nt; t++)
-        for (int64_t i = 0; i < len; i++)
-            ws[t].s[i] = (real)ws[t].acc[i];
-#if !LINATTN_ACC_WIDER
-    /* In double the state is accumulated in place: S is acc itself. */
-    for (int t = 0; t < have; t++) {
-        free(ws[t].s);
-        ws[t].s = ws[t].acc;
-    }
+#if LINATTN_ACC_WIDER
+    for (int t = 1; !st && t < nt; t++)
+        for (int64_t i = 0; i < plan->m; i++)
+            for (int64_t j = 0; j < plan->e + 1; j++)
+                ws[t].b[i * ws[t].ldb + j] = (real)ws[t].acc[i * ws[t].ldacc + j];
 #endif
     if (!st)
         bad = linattn_i_parallel_ranges(nt, n, range_chunks, &job);
-    for (int t = 0; t < have; t++) {
-#if !LINATTN_ACC_WIDER
-        ws[t].s = NULL;
-#endif
+    for (int t = 0; t < have; t++)
         free_causal_ws(&ws[t]);
-    }
     free(mem);
     if (st)
         return st;
