@@ -83,11 +83,13 @@ static int64_t offset(const linattn_strides *s, int64_t b, int64_t h)
     return b * s->batch + h * s->head;
 }
 
-/* Problem (b, h)'s matrix; NULL stays NULL (a matrix with no rows). */
-static const real *at(const real *p, const linattn_strides *s, int64_t b,
-                      int64_t h)
+/* Problem (b, h)'s matrix of rows rows.  Without rows it is never read,
+ * and its strides were not checked for addressing: the base pointer
+ * (perhaps NULL) stands in. */
+static const real *at(const real *p, const linattn_strides *s, int64_t rows,
+                      int64_t b, int64_t h)
 {
-    return p ? p + offset(s, b, h) : p;
+    return rows > 0 ? p + offset(s, b, h) : p;
 }
 
 /* Problems [lo, hi), all of them; returns the first that failed (its
@@ -99,9 +101,9 @@ static int64_t run_problems(void *ctx, int t, int64_t lo, int64_t hi)
     for (int64_t p = lo; p < hi; p++) {
         int64_t b = p / j->heads, h = p % j->heads, row = -1;
         int st = j->run(j->plan, j->layout, j->nq, j->nk,
-                        at(j->q, j->sq, b, h), j->sq->ld,
-                        at(j->k, j->sk, b, h), j->sk->ld,
-                        at(j->v, j->sv, b, h), j->sv->ld,
+                        at(j->q, j->sq, j->nq, b, h), j->sq->ld,
+                        at(j->k, j->sk, j->nk, b, h), j->sk->ld,
+                        at(j->v, j->sv, j->nk, b, h), j->sv->ld,
                         j->out + offset(j->sout, b, h), j->sout->ld, &row);
         if (st && first == INT64_MAX) {
             first = p;
@@ -119,12 +121,12 @@ static int inputs_finite(const batch_job *j, int64_t batch)
     int64_t d = j->plan->d, e = j->plan->e;
     for (int64_t b = 0; b < batch; b++)
         for (int64_t h = 0; h < j->heads; h++)
-            if (!XI(all_finite)((XI(view)){at(j->q, j->sq, b, h), j->sq->ld,
-                                           cm}, j->nq, d) ||
-                !XI(all_finite)((XI(view)){at(j->k, j->sk, b, h), j->sk->ld,
-                                           cm}, j->nk, d) ||
-                !XI(all_finite)((XI(view)){at(j->v, j->sv, b, h), j->sv->ld,
-                                           cm}, j->nk, e))
+            if (!XI(all_finite)((XI(view)){at(j->q, j->sq, j->nq, b, h),
+                                           j->sq->ld, cm}, j->nq, d) ||
+                !XI(all_finite)((XI(view)){at(j->k, j->sk, j->nk, b, h),
+                                           j->sk->ld, cm}, j->nk, d) ||
+                !XI(all_finite)((XI(view)){at(j->v, j->sv, j->nk, b, h),
+                                           j->sv->ld, cm}, j->nk, e))
                 return 0;
     return 1;
 }

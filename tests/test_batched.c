@@ -563,6 +563,19 @@ START_TEST(batched_qkv_errors)
     ck_assert_int_eq(QKV(p, ROW, 2, 2, 0, 0, NULL, &s3, NULL, &s3, NULL, &s2, NULL, &s2), 0);
 #undef QKV
     P(plan_destroy)(p);
+    /* No keys: their strides are never used, even ones whose offsets would
+     * leave int64 (found by the fuzzer); with eps every output is 0. */
+    linattn_opts o;
+    linattn_opts_init(&o);
+    o.eps = 1;
+    ck_assert_int_eq(P(plan_create)(&p, LINATTN_MAP_ELU1, 3, 2, &o), 0);
+    const linattn_strides wild = {3, INT64_MAX / 2, INT64_MAX / 2};
+    fill();
+    ck_assert_int_eq(call_qkv(naive, p, ROW, 2, 2, 3, 0, qb, &s3, NULL, &wild, NULL,
+                              &wild, ob, &s2), 0);
+    for (int i = 0; i < 24; i++)
+        ck_assert(ob[i] == 0);
+    P(plan_destroy)(p);
 }
 END_TEST
 

@@ -12,7 +12,11 @@
  * ENONFINITE), aborts.  check-hard builds the library for it with the BLAS
  * integer limit lowered to 64, so that leading dimensions just above it
  * drive the paths that copy blocks through workspace (that build aborts if
- * one reaches BLAS).
+ * one reaches BLAS).  The batched calls are fuzzed too: batch and head
+ * strides that are natural, padded, zero, small (interleaving or
+ * overlapping), negative or beyond int64, against an oracle that
+ * enumerates every element (an output whose problems share an element
+ * must be refused; nothing is written between the elements).
  */
 #include <math.h>
 #include <stdint.h>
@@ -266,12 +270,222 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
 HARNESS(d, double)
 HARNESS(s, float)
 
+/* ---- the batched calls: strides ---- */
+
+/* A batched matrix argument: its strides (NULL sometimes), its element
+ * count and largest offset; count -1 when the description is invalid (the
+ * library must return -i), -2 when it is valid but not addressable in
+ * int64 (it must refuse, LINATTN_ESIZE). */
+typedef struct {
+    linattn_strides s;
+    int null_strides;
+    int64_t count, last; /* elements, and the largest offset */
+} bshape;
+
+/* Offset of element (b, h, i, j), or -1 beyond int64. */
+static int64_t boffset(const linattn_strides *s, int layout, int64_t b,
+                       int64_t h, int64_t i, int64_t j)
+{
+    __int128 o = (__int128)b * s->batch + (__int128)h * s->head +
+                 (layout == LINATTN_COL_MAJOR ? i + (__int128)j * s->ld
+                                              : (__int128)i * s->ld + j);
+    return o > INT64_MAX ? -1 : (int64_t)o;
+}
+
+static bshape take_bshape(reader *r, int layout, int64_t batch, int64_t heads,
+                          int64_t rows, int64_t cols)
+{
+    bshape m = {{0, 0, 0}, take(r) % 16 == 0, 0, 0};
+    m.s.ld = take_ld(r, layout, rows, cols);
+    int64_t inner = layout == LINATTN_COL_MAJOR ? rows : cols;
+    int64_t slice = span(layout, rows, cols, m.s.ld);
+    if (slice < 0) { /* valid but too big here: natural */
+        m.s.ld = inner > 0 ? inner : 1;
+        slice = span(layout, rows, cols, m.s.ld);
+    }
+    int64_t strides[2];
+    for (int a = 0; a < 2; a++)
+        switch (take(r) % 8) {
+        case 0:
+            strides[a] = 0;
+            break;
+        case 1:
+            strides[a] = -1 - take(r) % 4;
+            break;
+        case 2:
+            strides[a] = take(r) % 8; /* interleaving, maybe overlapping */
+            break;
+        case 3:
+            strides[a] = (int64_t)1 << 62;
+            break;
+        default:
+            strides[a] = slice * (a ? heads > 0 ? heads : 1 : 1) + take(r) % 4;
+        }
+    m.s.head = strides[0], m.s.batch = strides[1];
+    if (!arg_ok(layout, rows, cols, &m, m.s.ld) || m.s.head < 0 ||
+        m.s.batch < 0 || batch < 0 || heads < 0) {
+        m.count = -1;
+        return m;
+    }
+    if (batch == 0 || heads == 0 || rows == 0)
+        return m;
+    int64_t last = boffset(&m.s, layout, batch - 1, heads - 1, rows - 1,
+                           cols - 1);
+    if (last < 0) {
+        m.count = -2;
+        return m;
+    }
+    if (last >= (1 << 16)) { /* valid, too big to allocate here: natural */
+        m.s.head = slice;
+        m.s.batch = slice * heads;
+        last = boffset(&m.s, layout, batch - 1, heads - 1, rows - 1, cols - 1);
+    }
+    m.count = batch * heads * rows * cols;
+    m.last = last;
+    return m;
+}
+
+/* Nonzero when two elements of the batched matrix share an offset. */
+static int boverlaps(const bshape *m, int layout, int64_t batch, int64_t heads,
+                     int64_t rows, int64_t cols)
+{
+    if (m->count <= 0)
+        return 0;
+    uint8_t *seen = calloc((size_t)m->last + 1, 1);
+    int dup = 0;
+    for (int64_t b = 0; b < batch; b++)
+        for (int64_t h = 0; h < heads; h++)
+            for (int64_t i = 0; i < rows; i++)
+                for (int64_t j = 0; j < cols; j++)
+                    dup |= seen[boffset(&m->s, layout, b, h, i, j)]++ != 0;
+    free(seen);
+    return dup;
+}
+
+#define BATCHED_HARNESS(P, R)                                                 \
+    /* A buffer for a batched matrix: as long as its last element, 1 when   \
+     * the description is invalid; NULL sometimes. */                        \
+    static R *P##bbuffer(reader *r, const bshape *m, int output)              \
+    {                                                                         \
+        size_t len = m->count > 0 ? (size_t)m->last + 1 : 1;                  \
+        R *a = take(r) % 16 == 0 ? NULL : malloc(len * sizeof(R));            \
+        for (size_t i = 0; a && i < len; i++)                                 \
+            a[i] = output ? (R)SENTINEL : (R)take_value(r);                   \
+        return a;                                                             \
+    }                                                                         \
+                                                                              \
+    static void P##_batched_run(reader *r)                                    \
+    {                                                                         \
+        static const int layouts[4] = {LINATTN_ROW_MAJOR, LINATTN_COL_MAJOR,  \
+                                       LINATTN_ROW_MAJOR, 7};                 \
+        int entry = (int)(take(r) % 4), seq = entry >= 2;                     \
+        int layout = layouts[take(r) % 4];                                    \
+        int64_t d = 1 + take(r) % 4, e = 1 + take(r) % 4;                     \
+        int64_t batch = take_size(r, 3), heads = take_size(r, 3);             \
+        int64_t nq = take_size(r, 12), nk = seq ? nq : take_size(r, 12);      \
+        linattn_opts o;                                                       \
+        linattn_opts_init(&o);                                                \
+        o.block = 1 + take(r) % 8;                                            \
+        o.chunk = 1 + take(r) % 8;                                            \
+        o.denom = (int)(take(r) % 2);                                         \
+        o.check_finite = take(r) % 2;                                         \
+        linattn_##P##_plan *plan = NULL;                                      \
+        if (linattn_##P##_plan_create(&plan, 1 + (int)(take(r) % 3), d, e,    \
+                                      &o))                                    \
+            return;                                                           \
+        int lok = layout == LINATTN_ROW_MAJOR || layout == LINATTN_COL_MAJOR; \
+        int64_t rows[4] = {nq, nk, nk, nq}, cols[4] = {d, d, e, e};           \
+        bshape m[4];                                                          \
+        R *a[4];                                                              \
+        for (int i = 0; i < 4; i++) {                                         \
+            m[i] = take_bshape(r, lok ? layout : LINATTN_ROW_MAJOR, batch,    \
+                               heads, rows[i], cols[i]);                      \
+            a[i] = P##bbuffer(r, &m[i], i == 3);                              \
+        }                                                                     \
+        const linattn_strides *s[4];                                          \
+        int some = batch > 0 && heads > 0;                                    \
+        int args_ok = lok && batch >= 0 && heads >= 0 && nq >= 0 && nk >= 0;  \
+        int addressable = 1;                                                  \
+        for (int i = 0; i < 4; i++) {                                         \
+            s[i] = m[i].null_strides ? NULL : &m[i].s;                        \
+            args_ok &= s[i] && m[i].count != -1 &&                            \
+                       (a[i] || !some || rows[i] == 0);                       \
+            addressable &= m[i].count != -2;                                  \
+        }                                                                     \
+        args_ok &= addressable ? !boverlaps(&m[3], layout, batch, heads, nq, e)\
+                               : 1;                                           \
+        linattn_where bad = {-7, -7, -7};                                     \
+        int st;                                                               \
+        switch (entry) {                                                      \
+        case 0:                                                               \
+            st = linattn_##P##_batched_attention(plan, layout, batch, heads,  \
+                nq, nk, a[0], s[0], a[1], s[1], a[2], s[2], a[3], s[3], &bad);\
+            break;                                                            \
+        case 1:                                                               \
+            st = linattn_##P##_batched_naive(plan, layout, batch, heads, nq,  \
+                nk, a[0], s[0], a[1], s[1], a[2], s[2], a[3], s[3], &bad);    \
+            break;                                                            \
+        case 2:                                                               \
+            st = linattn_##P##_batched_causal(plan, layout, batch, heads, nq, \
+                a[0], s[0], a[1], s[1], a[2], s[2], a[3], s[3], &bad);        \
+            break;                                                            \
+        default:                                                              \
+            st = linattn_##P##_batched_naive_causal(plan, layout, batch,      \
+                heads, nq, a[0], s[0], a[1], s[1], a[2], s[2], a[3], s[3],    \
+                &bad);                                                        \
+        }                                                                     \
+        if (st >= 0 && !args_ok)                                              \
+            abort(); /* a bad argument got through */                         \
+        int refused = st < 0 || st == LINATTN_ESIZE ||                        \
+                      st == LINATTN_ENONFINITE;                               \
+        if (!refused && !addressable)                                         \
+            abort(); /* an array beyond int64 addressing got through */       \
+        int64_t len = m[3].count > 0 ? m[3].last + 1 : 1;                     \
+        for (int64_t i = 0; refused && a[3] && i < len; i++)                  \
+            if (a[3][i] != (R)SENTINEL)                                       \
+                abort(); /* an output written on a refused call */            \
+        if (refused && (bad.batch != -7 || bad.row != -7))                    \
+            abort();                                                          \
+        if (st == LINATTN_EDENOM &&                                           \
+            (bad.batch < 0 || bad.batch >= batch || bad.head < 0 ||           \
+             bad.head >= heads || bad.row < 0 || bad.row >= nq))              \
+            abort(); /* EDENOM names no problem or row of the call */         \
+        /* Never a write between the elements (padding, gaps). */             \
+        if (st >= 0 && a[3] && m[3].count > 0) {                              \
+            uint8_t *el = calloc((size_t)len, 1);                             \
+            for (int64_t b = 0; b < batch; b++)                               \
+                for (int64_t h = 0; h < heads; h++)                           \
+                    for (int64_t i = 0; i < nq; i++)                          \
+                        for (int64_t j = 0; j < e; j++)                       \
+                            el[boffset(&m[3].s, layout, b, h, i, j)] = 1;     \
+            for (int64_t i = 0; i < len; i++)                                 \
+                if (!el[i] && a[3][i] != (R)SENTINEL)                         \
+                    abort();                                                  \
+            free(el);                                                         \
+        }                                                                     \
+        for (int i = 0; i < 4; i++)                                           \
+            free(a[i]);                                                       \
+        linattn_##P##_plan_destroy(plan);                                     \
+    }
+
+BATCHED_HARNESS(d, double)
+BATCHED_HARNESS(s, float)
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     reader r = {data, size};
-    if (take(&r) & 1)
+    switch (take(&r) % 4) {
+    case 0:
         d_run(&r);
-    else
+        break;
+    case 1:
         s_run(&r);
+        break;
+    case 2:
+        d_batched_run(&r);
+        break;
+    default:
+        s_batched_run(&r);
+    }
     return 0;
 }
