@@ -164,6 +164,40 @@ LINATTN_API const char *linattn_version_string(void);
 LINATTN_API const char *linattn_strerror(int status);
 
 /*
+ * Errors of kernelized attention against exact softmax attention
+ * (linattn_d_approx_error), in double whatever the precision of the call.
+ * O~ is the plan's attention output, O = softmax(scale Q K^T) V; A~ the
+ * plan's kernel matrix phi(Q) phi(K)^T, Ah its rows divided by their
+ * normalizers (row sum + eps), P the softmax matrix, K = exp(scale Q K^T)
+ * the kernel that Ah approximates.  Causal calls compare the pairs j <= i
+ * only.  A relative error whose reference norm is 0 is 0 when the
+ * difference is 0 too, else +Inf.
+ *
+ *   out_rel_fro     ||O~ - O||_F / ||O||_F
+ *   out_mse         ||O~ - O||_F^2 / (nq e)
+ *   out_max_abs     max |O~ - O| over the nq x e entries
+ *   attn_rel_fro    ||Ah - P||_F / ||P||_F
+ *   kernel_mse      sum over compared pairs of (A~_ij - K_ij)^2 / pairs;
+ *                   +Inf when a kernel value or its estimate overflows.
+ *                   Meaningful for the maps that estimate exp(q.k) (with
+ *                   scale matching the map's input scaling); computed for
+ *                   every map.
+ *   kernel_rel_fro  ||A~ - K||_F / ||K||_F over the compared pairs
+ *   pairs           number of (query, key) pairs compared: nq nk, or
+ *                   n (n + 1) / 2 for causal calls
+ */
+typedef struct linattn_approx_stats {
+    double out_rel_fro;
+    double out_mse;
+    double out_max_abs;
+    double attn_rel_fro;
+    double kernel_mse;
+    double kernel_rel_fro;
+    int64_t pairs;
+    double reserved[5]; /* set to 0; later versions may fill them */
+} linattn_approx_stats;
+
+/*
  * The precision template.  X(name) mangles a name, R is the real type.
  */
 #define LINATTN_DEFINE_API(X, R)                                              \
@@ -343,7 +377,34 @@ LINATTN_API int X(naive)(const X(plan) *plan, int layout, int64_t nq,         \
 LINATTN_API int X(softmax)(int layout, int64_t nq, int64_t nk, int64_t d,     \
                            int64_t e, R scale, const R *q, int64_t ldq,       \
                            const R *k, int64_t ldk, const R *v, int64_t ldv,  \
-                           R *out, int64_t ldout);
+                           R *out, int64_t ldout);                            \
+                                                                              \
+/* int linattn_d_approx_error(const linattn_d_plan *plan, int layout,         \
+ *         int64_t nq, int64_t nk, const double *q, int64_t ldq,              \
+ *         const double *k, int64_t ldk, const double *v, int64_t ldv,        \
+ *         double scale, int causal, linattn_approx_stats *stats)             \
+ * How well the plan's attention approximates softmax attention on these      \
+ * inputs: the statistics of linattn_approx_stats, comparing                  \
+ * (A~ V) / (A~ 1 + eps), A~ = phi(Q) phi(K)^T, with softmax(scale QK^T) V    \
+ * (causal = 1: both masked to j <= i, nq = nk).  Q is nq x d, K nk x d,      \
+ * V nk x e, in layout.  Both are computed here by row blocks of queries      \
+ * (quadratic work, O(nq nk (d + m + e))), phi by linattn_d_features (no      \
+ * stabilizing shift: features that overflow or underflow make a              \
+ * normalizer bad).  Memory O(nk (d + m + e) + rows nk), never nq x nk        \
+ * (rows = the plan's block, capped so rows nk <= 2^22).  Runs on the         \
+ * calling thread (BLAS may thread its GEMMs).  NaN in V reaches the          \
+ * statistics.  stats is written only on success.                             \
+ * Errors: -1 plan NULL; -2 layout; -3 nq < 1; -4 nk < 1, or nk != nq when    \
+ * causal; -5 q NULL; -6 ldq; -7 k NULL; -8 ldk; -9 v NULL; -10 ldv;          \
+ * -11 scale not finite (in the plan's precision); -12 causal not 0 or 1;     \
+ * -13 stats NULL; LINATTN_ESIZE (also nk beyond the BLAS integer);           \
+ * LINATTN_ENONFINITE (opts.check_finite); LINATTN_ENOMEM; LINATTN_EDENOM     \
+ * (a normalizer breaks the plan's policy).  Thread-safe. */                  \
+LINATTN_API int X(approx_error)(const X(plan) *plan, int layout, int64_t nq,  \
+                                int64_t nk, const R *q, int64_t ldq,          \
+                                const R *k, int64_t ldk, const R *v,          \
+                                int64_t ldv, double scale, int causal,        \
+                                linattn_approx_stats *stats);
 
 #define LINATTN_MANGLE_DOUBLE(name) linattn_d_##name
 #define LINATTN_MANGLE_FLOAT(name) linattn_s_##name
