@@ -10,6 +10,8 @@
 
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
+#include <sys/resource.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,6 +192,32 @@ static inline int tmat_padding_intact(const tmat *m)
         for (int64_t i = inner; i < m->ld; i++)
             if (m->a[o * m->ld + i] != (real)1e30)
                 return 0;
+    return 1;
+}
+
+/* Caps the address space at what the process maps now plus extra bytes,
+ * so that a larger allocation fails.  Returns 0, capping nothing, when a
+ * cap is already in force or LINATTN_NO_RLIMIT is set: sanitizer builds
+ * reserve terabytes of address space and cannot run under a cap (the
+ * caller then skips its test).  Check runs each test in its own process,
+ * so the cap does not leak into other tests. */
+static inline int cap_address_space(size_t extra)
+{
+    struct rlimit old;
+    getrlimit(RLIMIT_AS, &old);
+    if (old.rlim_cur != RLIM_INFINITY || getenv("LINATTN_NO_RLIMIT"))
+        return 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long pages = 0;
+    if (f) {
+        if (fscanf(f, "%lu", &pages) != 1)
+            pages = 0;
+        fclose(f);
+    }
+    ck_assert(pages > 0);
+    struct rlimit lim;
+    lim.rlim_cur = lim.rlim_max = (rlim_t)pages * 4096u + extra;
+    ck_assert_int_eq(setrlimit(RLIMIT_AS, &lim), 0);
     return 1;
 }
 
