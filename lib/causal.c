@@ -14,7 +14,17 @@
  *
  * Extra memory is O(C (m + e + C) + m e), whatever n: the prefix state is
  * never materialized per token.
+ *
+ * The maps with exponentials carry a running shift, so that no output
+ * depends on a later token, not even through rounding: key j's features
+ * are taken with m_j, the largest key exponent up to j (over the carried
+ * state too), and row i rescales its triangle entries by exp(m_j - m_i)
+ * <= 1 and the carried state (at shift M) by exp(M - m_i) <= 1.  The
+ * state then moves to the chunk's last m_j.  (A shift over the whole
+ * chunk would cancel in exact arithmetic but not in rounding or
+ * underflow; a peer library leaked future tokens exactly there.)
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
@@ -42,6 +52,11 @@ int XI(causal_args)(const X(plan) *plan, int layout, int64_t n, const real *q,
 typedef struct {
     real *phiq, *phik, *a, *vcopy, *y, *dd, *s, *part;
     acc_t *acc, *zsum, *partial;
+    /* shifted maps: each key's largest exponent and the running maximum
+     * m_j; the carried state is at shift, and holds tokens when has */
+    double *rexp, *mrun;
+    double shift;
+    int has;
 } causal_ws;
 
 static void free_causal_ws(causal_ws *w)
@@ -49,6 +64,7 @@ static void free_causal_ws(causal_ws *w)
     free(w->phiq), free(w->phik), free(w->a), free(w->vcopy), free(w->y);
     free(w->dd), free(w->s), free(w->part);
     free(w->acc), free(w->zsum), free(w->partial);
+    free(w->rexp), free(w->mrun);
 }
 
 static int alloc_causal_ws(causal_ws *w, const X(plan) *plan, int64_t c,
@@ -69,9 +85,13 @@ static int alloc_causal_ws(causal_ws *w, const X(plan) *plan, int64_t c,
     w->acc = linattn_i_alloc(len, sizeof(acc_t));
     w->zsum = linattn_i_alloc(m, sizeof(acc_t));
     w->partial = linattn_i_alloc(XI(stats_partial_len)(plan, c), sizeof(acc_t));
+    if (plan->shifted) {
+        w->rexp = linattn_i_alloc(c, sizeof(double));
+        w->mrun = linattn_i_alloc(c, sizeof(double));
+    }
     if (!w->phiq || !w->phik || !w->a || (copy_v && !w->vcopy) || !w->y ||
         !w->dd || !w->s || (LINATTN_ACC_WIDER && !w->part) || !w->acc ||
-        !w->zsum || !w->partial) {
+        !w->zsum || !w->partial || (plan->shifted && (!w->rexp || !w->mrun))) {
         free_causal_ws(w);
         return LINATTN_ENOMEM;
     }
@@ -109,6 +129,68 @@ static void triangle_times(const real *a, int64_t lda, XI(view) v,
     }
 }
 
+/* Shifted maps: phi(K_c) with the running shifts m_j into w->phik. */
+static void running_keys(const X(plan) *plan, causal_ws *w, XI(view) k,
+                         int64_t rows)
+{
+    XI(phi_pre)(plan, k, rows, w->phik, w->rexp);
+    double run = w->has ? w->shift : -INFINITY;
+    for (int64_t j = 0; j < rows; j++) {
+        double x = w->rexp[j];
+        run = x > run || x != x ? x : run; /* NaN propagates */
+        w->mrun[j] = run;
+    }
+    XI(phi_post)(plan, w->phik, rows, w->rexp, w->mrun, 0, NULL);
+}
+
+/* Shifted maps, before the normalizers are read: row i's triangle entries
+ * times exp(m_j - m_i), its carried-state terms (den[i] from z, and
+ * phi(q_i) for the GEMM with S) times exp(M - m_i). */
+static void rescale_rows(const X(plan) *plan, causal_ws *w, int64_t rows,
+                         real *den)
+{
+    int64_t m = plan->m;
+    const double *mr = w->mrun;
+    for (int64_t i = 0; i < rows; i++) {
+        real *ai = w->a + i * rows;
+        for (int64_t j = 0; j < i; j++)
+            if (mr[j] != mr[i])
+                ai[j] *= (real)exp(mr[j] - mr[i]);
+        real g = w->has ? (real)exp(w->shift - mr[i]) : 0;
+        if (g != 1) {
+            den[i] *= g;
+            real *qi = w->phiq + i * m;
+            for (int64_t t = 0; t < m; t++)
+                qi[t] *= g;
+        }
+    }
+}
+
+/* Shifted maps, after the chunk's outputs: phi(K_c) brought to the
+ * chunk's last shift M' (row j times exp(m_j - M')), its column sums into
+ * w->zsum, and the carried state from M to M'. */
+static void move_shift(const X(plan) *plan, causal_ws *w, int64_t rows)
+{
+    int64_t m = plan->m, len = m * (plan->e + 1);
+    double to = w->mrun[rows - 1];
+    for (int64_t j = 0; j < rows; j++)
+        if (w->mrun[j] != to) {
+            real f = (real)exp(w->mrun[j] - to);
+            real *kj = w->phik + j * m;
+            for (int64_t t = 0; t < m; t++)
+                kj[t] *= f;
+        }
+    XI(stats) ks = {NULL, NULL, w->zsum, NULL};
+    XI(stats_range)((XI(view)){w->phik, m, 0}, m, 0, rows, &ks, w->zsum);
+    if (w->has && w->shift != to) {
+        double f = exp(w->shift - to);
+        for (int64_t i = 0; i < len; i++)
+            w->acc[i] *= f;
+    }
+    w->shift = to;
+    w->has = 1;
+}
+
 /* Rows [0, n) causally; returns -1 or the first row whose normalizer
  * breaks the policy (rows before it written, none after). */
 static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
@@ -127,7 +209,10 @@ static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
         memset(w->zsum, 0, (size_t)m * sizeof(acc_t));
         XI(stats) ks = {NULL, NULL, w->zsum, w->partial};
         XI(phi_rows)(plan, XI(view_rows)(q, r), rows, w->phiq, &qs);
-        XI(phi_rows)(plan, XI(view_rows)(k, r), rows, w->phik, &ks);
+        if (plan->shifted)
+            running_keys(plan, w, XI(view_rows)(k, r), rows);
+        else
+            XI(phi_rows)(plan, XI(view_rows)(k, r), rows, w->phik, &ks);
         XI(view) pq = {w->phiq, m, 0}, pk = {w->phik, m, 0};
         XI(view) vc = XI(view_rows)(v, r);
         if (w->vcopy) {
@@ -137,6 +222,8 @@ static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
         /* The triangle: keys of this chunk up to and including the row.
          * (The GEMM fills the square; only the lower triangle is read.) */
         XI(gemm)(0, 1, rows, rows, m, 1, pq, pk, 0, w->a, rows);
+        if (plan->shifted)
+            rescale_rows(plan, w, rows, den);
         for (int64_t i = 0; i < rows; i++) {
             const real *ai = w->a + i * rows;
             acc_t sum = 0;
@@ -159,6 +246,8 @@ static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
         if (good < rows)
             return r + good;
         /* The state moves past this chunk. */
+        if (plan->shifted)
+            move_shift(plan, w, rows);
 #if LINATTN_ACC_WIDER
         XI(gemm)(1, 0, m, e, rows, 1, pk, vc, 0, w->part, e);
         for (int64_t i = 0; i < m; i++)
@@ -243,10 +332,15 @@ int X(causal)(const X(plan) *plan, int layout, int64_t n, const real *q,
             XI(state_init)(&states[t], plan, (char *)mem + t * XI(state_bytes)(plan));
         if (linattn_i_parallel_ranges(nt, n, range_state, &job) == 0)
             st = LINATTN_ENOMEM;
-        /* range t starts from ranges 0 .. t-1 */
-        for (int t = 1; !st && t < nt; t++)
-            for (int64_t i = 0; i < len; i++)
-                ws[t].acc[i] = ws[t - 1].acc[i] + states[t - 1].acc[i];
+        /* range t starts from ranges 0 .. t-1 (at the larger shift) */
+        for (int t = 1; !st && t < nt; t++) {
+            memcpy(ws[t].acc, ws[t - 1].acc, (size_t)len * sizeof(acc_t));
+            ws[t].shift = ws[t - 1].shift;
+            XI(acc_add)(ws[t].acc, &ws[t].shift, ws[t - 1].has,
+                        states[t - 1].acc, states[t - 1].shift,
+                        states[t - 1].tokens > 0, len);
+            ws[t].has = ws[t - 1].has || states[t - 1].tokens > 0;
+        }
     }
     for (int t = 0; !st && LINATTN_ACC_WIDER && t < nt; t++)
         for (int64_t i = 0; i < len; i++)

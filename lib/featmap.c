@@ -30,6 +30,12 @@ int XI(map_is_identity)(const X(plan) *plan)
     return plan->map == LINATTN_MAP_IDENTITY;
 }
 
+int XI(map_is_elementwise)(const X(plan) *plan)
+{
+    return plan->map == LINATTN_MAP_IDENTITY || plan->map == LINATTN_MAP_ELU1 ||
+           plan->map == LINATTN_MAP_RELU;
+}
+
 /* Elementwise maps, out of place (y may equal x).  The cloned kernels
  * carry precision-mangled names although static: clang 14 emits their
  * ifunc resolvers as global symbols named after the function. */
@@ -73,6 +79,16 @@ static void XI(exp_map)(real *y, const real *x, int64_t count)
     LINATTN_SIMD
     for (int64_t i = 0; i < count; i++)
         y[i] = XI(exp)(x[i]);
+}
+
+void XI(exp_array)(real *y, const real *x, int64_t count)
+{
+    XI(exp_map)(y, x, count);
+}
+
+void XI(elu1_array)(real *y, const real *x, int64_t count)
+{
+    XI(elu1_map)(y, x, count);
 }
 
 typedef void (*map_fn)(real *, const real *, int64_t);
@@ -125,10 +141,8 @@ static void phi_range(map_fn f, XI(view) x, int64_t d, int64_t lo, int64_t hi,
     f(out + lo * d, out + lo * d, (hi - lo) * d);
 }
 
-/* The statistics of rows [lo, hi) of the feature view f (m columns):
- * den[i] = f_i . z and part += sum_i f_i, as requested by st. */
-static void stats_range(XI(view) f, int64_t m, int64_t lo, int64_t hi,
-                        const XI(stats) *st, acc_t *part)
+void XI(stats_range)(XI(view) f, int64_t m, int64_t lo, int64_t hi,
+                     const XI(stats) *st, acc_t *part)
 {
     if (st->den && f.colmajor) {
         for (int64_t i = lo; i < hi; i++)
@@ -183,7 +197,7 @@ static void chunk_rows(map_fn f, XI(view) x, int64_t d, int64_t lo,
         fv = (XI(view)){out, d, 0};
     }
     if (st)
-        stats_range(fv, d, lo, hi, st, part);
+        XI(stats_range)(fv, d, lo, hi, st, part);
 }
 
 int64_t XI(stats_partial_len)(const X(plan) *plan, int64_t rows)
@@ -194,6 +208,10 @@ int64_t XI(stats_partial_len)(const X(plan) *plan, int64_t rows)
 void XI(phi_rows)(const X(plan) *plan, XI(view) x, int64_t rows, real *out,
                   const XI(stats) *st)
 {
+    if (!XI(map_is_elementwise)(plan)) {
+        XI(kmap_rows)(plan, x, rows, out, st);
+        return;
+    }
     map_fn f = map_of(plan->map);
     int64_t d = plan->d, nchunks = (rows + LINATTN_CHUNK - 1) / LINATTN_CHUNK;
     acc_t *partial = st && st->colsum ? st->partial : NULL;
@@ -258,16 +276,26 @@ int X(features)(const X(plan) *plan, int layout, int64_t n, const real *x,
         return st;
     int64_t block = XI(block_rows)(plan), m = plan->m;
     real *buf = linattn_i_alloc(block * m, sizeof(real));
-    if (!buf)
+    double *rexp = plan->shifted ? linattn_i_alloc(block, sizeof(double)) : NULL;
+    if (!buf || (plan->shifted && !rexp)) {
+        free(buf);
+        free(rexp);
         return LINATTN_ENOMEM;
+    }
     XI(view) xv = {x, ldx, layout == LINATTN_COL_MAJOR};
     for (int64_t r = 0; r < n; r += block) {
         int64_t rows = n - r < block ? n - r : block;
-        XI(phi_rows)(plan, XI(view_rows)(xv, r), rows, buf, NULL);
+        if (plan->shifted) { /* phi itself: shift 0 */
+            XI(phi_pre)(plan, XI(view_rows)(xv, r), rows, buf, rexp);
+            XI(phi_post)(plan, buf, rows, rexp, NULL, 0, NULL);
+        } else {
+            XI(phi_rows)(plan, XI(view_rows)(xv, r), rows, buf, NULL);
+        }
         int cm = layout == LINATTN_COL_MAJOR;
         XI(put_rows)(cm ? phi + r : phi + r * ldphi, cm, ldphi, buf, 0, m,
                      rows, m, NULL);
     }
     free(buf);
+    free(rexp);
     return 0;
 }
