@@ -173,6 +173,14 @@ int XI(write_needs_y)(const real *out, int64_t ldout, const real *num,
 size_t XI(state_bytes)(const X(plan) *plan);
 void XI(state_init)(X(state) *st, const X(plan) *plan, void *mem);
 
+/* The shift of an accumulator (len entries at *shift; has: it holds
+ * tokens) about to absorb keys whose largest exponent is bmax: raised to
+ * bmax when that is larger, the accumulator rescaled by the returned
+ * factor exp(old - bmax) (1 when nothing changed); set to bmax when it
+ * holds nothing. */
+double XI(raise_shift)(acc_t *acc, int64_t len, double *shift, int has,
+                       double bmax);
+
 /* dst (at *dst_shift) += src (at src_shift), both brought to the larger
  * shift first (the accumulators hold their sums times exp(-shift));
  * dst_has, src_has: the accumulator holds tokens (an empty one's shift
@@ -186,6 +194,18 @@ int XI(state_update_checked)(X(state) *st, XI(view) k, XI(view) v, int64_t n);
 int XI(state_query_checked)(const X(state) *st, int layout, int64_t n,
                             XI(view) q, real *out, int64_t ldout, real *num,
                             int64_t ldnum, real *den, int64_t *bad_row);
+
+/* ---- a few rows at a time (state_small.c) ---- */
+
+/* Nonzero when an update or query of n rows takes the small path: plain
+ * loops on stack workspace, no allocation, no BLAS. */
+int XI(small_ok)(const X(plan) *plan, int64_t n);
+/* As state_update_checked / state_query_checked, for small_ok sizes (the
+ * update does not count the tokens; it cannot fail). */
+void XI(state_update_small)(X(state) *st, XI(view) k, XI(view) v, int64_t n);
+int XI(state_query_small)(const X(state) *st, int layout, int64_t n,
+                          XI(view) q, real *out, int64_t ldout, real *num,
+                          int64_t ldnum, real *den, int64_t *bad_row);
 
 /* ---- attention.c ---- */
 

@@ -31,22 +31,35 @@ static inline real at(XI(view) x, int64_t i, int64_t t)
     return x.colmajor ? x.p[i + t * x.ld] : x.p[i * x.ld + t];
 }
 
+/* Up to this many rows the projection is a plain loop (decoding). */
+#define PROJECT_LOOP_ROWS 4
+
 /* U = X (s W)^T (+ b later) into the first wrows columns of out (ld m).
- * A leading dimension BLAS cannot take goes through plain loops (rare). */
+ * A leading dimension BLAS cannot take goes through plain loops (rare),
+ * and so do the few rows of a decoding step (state_small.c: no BLAS call
+ * overhead per token). */
 static void project(const X(plan) *p, XI(view) x, int64_t rows, real *out)
 {
     int64_t d = p->d, r = p->wrows, m = p->m;
     if (rows == 0 || r == 0)
         return;
-    if (linattn_i_ld_fits(x.ld)) {
+    if (linattn_i_ld_fits(x.ld) && rows > PROJECT_LOOP_ROWS) {
         XI(gemm)(0, 1, rows, r, d, 1, x, (XI(view)){p->ws, d, 0}, 0, out, m);
         return;
     }
     for (int64_t i = 0; i < rows; i++)
         for (int64_t j = 0; j < r; j++) {
+            const real *wj = p->ws + j * d;
             real acc = 0;
-            for (int64_t t = 0; t < d; t++)
-                acc += at(x, i, t) * p->ws[j * d + t];
+            if (x.colmajor) {
+                for (int64_t t = 0; t < d; t++)
+                    acc += x.p[i + t * x.ld] * wj[t];
+            } else {
+                const real *xi = x.p + i * x.ld;
+                LINATTN_SIMD_SUM
+                for (int64_t t = 0; t < d; t++)
+                    acc += xi[t] * wj[t];
+            }
             out[i * m + j] = acc;
         }
 }

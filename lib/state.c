@@ -87,6 +87,22 @@ int X(state_reset)(X(state) *state)
     return 0;
 }
 
+double XI(raise_shift)(acc_t *acc, int64_t len, double *shift, int has,
+                       double bmax)
+{
+    if (!has) {
+        *shift = bmax; /* acc is still zero */
+        return 1;
+    }
+    if (!(bmax > *shift))
+        return 1;
+    double f = exp(*shift - bmax);
+    for (int64_t i = 0; i < len; i++)
+        acc[i] *= f;
+    *shift = bmax;
+    return f;
+}
+
 void XI(acc_add)(acc_t *dst, double *dst_shift, int dst_has,
                  const acc_t *src, double src_shift, int src_has, int64_t len)
 {
@@ -236,18 +252,11 @@ static void shifted_keys(const X(plan) *plan, update_ws *w, acc_t *acc,
                          double *shift, int *has, XI(view) kb, int64_t rows,
                          const XI(stats) *zs)
 {
-    int64_t m = plan->m, len = m * (plan->e + 1);
+    int64_t m = plan->m;
     double bmax = XI(phi_pre)(plan, kb, rows, w->phi, w->rexp);
-    if (!*has) {
-        *shift = bmax; /* acc and the sums are still zero */
-    } else if (bmax > *shift) {
-        double f = exp(*shift - bmax);
-        for (int64_t i = 0; i < len; i++)
-            acc[i] *= f;
-        for (int64_t i = 0; i < m; i++)
-            w->zsum[i] *= f;
-        *shift = bmax;
-    }
+    double f = XI(raise_shift)(acc, m * (plan->e + 1), shift, *has, bmax);
+    for (int64_t i = 0; f != 1 && i < m; i++)
+        w->zsum[i] *= f;
     *has = 1;
     XI(phi_post)(plan, w->phi, rows, w->rexp, NULL, *shift, zs);
 }
@@ -320,7 +329,9 @@ int XI(state_update_checked)(X(state) *st, XI(view) k, XI(view) v, int64_t n)
     if (n == 0)
         return 0;
     int nt = linattn_i_threads(n, XI(block_rows)(plan));
-    if (nt == 1) {
+    if (XI(small_ok)(plan, n)) {
+        XI(state_update_small)(st, k, v, n);
+    } else if (nt == 1) {
         /* Workspace comes first inside: a failure leaves acc unchanged. */
         int status = update_serial(plan, st->acc, &st->shift, st->tokens > 0,
                                    k, v, n);
@@ -436,6 +447,9 @@ int XI(state_query_checked)(const X(state) *st, int layout, int64_t n,
 {
     if (n == 0)
         return 0;
+    if (XI(small_ok)(st->plan, n))
+        return XI(state_query_small)(st, layout, n, q, out, ldout, num, ldnum,
+                                     den, bad_row);
     int64_t block = XI(block_rows)(st->plan);
     int nt = linattn_i_threads(n, block);
     /* Every thread's workspace before any output is written, so that
