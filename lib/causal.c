@@ -14,10 +14,22 @@
  *
  * Extra memory is O(C (m + e + C) + m e), whatever n: the prefix state is
  * never materialized per token.
+ *
+ * The maps with exponentials carry a running shift, so that no output
+ * depends on a later token, not even through rounding: key j's features
+ * are taken with m_j, the largest key exponent up to j (the carried
+ * state's included), and row i rescales its triangle entries by
+ * exp(m_j - m_i) <= 1 and the carried state's terms (at shift M) by
+ * exp(M - m_i) <= 1.  The state then moves to the chunk's last m_j.  (One
+ * shift for the whole chunk would cancel in exact arithmetic but not in
+ * rounding or underflow; a peer library leaked future tokens exactly
+ * there.)
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
+#include "kernels.h"
 #include "threads.h"
 #include "validate.h"
 
@@ -38,40 +50,48 @@ int XI(causal_args)(const X(plan) *plan, int layout, int64_t n, const real *q,
                          ldout, 4, keys_in_blas);
 }
 
-/* The workspace of one causal pass, all allocated up front. */
+/* The workspace of one causal pass, all allocated up front.  vaug holds
+ * the chunk's values with a column of ones, [V_c 1], so that every GEMM
+ * against it yields numerators and normalizers together. */
 typedef struct {
-    real *phiq, *phik, *a, *vcopy, *y, *dd, *s, *part;
-    acc_t *acc, *zsum, *partial;
+    real *phiq, *phik, *a, *vaug, *y, *dd, *s, *part;
+    acc_t *acc;
+    /* shifted maps: each key's largest exponent and the running maximum
+     * m_j; the carried state is at shift, and holds tokens when has */
+    double *rexp, *mrun;
+    double shift;
+    int has;
 } causal_ws;
 
 static void free_causal_ws(causal_ws *w)
 {
-    free(w->phiq), free(w->phik), free(w->a), free(w->vcopy), free(w->y);
-    free(w->dd), free(w->s), free(w->part);
-    free(w->acc), free(w->zsum), free(w->partial);
+    free(w->phiq), free(w->phik), free(w->a), free(w->vaug), free(w->y);
+    free(w->dd), free(w->s), free(w->part), free(w->acc);
+    free(w->rexp), free(w->mrun);
 }
 
-static int alloc_causal_ws(causal_ws *w, const X(plan) *plan, int64_t c,
-                           int copy_v)
+static int alloc_causal_ws(causal_ws *w, const X(plan) *plan, int64_t c)
 {
-    int64_t m = plan->m, e = plan->e, len = m * (e + 1);
+    int64_t m = plan->m, ld = plan->e + 1, len = m * ld;
     memset(w, 0, sizeof *w);
     /* phi of Q and K always materialized: the chunk is small and the
      * same buffers then serve every map and every leading dimension. */
     w->phiq = linattn_i_alloc(c * m, sizeof(real));
     w->phik = linattn_i_alloc(c * m, sizeof(real));
     w->a = linattn_i_alloc(c * c, sizeof(real));
-    w->vcopy = copy_v ? linattn_i_alloc(c * e, sizeof(real)) : NULL;
-    w->y = linattn_i_alloc(c * e, sizeof(real));
-    w->dd = linattn_i_alloc(2 * c + m, sizeof(real));
+    w->vaug = linattn_i_alloc(c * ld, sizeof(real));
+    w->y = linattn_i_alloc(c * ld, sizeof(real));
+    w->dd = linattn_i_alloc(2 * c, sizeof(real));
     w->s = linattn_i_alloc(len, sizeof(real));
-    w->part = LINATTN_ACC_WIDER ? linattn_i_alloc(m * e, sizeof(real)) : NULL;
+    w->part = LINATTN_ACC_WIDER ? linattn_i_alloc(len, sizeof(real)) : NULL;
     w->acc = linattn_i_alloc(len, sizeof(acc_t));
-    w->zsum = linattn_i_alloc(m, sizeof(acc_t));
-    w->partial = linattn_i_alloc(XI(stats_partial_len)(plan, c), sizeof(acc_t));
-    if (!w->phiq || !w->phik || !w->a || (copy_v && !w->vcopy) || !w->y ||
-        !w->dd || !w->s || (LINATTN_ACC_WIDER && !w->part) || !w->acc ||
-        !w->zsum || !w->partial) {
+    if (plan->shifted) {
+        w->rexp = linattn_i_alloc(c, sizeof(double));
+        w->mrun = linattn_i_alloc(c, sizeof(double));
+    }
+    if (!w->phiq || !w->phik || !w->a || !w->vaug || !w->y || !w->dd ||
+        !w->s || (LINATTN_ACC_WIDER && !w->part) || !w->acc ||
+        (plan->shifted && (!w->rexp || !w->mrun))) {
         free_causal_ws(w);
         return LINATTN_ENOMEM;
     }
@@ -83,30 +103,119 @@ static int alloc_causal_ws(causal_ws *w, const X(plan) *plan, int64_t c,
 /* Rows per diagonal block of the triangle product. */
 #define TRIANGLE_BLOCK 16
 
-/* y (rows x e, ld e) = tril(A) V for the first rows rows, reading only
- * A[i][j] and V row j with j <= i: below the diagonal blocks by GEMM,
- * the diagonal blocks by explicit loops. */
-static void triangle_times(const real *a, int64_t lda, XI(view) v,
-                           int64_t rows, int64_t e, real *y)
+/* y (rows x ld) += tril(A) [V 1] for the chunk's rows, reading only A[i][j]
+ * and row j of vaug with j <= i: below the diagonal blocks by GEMM, the
+ * diagonal blocks by explicit loops. */
+LINATTN_CLONES
+static void XI(triangle_times)(const real *a, int64_t lda, const real *vaug,
+                               int64_t rows, int64_t ld, real *y)
 {
-    /* V(j, c) = v.p[j * rs + c * cs] in either layout: no branch inside
-     * the loops below. */
-    int64_t rs = v.colmajor ? 1 : v.ld, cs = v.colmajor ? v.ld : 1;
     for (int64_t i0 = 0; i0 < rows; i0 += TRIANGLE_BLOCK) {
         int64_t i1 = i0 + TRIANGLE_BLOCK < rows ? i0 + TRIANGLE_BLOCK : rows;
         if (i0 > 0)
-            XI(gemm)(0, 0, i1 - i0, e, i0, 1, (XI(view)){a + i0 * lda, lda, 0},
-                     v, 0, y + i0 * e, e);
-        else
-            memset(y, 0, (size_t)((i1 - i0) * e) * sizeof(real));
-        for (int64_t i = i0; i < i1; i++)
+            XI(gemm)(0, 0, i1 - i0, ld, i0, 1, (XI(view)){a + i0 * lda, lda, 0},
+                     (XI(view)){vaug, ld, 0}, 1, y + i0 * ld, ld);
+        for (int64_t i = i0; i < i1; i++) {
+            real *yi = y + i * ld;
             for (int64_t j = i0; j <= i; j++) {
                 real aij = a[i * lda + j];
-                const real *vj = v.p + j * rs;
-                for (int64_t c = 0; c < e; c++)
-                    y[i * e + c] += aij * vj[c * cs];
+                const real *vj = vaug + j * ld;
+                LINATTN_SIMD
+                for (int64_t c = 0; c < ld; c++)
+                    yi[c] += aij * vj[c];
             }
+        }
     }
+}
+
+/* Rows [lo, hi) of the view v into rows of vaug (ld e + 1), ones in the
+ * last column. */
+static void augment_rows(XI(view) v, int64_t rows, int64_t e, real *vaug)
+{
+    int64_t ld = e + 1;
+    for (int64_t i = 0; i < rows; i++) {
+        real *row = vaug + i * ld;
+        if (v.colmajor)
+            for (int64_t c = 0; c < e; c++)
+                row[c] = v.p[i + c * v.ld];
+        else
+            memcpy(row, v.p + i * v.ld, (size_t)e * sizeof(real));
+        row[e] = 1;
+    }
+}
+
+#if LINATTN_ACC_WIDER
+/* acc += part in the accumulator's precision, s = acc in the working one:
+ * once per chunk, so vectorized. */
+LINATTN_CLONES
+static void XI(fold_part)(acc_t *acc, const real *part, real *s, int64_t len)
+{
+    LINATTN_SIMD
+    for (int64_t i = 0; i < len; i++) {
+        acc_t t = acc[i] + part[i];
+        acc[i] = t;
+        s[i] = (real)t;
+    }
+}
+#endif
+
+/* Shifted maps: phi(K_c) with the running shifts m_j into w->phik. */
+static void running_keys(const X(plan) *plan, causal_ws *w, XI(view) k,
+                         int64_t rows)
+{
+    XI(phi_pre)(plan, k, rows, w->phik, w->rexp);
+    double run = w->has ? w->shift : -INFINITY;
+    for (int64_t j = 0; j < rows; j++) {
+        double x = w->rexp[j];
+        run = x > run || x != x ? x : run; /* NaN propagates */
+        w->mrun[j] = run;
+    }
+    XI(phi_post)(plan, w->phik, rows, w->rexp, w->mrun, 0, NULL);
+}
+
+/* Shifted maps, between the two products: row i of the carried-state
+ * product y times exp(M - m_i), its triangle entries times
+ * exp(m_j - m_i). */
+static void rescale_rows(causal_ws *w, int64_t rows, int64_t ld)
+{
+    const double *mr = w->mrun;
+    for (int64_t i = 0; i < rows; i++) {
+        real *ai = w->a + i * rows;
+        for (int64_t j = 0; j < i; j++)
+            if (mr[j] != mr[i])
+                ai[j] *= (real)exp(mr[j] - mr[i]);
+        /* an empty carried state contributes zeros, whatever phi(q_i) */
+        real g = w->has ? (real)exp(w->shift - mr[i]) : 0;
+        for (int64_t c = 0; g != 1 && c < ld; c++)
+            w->y[i * ld + c] *= g;
+    }
+}
+
+/* Shifted maps, before the state absorbs the chunk: phi(K_c) brought to
+ * the chunk's last shift M' (row j times exp(m_j - M')), the carried state
+ * from M to M'. */
+static void move_shift(const X(plan) *plan, causal_ws *w, int64_t rows)
+{
+    int64_t m = plan->m, len = m * (plan->e + 1);
+    double to = w->mrun[rows - 1];
+    for (int64_t j = 0; j < rows; j++)
+        if (w->mrun[j] != to) {
+            real f = (real)exp(w->mrun[j] - to);
+            real *kj = w->phik + j * m;
+            for (int64_t t = 0; t < m; t++)
+                kj[t] *= f;
+        }
+    if (w->has && w->shift != to) {
+        double f = exp(w->shift - to);
+        for (int64_t i = 0; i < len; i++)
+            w->acc[i] *= f;
+#if LINATTN_ACC_WIDER
+        for (int64_t i = 0; i < len; i++)
+            w->s[i] = (real)w->acc[i];
+#endif
+    }
+    w->shift = to;
+    w->has = 1;
 }
 
 /* Rows [0, n) causally; returns -1 or the first row whose normalizer
@@ -116,61 +225,43 @@ static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
                              XI(view) v, real *out, int64_t ldout)
 {
     int64_t m = plan->m, e = plan->e, ld = e + 1;
-    real *den = w->dd, *inv = w->dd + c, *z = w->dd + 2 * c;
+    real *den = w->dd, *inv = w->dd + c;
+    int cm = layout == LINATTN_COL_MAJOR;
     for (int64_t r = 0; r < n; r += c) {
         int64_t rows = n - r < c ? n - r : c;
-        /* phi(Q_c) with the normalizers phi(q_i) . z of earlier chunks,
-         * phi(K_c) with its column sums. */
-        for (int64_t i = 0; i < m; i++)
-            z[i] = w->s[i * ld + e];
-        XI(stats) qs = {z, den, NULL, NULL};
-        memset(w->zsum, 0, (size_t)m * sizeof(acc_t));
-        XI(stats) ks = {NULL, NULL, w->zsum, w->partial};
-        XI(phi_rows)(plan, XI(view_rows)(q, r), rows, w->phiq, &qs);
-        XI(phi_rows)(plan, XI(view_rows)(k, r), rows, w->phik, &ks);
+        XI(phi_rows)(plan, XI(view_rows)(q, r), rows, w->phiq, NULL);
+        if (plan->shifted)
+            running_keys(plan, w, XI(view_rows)(k, r), rows);
+        else
+            XI(phi_rows)(plan, XI(view_rows)(k, r), rows, w->phik, NULL);
+        augment_rows(XI(view_rows)(v, r), rows, e, w->vaug);
         XI(view) pq = {w->phiq, m, 0}, pk = {w->phik, m, 0};
-        XI(view) vc = XI(view_rows)(v, r);
-        if (w->vcopy) {
-            XI(copy_rows)(vc, 0, rows, e, w->vcopy);
-            vc = (XI(view)){w->vcopy, e, 0};
-        }
-        /* The triangle: keys of this chunk up to and including the row.
-         * (The GEMM fills the square; only the lower triangle is read.) */
+        XI(view) vaug = {w->vaug, ld, 0};
+        /* [num den] = phi(Q_c) [S z] + tril(phi(Q_c) phi(K_c)^T) [V_c 1].
+         * (The GEMM fills the square A; only its lower triangle is read.) */
+        XI(gemm)(0, 0, rows, ld, m, 1, pq, (XI(view)){w->s, ld, 0}, 0, w->y, ld);
         XI(gemm)(0, 1, rows, rows, m, 1, pq, pk, 0, w->a, rows);
-        for (int64_t i = 0; i < rows; i++) {
-            const real *ai = w->a + i * rows;
-            acc_t sum = 0;
-            for (int64_t j = 0; j <= i; j++)
-                sum += ai[j];
-            den[i] += (real)sum;
-        }
+        if (plan->shifted)
+            rescale_rows(w, rows, ld);
+        XI(triangle_times)(w->a, rows, w->vaug, rows, ld, w->y);
+        for (int64_t i = 0; i < rows; i++)
+            den[i] = w->y[i * ld + e];
         int64_t good = XI(good_rows)(plan, den, rows, 1);
-        /* num = tril(A) V_c + phi(Q_c) S for the good rows, then
-         * out = num / den. */
-        if (good > 0) {
-            triangle_times(w->a, rows, vc, good, e, w->y);
-            XI(gemm)(0, 0, good, e, m, 1, pq, (XI(view)){w->s, ld, 0}, 1, w->y, e);
-            for (int64_t i = 0; i < good; i++)
-                inv[i] = 1 / den[i];
-            XI(put_rows)(layout == LINATTN_COL_MAJOR ? out + r : out + r * ldout,
-                         layout == LINATTN_COL_MAJOR, ldout, w->y, 0, e, good, e,
-                         inv);
-        }
+        for (int64_t i = 0; i < good; i++)
+            inv[i] = 1 / den[i];
+        XI(put_rows)(cm ? out + r : out + r * ldout, cm, ldout, w->y, 0, ld,
+                     good, e, inv);
         if (good < rows)
             return r + good;
-        /* The state moves past this chunk. */
+        /* The state moves past this chunk: [S z] += phi(K_c)^T [V_c 1]. */
+        if (plan->shifted)
+            move_shift(plan, w, rows);
 #if LINATTN_ACC_WIDER
-        XI(gemm)(1, 0, m, e, rows, 1, pk, vc, 0, w->part, e);
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t j = 0; j < e; j++)
-                w->acc[i * ld + j] += w->part[i * e + j];
+        XI(gemm)(1, 0, m, ld, rows, 1, pk, vaug, 0, w->part, ld);
+        XI(fold_part)(w->acc, w->part, w->s, m * ld);
 #else
-        XI(gemm)(1, 0, m, e, rows, 1, pk, vc, 1, w->acc, ld);
+        XI(gemm)(1, 0, m, ld, rows, 1, pk, vaug, 1, w->acc, ld);
 #endif
-        for (int64_t i = 0; i < m; i++)
-            w->acc[i * ld + e] += w->zsum[i];
-        for (int64_t i = 0; LINATTN_ACC_WIDER && i < m * ld; i++)
-            w->s[i] = (real)w->acc[i];
     }
     return -1;
 }
@@ -188,17 +279,6 @@ typedef struct {
     real *out;
     int64_t ldout;
 } causal_job;
-
-static int64_t range_state(void *ctx, int t, int64_t lo, int64_t hi)
-{
-    causal_job *j = ctx;
-    if (t == j->nt - 1) /* nobody comes after the last range */
-        return INT64_MAX;
-    return XI(state_update_checked)(&j->range_state[t], XI(view_rows)(j->k, lo),
-                                    XI(view_rows)(j->v, lo), hi - lo)
-               ? 0
-               : INT64_MAX;
-}
 
 static int64_t range_chunks(void *ctx, int t, int64_t lo, int64_t hi)
 {
@@ -229,8 +309,7 @@ int X(causal)(const X(plan) *plan, int layout, int64_t n, const real *q,
     void *mem = nt > 1 ? malloc((size_t)nt * XI(state_bytes)(plan)) : NULL;
     int have = 0;
     if (nt == 1 || mem)
-        while (have < nt && !alloc_causal_ws(&ws[have], plan, c,
-                                             !linattn_i_ld_fits(ldv)))
+        while (have < nt && !alloc_causal_ws(&ws[have], plan, c))
             have++;
     int64_t bad = INT64_MAX;
     int cm = layout == LINATTN_COL_MAJOR;
@@ -239,14 +318,25 @@ int X(causal)(const X(plan) *plan, int layout, int64_t n, const real *q,
     if (have < nt) {
         st = LINATTN_ENOMEM;
     } else if (nt > 1) {
-        for (int t = 0; t < nt; t++)
+        /* The states of ranges 0 .. nt-2, one after another, each update
+         * split over all threads (a range per thread would leave the last
+         * thread idle while the others build theirs). */
+        for (int t = 0; !st && t < nt - 1; t++) {
+            int64_t lo = linattn_i_range_start(n, nt, t);
+            int64_t hi = linattn_i_range_start(n, nt, t + 1);
             XI(state_init)(&states[t], plan, (char *)mem + t * XI(state_bytes)(plan));
-        if (linattn_i_parallel_ranges(nt, n, range_state, &job) == 0)
-            st = LINATTN_ENOMEM;
-        /* range t starts from ranges 0 .. t-1 */
-        for (int t = 1; !st && t < nt; t++)
-            for (int64_t i = 0; i < len; i++)
-                ws[t].acc[i] = ws[t - 1].acc[i] + states[t - 1].acc[i];
+            st = XI(state_update_checked)(&states[t], XI(view_rows)(job.k, lo),
+                                          XI(view_rows)(job.v, lo), hi - lo);
+        }
+        /* range t starts from ranges 0 .. t-1 (at the larger shift) */
+        for (int t = 1; !st && t < nt; t++) {
+            memcpy(ws[t].acc, ws[t - 1].acc, (size_t)len * sizeof(acc_t));
+            ws[t].shift = ws[t - 1].shift;
+            XI(acc_add)(ws[t].acc, &ws[t].shift, ws[t - 1].has,
+                        states[t - 1].acc, states[t - 1].shift,
+                        states[t - 1].tokens > 0, len);
+            ws[t].has = ws[t - 1].has || states[t - 1].tokens > 0;
+        }
     }
     for (int t = 0; !st && LINATTN_ACC_WIDER && t < nt; t++)
         for (int64_t i = 0; i < len; i++)

@@ -1,6 +1,20 @@
 /* errors.c -- status strings, version, option defaults. */
+#include <stdint.h>
 #include <string.h>
 #include "linattn.h"
+
+/* The options struct keeps its size as fields take reserved words: the
+ * layout of the first release, for comparison. */
+struct linattn_opts_v0_1 {
+    int64_t m, block, chunk;
+    int denom;
+    double eps;
+    uint64_t seed;
+    int check_finite;
+    int64_t reserved[8];
+};
+_Static_assert(sizeof(linattn_opts) == sizeof(struct linattn_opts_v0_1),
+               "linattn_opts changed size: take fields from reserved");
 
 #define STR2(x) #x
 #define STR(x) STR2(x)

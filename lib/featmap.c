@@ -30,6 +30,12 @@ int XI(map_is_identity)(const X(plan) *plan)
     return plan->map == LINATTN_MAP_IDENTITY;
 }
 
+int XI(map_is_elementwise)(const X(plan) *plan)
+{
+    return plan->map == LINATTN_MAP_IDENTITY || plan->map == LINATTN_MAP_ELU1 ||
+           plan->map == LINATTN_MAP_RELU;
+}
+
 /* Elementwise maps, out of place (y may equal x).  The cloned kernels
  * carry precision-mangled names although static: clang 14 emits their
  * ifunc resolvers as global symbols named after the function. */
@@ -73,6 +79,16 @@ static void XI(exp_map)(real *y, const real *x, int64_t count)
     LINATTN_SIMD
     for (int64_t i = 0; i < count; i++)
         y[i] = XI(exp)(x[i]);
+}
+
+void XI(exp_array)(real *y, const real *x, int64_t count)
+{
+    XI(exp_map)(y, x, count);
+}
+
+void XI(elu1_array)(real *y, const real *x, int64_t count)
+{
+    XI(elu1_map)(y, x, count);
 }
 
 typedef void (*map_fn)(real *, const real *, int64_t);
@@ -125,10 +141,8 @@ static void phi_range(map_fn f, XI(view) x, int64_t d, int64_t lo, int64_t hi,
     f(out + lo * d, out + lo * d, (hi - lo) * d);
 }
 
-/* The statistics of rows [lo, hi) of the feature view f (m columns):
- * den[i] = f_i . z and part += sum_i f_i, as requested by st. */
-static void stats_range(XI(view) f, int64_t m, int64_t lo, int64_t hi,
-                        const XI(stats) *st, acc_t *part)
+void XI(stats_range)(XI(view) f, int64_t m, int64_t lo, int64_t hi,
+                     const XI(stats) *st, acc_t *part)
 {
     if (st->den && f.colmajor) {
         for (int64_t i = lo; i < hi; i++)
@@ -183,7 +197,17 @@ static void chunk_rows(map_fn f, XI(view) x, int64_t d, int64_t lo,
         fv = (XI(view)){out, d, 0};
     }
     if (st)
-        stats_range(fv, d, lo, hi, st, part);
+        XI(stats_range)(fv, d, lo, hi, st, part);
+}
+
+/* Chunk c of rows [0, rows): rows [c C, min((c + 1) C, rows)). */
+static void chunk_of(map_fn f, XI(view) x, int64_t d, int64_t rows,
+                     int64_t c, real *out, const XI(stats) *st,
+                     acc_t *partial)
+{
+    int64_t lo = c * LINATTN_CHUNK;
+    int64_t hi = lo + LINATTN_CHUNK < rows ? lo + LINATTN_CHUNK : rows;
+    chunk_rows(f, x, d, lo, hi, out, st, partial ? partial + c * d : NULL);
 }
 
 int64_t XI(stats_partial_len)(const X(plan) *plan, int64_t rows)
@@ -194,18 +218,27 @@ int64_t XI(stats_partial_len)(const X(plan) *plan, int64_t rows)
 void XI(phi_rows)(const X(plan) *plan, XI(view) x, int64_t rows, real *out,
                   const XI(stats) *st)
 {
+    if (!XI(map_is_elementwise)(plan)) {
+        XI(kmap_rows)(plan, x, rows, out, st);
+        return;
+    }
     map_fn f = map_of(plan->map);
     int64_t d = plan->d, nchunks = (rows + LINATTN_CHUNK - 1) / LINATTN_CHUNK;
     acc_t *partial = st && st->colsum ? st->partial : NULL;
     /* Fixed chunks, whatever the thread count, and their column sums added
-     * in chunk order: the results do not depend on OMP_NUM_THREADS. */
+     * in chunk order: the results do not depend on OMP_NUM_THREADS.  The
+     * parallel region is entered only when it splits: libgomp sets up a
+     * team even for an if(0) region, which one-token calls would pay on
+     * every token. */
+    if (nchunks > 1 && rows * d >= LINATTN_PAR_MIN && linattn_i_may_thread()) {
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (rows * d >= LINATTN_PAR_MIN && linattn_i_may_thread())
+#pragma omp parallel for schedule(static)
 #endif
-    for (int64_t c = 0; c < nchunks; c++) {
-        int64_t lo = c * LINATTN_CHUNK;
-        int64_t hi = lo + LINATTN_CHUNK < rows ? lo + LINATTN_CHUNK : rows;
-        chunk_rows(f, x, d, lo, hi, out, st, partial ? partial + c * d : NULL);
+        for (int64_t c = 0; c < nchunks; c++)
+            chunk_of(f, x, d, rows, c, out, st, partial);
+    } else {
+        for (int64_t c = 0; c < nchunks; c++)
+            chunk_of(f, x, d, rows, c, out, st, partial);
     }
     for (int64_t c = 0; partial && c < nchunks; c++)
         for (int64_t j = 0; j < d; j++)
@@ -258,16 +291,26 @@ int X(features)(const X(plan) *plan, int layout, int64_t n, const real *x,
         return st;
     int64_t block = XI(block_rows)(plan), m = plan->m;
     real *buf = linattn_i_alloc(block * m, sizeof(real));
-    if (!buf)
+    double *rexp = plan->shifted ? linattn_i_alloc(block, sizeof(double)) : NULL;
+    if (!buf || (plan->shifted && !rexp)) {
+        free(buf);
+        free(rexp);
         return LINATTN_ENOMEM;
+    }
     XI(view) xv = {x, ldx, layout == LINATTN_COL_MAJOR};
     for (int64_t r = 0; r < n; r += block) {
         int64_t rows = n - r < block ? n - r : block;
-        XI(phi_rows)(plan, XI(view_rows)(xv, r), rows, buf, NULL);
+        if (plan->shifted) { /* phi itself: shift 0 */
+            XI(phi_pre)(plan, XI(view_rows)(xv, r), rows, buf, rexp);
+            XI(phi_post)(plan, buf, rows, rexp, NULL, 0, NULL);
+        } else {
+            XI(phi_rows)(plan, XI(view_rows)(xv, r), rows, buf, NULL);
+        }
         int cm = layout == LINATTN_COL_MAJOR;
         XI(put_rows)(cm ? phi + r : phi + r * ldphi, cm, ldphi, buf, 0, m,
                      rows, m, NULL);
     }
     free(buf);
+    free(rexp);
     return 0;
 }
