@@ -7,10 +7,12 @@
  *     num = phi(Q_c) S + A V_c,   den = phi(Q_c) z + A 1
  *     then S += phi(K_c)^T V_c,   z += phi(K_c)^T 1
  *
- * A V_c is built from GEMMs on the blocks strictly below the diagonal and
- * small explicit triangles on it, so that no future token of the chunk
- * enters a row's output, not even as 0 * Inf (OpenBLAS's TRMM does let
- * NaN through from rows below: measured).
+ * in two GEMMs per chunk: [num den | A] = phi(Q_c) [S z | phi(K_c)^T] (the
+ * state and the chunk's keys side by side), and the state update
+ * [S z] += phi(K_c)^T [V_c 1].  tril(A) [V_c 1] is built from GEMMs on the
+ * blocks strictly below the diagonal and small explicit triangles on it, so
+ * that no future token of the chunk enters a row's output, not even as
+ * 0 * Inf (OpenBLAS's TRMM does let NaN through from rows below: measured).
  *
  * Extra memory is O(C (m + e + C) + m e), whatever n: the prefix state is
  * never materialized per token.
@@ -50,12 +52,18 @@ int XI(causal_args)(const X(plan) *plan, int layout, int64_t n, const real *q,
                          ldout, 4, keys_in_blas);
 }
 
-/* The workspace of one causal pass, all allocated up front.  vaug holds
- * the chunk's values with a column of ones, [V_c 1], so that every GEMM
- * against it yields numerators and normalizers together. */
+/* The workspace of one causal pass, all allocated up front.
+ *
+ * b is m x (e + 1 + C): the state [S z] with phi(K_c)^T beside it, so that
+ * one GEMM phi(Q_c) b gives [num den | A] for the chunk.  vaug holds the
+ * chunk's values with a column of ones, [V_c 1], so that every GEMM against
+ * it yields numerators and normalizers together.  In double the state
+ * accumulates in b itself (acc aliases b, leading dimension ldb); in float
+ * acc is a separate m x (e + 1) double accumulator that b follows. */
 typedef struct {
-    real *phiq, *phik, *a, *vaug, *y, *dd, *s, *part;
+    real *phiq, *phik, *vaug, *r, *dd, *b, *part;
     acc_t *acc;
+    int64_t ldb, ldacc;
     /* shifted maps: each key's largest exponent and the running maximum
      * m_j; the carried state is at shift, and holds tokens when has */
     double *rexp, *mrun;
@@ -65,58 +73,67 @@ typedef struct {
 
 static void free_causal_ws(causal_ws *w)
 {
-    free(w->phiq), free(w->phik), free(w->a), free(w->vaug), free(w->y);
-    free(w->dd), free(w->s), free(w->part), free(w->acc);
-    free(w->rexp), free(w->mrun);
+    free(w->phiq), free(w->phik), free(w->vaug), free(w->r), free(w->dd);
+    free(w->b), free(w->part), free(w->rexp), free(w->mrun);
+    if (LINATTN_ACC_WIDER)
+        free(w->acc);
 }
 
 static int alloc_causal_ws(causal_ws *w, const X(plan) *plan, int64_t c)
 {
-    int64_t m = plan->m, ld = plan->e + 1, len = m * ld;
+    int64_t m = plan->m, ld = plan->e + 1, ldb = ld + c;
     memset(w, 0, sizeof *w);
+    w->ldb = ldb;
     /* phi of Q and K always materialized: the chunk is small and the
      * same buffers then serve every map and every leading dimension. */
     w->phiq = linattn_i_alloc(c * m, sizeof(real));
     w->phik = linattn_i_alloc(c * m, sizeof(real));
-    w->a = linattn_i_alloc(c * c, sizeof(real));
     w->vaug = linattn_i_alloc(c * ld, sizeof(real));
-    w->y = linattn_i_alloc(c * ld, sizeof(real));
+    w->r = linattn_i_alloc(c * ldb, sizeof(real));
     w->dd = linattn_i_alloc(2 * c, sizeof(real));
-    w->s = linattn_i_alloc(len, sizeof(real));
-    w->part = LINATTN_ACC_WIDER ? linattn_i_alloc(len, sizeof(real)) : NULL;
-    w->acc = linattn_i_alloc(len, sizeof(acc_t));
+    w->b = linattn_i_alloc(m * ldb, sizeof(real));
+#if LINATTN_ACC_WIDER
+    w->part = linattn_i_alloc(m * ld, sizeof(real));
+    w->acc = linattn_i_alloc(m * ld, sizeof(acc_t));
+    w->ldacc = ld;
+#else
+    w->acc = w->b;
+    w->ldacc = ldb;
+#endif
     if (plan->shifted) {
         w->rexp = linattn_i_alloc(c, sizeof(double));
         w->mrun = linattn_i_alloc(c, sizeof(double));
     }
-    if (!w->phiq || !w->phik || !w->a || !w->vaug || !w->y || !w->dd ||
-        !w->s || (LINATTN_ACC_WIDER && !w->part) || !w->acc ||
+    if (!w->phiq || !w->phik || !w->vaug || !w->r || !w->dd || !w->b ||
+        (LINATTN_ACC_WIDER && (!w->part || !w->acc)) ||
         (plan->shifted && (!w->rexp || !w->mrun))) {
         free_causal_ws(w);
         return LINATTN_ENOMEM;
     }
-    memset(w->acc, 0, (size_t)len * sizeof(acc_t));
-    memset(w->s, 0, (size_t)len * sizeof(real));
+    memset(w->b, 0, (size_t)(m * ldb) * sizeof(real));
+    if (LINATTN_ACC_WIDER)
+        memset(w->acc, 0, (size_t)(m * ld) * sizeof(acc_t));
     return 0;
 }
 
 /* Rows per diagonal block of the triangle product. */
 #define TRIANGLE_BLOCK 16
 
-/* y (rows x ld) += tril(A) [V 1] for the chunk's rows, reading only A[i][j]
- * and row j of vaug with j <= i: below the diagonal blocks by GEMM, the
- * diagonal blocks by explicit loops. */
+/* y (rows x ld, ldy) += tril(A) [V 1] for the chunk's rows, reading only
+ * A[i][j] and row j of vaug (ld) with j <= i: below the diagonal blocks by
+ * GEMM, the diagonal blocks by explicit loops.  (A and y may share a
+ * buffer, in disjoint columns.) */
 LINATTN_CLONES
 static void XI(triangle_times)(const real *a, int64_t lda, const real *vaug,
-                               int64_t rows, int64_t ld, real *y)
+                               int64_t rows, int64_t ld, real *y, int64_t ldy)
 {
     for (int64_t i0 = 0; i0 < rows; i0 += TRIANGLE_BLOCK) {
         int64_t i1 = i0 + TRIANGLE_BLOCK < rows ? i0 + TRIANGLE_BLOCK : rows;
         if (i0 > 0)
             XI(gemm)(0, 0, i1 - i0, ld, i0, 1, (XI(view)){a + i0 * lda, lda, 0},
-                     (XI(view)){vaug, ld, 0}, 1, y + i0 * ld, ld);
+                     (XI(view)){vaug, ld, 0}, 1, y + i0 * ldy, ldy);
         for (int64_t i = i0; i < i1; i++) {
-            real *yi = y + i * ld;
+            real *yi = y + i * ldy;
             for (int64_t j = i0; j <= i; j++) {
                 real aij = a[i * lda + j];
                 const real *vj = vaug + j * ld;
@@ -145,8 +162,8 @@ static void augment_rows(XI(view) v, int64_t rows, int64_t e, real *vaug)
 }
 
 #if LINATTN_ACC_WIDER
-/* acc += part in the accumulator's precision, s = acc in the working one:
- * once per chunk, so vectorized. */
+/* acc += part in the accumulator's precision, s = acc in the working one
+ * (one row of the state): once per chunk, so vectorized. */
 LINATTN_CLONES
 static void XI(fold_part)(acc_t *acc, const real *part, real *s, int64_t len)
 {
@@ -173,30 +190,31 @@ static void running_keys(const X(plan) *plan, causal_ws *w, XI(view) k,
     XI(phi_post)(plan, w->phik, rows, w->rexp, w->mrun, 0, NULL);
 }
 
-/* Shifted maps, between the two products: row i of the carried-state
- * product y times exp(M - m_i), its triangle entries times
+/* Shifted maps, on [num den | A] before the triangle is added: row i's
+ * carried-state terms times exp(M - m_i), its triangle entries times
  * exp(m_j - m_i). */
 static void rescale_rows(causal_ws *w, int64_t rows, int64_t ld)
 {
     const double *mr = w->mrun;
     for (int64_t i = 0; i < rows; i++) {
-        real *ai = w->a + i * rows;
+        real *ri = w->r + i * w->ldb, *ai = ri + ld;
         for (int64_t j = 0; j < i; j++)
             if (mr[j] != mr[i])
                 ai[j] *= (real)exp(mr[j] - mr[i]);
         /* an empty carried state contributes zeros, whatever phi(q_i) */
         real g = w->has ? (real)exp(w->shift - mr[i]) : 0;
         for (int64_t c = 0; g != 1 && c < ld; c++)
-            w->y[i * ld + c] *= g;
+            ri[c] *= g;
     }
 }
 
 /* Shifted maps, before the state absorbs the chunk: phi(K_c) brought to
  * the chunk's last shift M' (row j times exp(m_j - M')), the carried state
- * from M to M'. */
+ * from M to M' (in float the working copy follows when the chunk is
+ * folded in). */
 static void move_shift(const X(plan) *plan, causal_ws *w, int64_t rows)
 {
-    int64_t m = plan->m, len = m * (plan->e + 1);
+    int64_t m = plan->m, ld = plan->e + 1;
     double to = w->mrun[rows - 1];
     for (int64_t j = 0; j < rows; j++)
         if (w->mrun[j] != to) {
@@ -206,13 +224,10 @@ static void move_shift(const X(plan) *plan, causal_ws *w, int64_t rows)
                 kj[t] *= f;
         }
     if (w->has && w->shift != to) {
-        double f = exp(w->shift - to);
-        for (int64_t i = 0; i < len; i++)
-            w->acc[i] *= f;
-#if LINATTN_ACC_WIDER
-        for (int64_t i = 0; i < len; i++)
-            w->s[i] = (real)w->acc[i];
-#endif
+        acc_t f = (acc_t)exp(w->shift - to);
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < ld; j++)
+                w->acc[i * w->ldacc + j] *= f;
     }
     w->shift = to;
     w->has = 1;
@@ -224,7 +239,7 @@ static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
                              int layout, int64_t n, XI(view) q, XI(view) k,
                              XI(view) v, real *out, int64_t ldout)
 {
-    int64_t m = plan->m, e = plan->e, ld = e + 1;
+    int64_t m = plan->m, e = plan->e, ld = e + 1, ldb = w->ldb;
     real *den = w->dd, *inv = w->dd + c;
     int cm = layout == LINATTN_COL_MAJOR;
     for (int64_t r = 0; r < n; r += c) {
@@ -235,21 +250,24 @@ static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
         else
             XI(phi_rows)(plan, XI(view_rows)(k, r), rows, w->phik, NULL);
         augment_rows(XI(view_rows)(v, r), rows, e, w->vaug);
-        XI(view) pq = {w->phiq, m, 0}, pk = {w->phik, m, 0};
-        XI(view) vaug = {w->vaug, ld, 0};
-        /* [num den] = phi(Q_c) [S z] + tril(phi(Q_c) phi(K_c)^T) [V_c 1].
-         * (The GEMM fills the square A; only its lower triangle is read.) */
-        XI(gemm)(0, 0, rows, ld, m, 1, pq, (XI(view)){w->s, ld, 0}, 0, w->y, ld);
-        XI(gemm)(0, 1, rows, rows, m, 1, pq, pk, 0, w->a, rows);
+        for (int64_t j = 0; j < rows; j++)
+            for (int64_t i = 0; i < m; i++)
+                w->b[i * ldb + ld + j] = w->phik[j * m + i];
+        XI(view) pk = {w->phik, m, 0}, vaug = {w->vaug, ld, 0};
+        /* [num den | A] = phi(Q_c) [S z | phi(K_c)^T], then
+         * [num den] += tril(A) [V_c 1].  (A is the whole square; only its
+         * lower triangle is read.) */
+        XI(gemm)(0, 0, rows, ld + rows, m, 1, (XI(view)){w->phiq, m, 0},
+                 (XI(view)){w->b, ldb, 0}, 0, w->r, ldb);
         if (plan->shifted)
             rescale_rows(w, rows, ld);
-        XI(triangle_times)(w->a, rows, w->vaug, rows, ld, w->y);
+        XI(triangle_times)(w->r + ld, ldb, w->vaug, rows, ld, w->r, ldb);
         for (int64_t i = 0; i < rows; i++)
-            den[i] = w->y[i * ld + e];
+            den[i] = w->r[i * ldb + e];
         int64_t good = XI(good_rows)(plan, den, rows, 1);
         for (int64_t i = 0; i < good; i++)
             inv[i] = 1 / den[i];
-        XI(put_rows)(cm ? out + r : out + r * ldout, cm, ldout, w->y, 0, ld,
+        XI(put_rows)(cm ? out + r : out + r * ldout, cm, ldout, w->r, 0, ldb,
                      good, e, inv);
         if (good < rows)
             return r + good;
@@ -258,9 +276,10 @@ static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
             move_shift(plan, w, rows);
 #if LINATTN_ACC_WIDER
         XI(gemm)(1, 0, m, ld, rows, 1, pk, vaug, 0, w->part, ld);
-        XI(fold_part)(w->acc, w->part, w->s, m * ld);
+        for (int64_t i = 0; i < m; i++)
+            XI(fold_part)(w->acc + i * ld, w->part + i * ld, w->b + i * ldb, ld);
 #else
-        XI(gemm)(1, 0, m, ld, rows, 1, pk, vaug, 1, w->acc, ld);
+        XI(gemm)(1, 0, m, ld, rows, 1, pk, vaug, 1, w->b, ldb);
 #endif
     }
     return -1;
@@ -302,7 +321,6 @@ int X(causal)(const X(plan) *plan, int layout, int64_t n, const real *q,
     int64_t c = plan->chunk < n ? plan->chunk : n;
     int64_t min_rows = plan->block > c ? plan->block : c;
     int nt = linattn_i_threads(n, min_rows);
-    int64_t len = plan->m * (plan->e + 1);
     /* All workspace and range states before anything is written. */
     causal_ws ws[LINATTN_MAX_THREADS];
     X(state) states[LINATTN_MAX_THREADS];
@@ -329,33 +347,30 @@ int X(causal)(const X(plan) *plan, int layout, int64_t n, const real *q,
                                           XI(view_rows)(job.v, lo), hi - lo);
         }
         /* range t starts from ranges 0 .. t-1 (at the larger shift) */
+        int64_t m = plan->m, ld = plan->e + 1;
         for (int t = 1; !st && t < nt; t++) {
-            memcpy(ws[t].acc, ws[t - 1].acc, (size_t)len * sizeof(acc_t));
+            acc_t a, b;
             ws[t].shift = ws[t - 1].shift;
-            XI(acc_add)(ws[t].acc, &ws[t].shift, ws[t - 1].has,
-                        states[t - 1].acc, states[t - 1].shift,
-                        states[t - 1].tokens > 0, len);
+            XI(shift_factors)(&ws[t].shift, ws[t - 1].has, states[t - 1].shift,
+                              states[t - 1].tokens > 0, &a, &b);
             ws[t].has = ws[t - 1].has || states[t - 1].tokens > 0;
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t j = 0; j < ld; j++)
+                    ws[t].acc[i * ws[t].ldacc + j] =
+                        a * ws[t - 1].acc[i * ws[t - 1].ldacc + j] +
+                        b * states[t - 1].acc[i * ld + j];
         }
     }
-    for (int t = 0; !st && LINATTN_ACC_WIDER && t < nt; t++)
-        for (int64_t i = 0; i < len; i++)
-            ws[t].s[i] = (real)ws[t].acc[i];
-#if !LINATTN_ACC_WIDER
-    /* In double the state is accumulated in place: S is acc itself. */
-    for (int t = 0; t < have; t++) {
-        free(ws[t].s);
-        ws[t].s = ws[t].acc;
-    }
+#if LINATTN_ACC_WIDER
+    for (int t = 1; !st && t < nt; t++)
+        for (int64_t i = 0; i < plan->m; i++)
+            for (int64_t j = 0; j < plan->e + 1; j++)
+                ws[t].b[i * ws[t].ldb + j] = (real)ws[t].acc[i * ws[t].ldacc + j];
 #endif
     if (!st)
         bad = linattn_i_parallel_ranges(nt, n, range_chunks, &job);
-    for (int t = 0; t < have; t++) {
-#if !LINATTN_ACC_WIDER
-        ws[t].s = NULL;
-#endif
+    for (int t = 0; t < have; t++)
         free_causal_ws(&ws[t]);
-    }
     free(mem);
     if (st)
         return st;

@@ -181,6 +181,13 @@ void XI(state_init)(X(state) *st, const X(plan) *plan, void *mem);
 double XI(raise_shift)(acc_t *acc, int64_t len, double *shift, int has,
                        double bmax);
 
+/* The factors a, b that bring an accumulator dst (at *dst_shift) and src
+ * (at src_shift) to the larger shift, which *dst_shift becomes: dst =
+ * a dst + b src is then their sum.  An accumulator without tokens (has
+ * 0) holds zeros and its shift is meaningless; exact maps get 1, 1. */
+void XI(shift_factors)(double *dst_shift, int dst_has, double src_shift,
+                       int src_has, acc_t *a, acc_t *b);
+
 /* dst (at *dst_shift) += src (at src_shift), both brought to the larger
  * shift first (the accumulators hold their sums times exp(-shift));
  * dst_has, src_has: the accumulator holds tokens (an empty one's shift

@@ -103,20 +103,27 @@ double XI(raise_shift)(acc_t *acc, int64_t len, double *shift, int has,
     return f;
 }
 
-void XI(acc_add)(acc_t *dst, double *dst_shift, int dst_has,
-                 const acc_t *src, double src_shift, int src_has, int64_t len)
+void XI(shift_factors)(double *dst_shift, int dst_has, double src_shift,
+                       int src_has, acc_t *a, acc_t *b)
 {
-    if (!src_has)
+    *a = *b = 1;
+    if (!src_has) /* src holds zeros */
         return;
-    double a = 1, b = 1;
     if (!dst_has) {
         *dst_shift = src_shift; /* dst holds zeros */
     } else if (src_shift > *dst_shift) {
-        a = exp(*dst_shift - src_shift);
+        *a = exp(*dst_shift - src_shift);
         *dst_shift = src_shift;
     } else if (src_shift != *dst_shift) { /* smaller, or NaN */
-        b = exp(src_shift - *dst_shift);
+        *b = exp(src_shift - *dst_shift);
     }
+}
+
+void XI(acc_add)(acc_t *dst, double *dst_shift, int dst_has,
+                 const acc_t *src, double src_shift, int src_has, int64_t len)
+{
+    acc_t a, b;
+    XI(shift_factors)(dst_shift, dst_has, src_shift, src_has, &a, &b);
     if (a == 1 && b == 1) {
         for (int64_t i = 0; i < len; i++)
             dst[i] += src[i];

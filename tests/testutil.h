@@ -127,6 +127,30 @@ static inline void ref_linear(int map, const tmat *q, const tmat *k,
     ref_linear_mask(map, 0, q, k, v, out);
 }
 
+/* The same from feature rows: fq (nq x m) and fk (nk x m), row major, as
+ * a map evaluated elsewhere gives them (the kernelized maps). */
+static inline void ref_linear_phi(const long double *fq, const long double *fk,
+                                  int64_t m, int causal, const tmat *v,
+                                  int64_t nq, long double *out)
+{
+    int64_t nk = v->rows, e = v->cols;
+    for (int64_t i = 0; i < nq; i++) {
+        long double den = 0;
+        for (int64_t c = 0; c < e; c++)
+            out[i * e + c] = 0;
+        for (int64_t j = 0; j < (causal ? i + 1 : nk); j++) {
+            long double a = 0;
+            for (int64_t t = 0; t < m; t++)
+                a += fq[i * m + t] * fk[j * m + t];
+            den += a;
+            for (int64_t c = 0; c < e; c++)
+                out[i * e + c] += a * *tmat_at(v, j, c);
+        }
+        for (int64_t c = 0; c < e; c++)
+            out[i * e + c] /= den;
+    }
+}
+
 /* out = softmax(scale Q K^T) V, by plain loops. */
 static inline void ref_softmax(long double scale, const tmat *q, const tmat *k,
                                const tmat *v, long double *out)

@@ -5,7 +5,8 @@
  * The input picks an entry point, a layout (valid or not), sizes, leading
  * dimensions (natural plus padding, one too short, negative, or beyond the
  * BLAS integer), NULL pointers, plan options and data (including NaN, Inf
- * and huge values).  Buffers are exactly as large as the arguments claim,
+ * and huge values), every feature map (custom ones with W and b from the
+ * input).  Buffers are exactly as large as the arguments claim,
  * so a check that lets a bad leading dimension through shows up as an
  * AddressSanitizer report.  A call that accepts an invalid argument, or
  * that writes an output while refusing (negative status, ENOMEM, ESIZE,
@@ -148,7 +149,7 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
         static const double epss[6] = {0, 1e-3, -1, NAN, INFINITY, 1e39};     \
         int entry = (int)(take(r) % 8);                                       \
         int layout = layouts[take(r) % 4];                                    \
-        int map = (int)(take(r) % 5);                                         \
+        int map = (int)(take(r) % 10); /* 0, 9 unknown; 8 custom */           \
         int64_t d = take_size(r, 6), e = take_size(r, 6);                     \
         int64_t nq = take_size(r, 40), nk = take_size(r, 40);                 \
         if (entry >= 6) /* causal: one sequence, queries and keys alike */    \
@@ -161,8 +162,34 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
         o.eps = epss[take(r) % 6];                                            \
         o.m = take(r) % 4 == 0 ? take_size(r, 8) : 0;                         \
         o.check_finite = take(r) % 2;                                         \
+        static const double scales[5] = {0, 0.5, -1, NAN, 1e39};              \
+        o.draw = (int)(take(r) % 5) - 1;                                      \
+        o.input_scale = scales[take(r) % 5];                                  \
         linattn_##P##_plan *plan = NULL;                                      \
-        int st = linattn_##P##_plan_create(&plan, map, d, e, &o);             \
+        int st;                                                               \
+        if (map == LINATTN_MAP_CUSTOM) { /* W and b from the input */         \
+            int act = (int)(take(r) % 6);                                     \
+            int64_t mc = take_size(r, 8);                                     \
+            int64_t rows = act == LINATTN_ACT_HEDGEHOG ? mc / 2 : mc;         \
+            P##mat w = P##matrix(r, layout, rows, d, d, 0);                   \
+            R b[8];                                                           \
+            for (int i = 0; i < 8; i++)                                       \
+                b[i] = (R)take_value(r);                                      \
+            st = linattn_##P##_plan_create_custom(&plan, act, d, mc, e,       \
+                                                  layout, w.a, w.ld,          \
+                                                  take(r) % 2 ? b : NULL, &o);\
+            if (st >= 0 &&                                                    \
+                !(act >= LINATTN_ACT_EXP && act <= LINATTN_ACT_HEDGEHOG &&    \
+                  d >= 1 && mc >= 1 && e >= 1 &&                              \
+                  (act != LINATTN_ACT_HEDGEHOG || mc % 2 == 0) &&             \
+                  (layout == LINATTN_ROW_MAJOR ||                             \
+                   layout == LINATTN_COL_MAJOR) &&                            \
+                  arg_ok(layout, rows, d, w.a, w.ld)))                        \
+                abort(); /* a bad argument got through */                     \
+            free(w.a);                                                        \
+        } else {                                                              \
+            st = linattn_##P##_plan_create(&plan, map, d, e, &o);             \
+        }                                                                     \
         if (entry == 0 || st) {                                               \
             if (st && plan)                                                   \
                 abort(); /* *plan written on a rejected call */               \
@@ -172,8 +199,10 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
         P##mat q = P##matrix(r, layout, nq, d, d, 0);                         \
         P##mat k = P##matrix(r, layout, nk, d, d, 0);                         \
         P##mat v = P##matrix(r, layout, nk, e, e, 0);                         \
-        /* exactly as wide as the entry reads them: d for features, else e */ \
-        int64_t oc = entry == 5 ? d : e;                                      \
+        /* exactly as wide as the entry reads them: m for features, else e */ \
+        int64_t m = 0;                                                        \
+        linattn_##P##_plan_dims(plan, NULL, &m, NULL);                        \
+        int64_t oc = entry == 5 ? m : e;                                      \
         P##mat out = P##matrix(r, layout, nq, oc, oc, 1);                     \
         P##mat num = P##matrix(r, layout, nq, oc, oc, 1);                     \
         R den[64];                                                            \
@@ -192,7 +221,7 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
                          arg_ok(layout, nq, d, q.a, q.ld);                    \
         int args_ok = entry == 4 ? keys_ok                                    \
                       : queries_ok &&                                         \
-                        arg_ok(layout, nq, entry == 5 ? d : e, out.a, out.ld) \
+                        arg_ok(layout, nq, oc, out.a, out.ld)                 \
                         && (entry == 5 || keys_ok);                           \
         /* causal (6, 7): n = nq = nk rows of everything */                   \
         int64_t n = nq;                                                       \
