@@ -10,10 +10,10 @@
  * so a check that lets a bad leading dimension through shows up as an
  * AddressSanitizer report.  A call that accepts an invalid argument, or
  * that writes an output while refusing (negative status, ENOMEM, ESIZE,
- * ENONFINITE), aborts.  check-hard builds the library for it with the BLAS
- * integer limit lowered to 64, so that leading dimensions just above it
- * drive the paths that copy blocks through workspace (that build aborts if
- * one reaches BLAS).
+ * ENONFINITE; and EDENOM for approx_error's statistics), aborts.
+ * check-hard builds the library for it with the BLAS integer limit lowered
+ * to 64, so that leading dimensions just above it drive the paths that
+ * copy blocks through workspace (that build aborts if one reaches BLAS).
  */
 #include <math.h>
 #include <stdint.h>
@@ -147,12 +147,12 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
         static const int layouts[4] = {LINATTN_ROW_MAJOR, LINATTN_COL_MAJOR,  \
                                        LINATTN_ROW_MAJOR, 7};                 \
         static const double epss[6] = {0, 1e-3, -1, NAN, INFINITY, 1e39};     \
-        int entry = (int)(take(r) % 8);                                       \
+        int entry = (int)(take(r) % 9);                                       \
         int layout = layouts[take(r) % 4];                                    \
         int map = (int)(take(r) % 10); /* 0, 9 unknown; 8 custom */           \
         int64_t d = take_size(r, 6), e = take_size(r, 6);                     \
         int64_t nq = take_size(r, 40), nk = take_size(r, 40);                 \
-        if (entry >= 6) /* causal: one sequence, queries and keys alike */    \
+        if (entry == 6 || entry == 7) /* causal: one sequence */              \
             nk = nq;                                                          \
         linattn_opts o;                                                       \
         linattn_opts_init(&o);                                                \
@@ -225,11 +225,25 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
                         && (entry == 5 || keys_ok);                           \
         /* causal (6, 7): n = nq = nk rows of everything */                   \
         int64_t n = nq;                                                       \
-        if (entry >= 6)                                                       \
+        if (entry == 6 || entry == 7)                                         \
             args_ok = layout_ok && n >= 0 && arg_ok(layout, n, d, q.a, q.ld)  \
                       && arg_ok(layout, n, d, k.a, k.ld) &&                   \
                       arg_ok(layout, n, e, v.a, v.ld) &&                      \
                       arg_ok(layout, n, e, out.a, out.ld);                    \
+        /* approx_error (8): causal 2 is invalid, and so are a scale that   \
+         * is not finite in R and a NULL stats; stats is its output */        \
+        static const double ascales[3] = {0.5, NAN, 1e39};                    \
+        int causal = (int)(take(r) % 3);                                      \
+        double ascale = ascales[take(r) % 3];                                 \
+        int stats_null = take(r) % 16 == 0;                                   \
+        linattn_approx_stats stats, poison;                                   \
+        memset(&poison, 0x5a, sizeof poison);                                 \
+        stats = poison;                                                       \
+        if (entry == 8)                                                       \
+            args_ok = layout_ok && nq >= 1 && nk >= 1 && causal <= 1 &&       \
+                      (!causal || nk == nq) &&                                \
+                      arg_ok(layout, nq, d, q.a, q.ld) && keys_ok &&          \
+                      isfinite((R)ascale) && !stats_null;                     \
         switch (entry) {                                                      \
         case 1:                                                               \
             st = linattn_##P##_attention(plan, layout, nq, nk, q.a, q.ld, k.a,\
@@ -267,6 +281,12 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
                                             k.ld, v.a, v.ld, out.a, out.ld,   \
                                             &bad);                            \
             break;                                                            \
+        case 8:                                                               \
+            st = linattn_##P##_approx_error(plan, layout, nq, nk, q.a, q.ld,  \
+                                            k.a, k.ld, v.a, v.ld, ascale,     \
+                                            causal,                           \
+                                            stats_null ? NULL : &stats);      \
+            break;                                                            \
         default:                                                              \
             st = linattn_##P##_features(plan, layout, nq, q.a, q.ld, out.a,   \
                                         out.ld);                              \
@@ -286,7 +306,14 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
             abort(); /* an output written on a refused call */                \
         if (refused && bad != -7)                                             \
             abort();                                                          \
-        if (st == LINATTN_EDENOM && (bad < 0 || bad >= nq))                   \
+        if (entry != 8 && st == LINATTN_EDENOM && (bad < 0 || bad >= nq))     \
+            abort();                                                          \
+        /* approx_error writes its statistics only on success, all of them */\
+        if ((refused || st == LINATTN_EDENOM) &&                              \
+            memcmp(&stats, &poison, sizeof stats))                            \
+            abort();                                                          \
+        if (entry == 8 && st == 0 &&                                          \
+            stats.pairs != (causal ? nq * (nq + 1) / 2 : nq * nk))            \
             abort();                                                          \
         free(q.a), free(k.a), free(v.a), free(out.a), free(num.a);            \
         linattn_##P##_plan_destroy(plan);                                     \
