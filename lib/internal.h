@@ -128,6 +128,10 @@ int XI(write_needs_y)(const real *out, int64_t ldout, const real *num,
 size_t XI(state_bytes)(const X(plan) *plan);
 void XI(state_init)(X(state) *st, const X(plan) *plan, void *mem);
 
+/* Republishes the working-precision copy sz from acc, after acc was
+ * written directly (a restored checkpoint). */
+void XI(state_publish)(X(state) *st);
+
 /* update and query after argument checks (same meaning as the public
  * functions); both return 0, LINATTN_ENOMEM or LINATTN_EDENOM. */
 int XI(state_update_checked)(X(state) *st, XI(view) k, XI(view) v, int64_t n);
