@@ -520,6 +520,14 @@ START_TEST(every_truncation_is_refused)
     memcpy(longer, fx.saved.bytes, (size_t)len);
     ck_assert_int_eq(load_exact(fx.target, longer, len + 1), LINATTN_EFORMAT);
     ck_assert(fixture_untouched(&fx));
+    /* four more, that are the CRC of all before them: a loader that read
+     * the CRC at the end of the buffer would take them */
+    unsigned char *sealed = malloc((size_t)len + 4);
+    memcpy(sealed, fx.saved.bytes, (size_t)len);
+    le(sealed + len, crc_ref(sealed, (size_t)len), 4);
+    ck_assert_int_eq(load_exact(fx.target, sealed, len + 4), LINATTN_EFORMAT);
+    ck_assert(fixture_untouched(&fx));
+    free(sealed);
     /* the file loader gives the same answers */
     char *dir = temp_dir(), *path = in_dir(dir, "cut");
     const int64_t cuts[] = {0, 1, 7, 8, 11, 12, 79, 80, 81, len - 1, len + 1};
