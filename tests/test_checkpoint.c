@@ -17,6 +17,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "crc32_ref.h"
 #include "testutil.h"
 #ifdef _OPENMP
 #include <omp.h>
@@ -32,18 +33,6 @@
 #endif
 
 /* ---- an independent reader and writer of the documented format ---- */
-
-/* CRC-32 (ISO-HDLC) bit by bit, as the doc defines it. */
-static uint32_t crc_ref(const unsigned char *p, size_t n)
-{
-    uint32_t c = 0xFFFFFFFFu;
-    for (size_t i = 0; i < n; i++) {
-        c ^= p[i];
-        for (int k = 0; k < 8; k++)
-            c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
-    }
-    return c ^ 0xFFFFFFFFu;
-}
 
 static void le(unsigned char *p, uint64_t v, int bytes)
 {
@@ -123,7 +112,7 @@ static int64_t craft(unsigned char *out, const fields *f, const double *payload,
     for (int64_t i = 0; i < count; i++)
         le(out + 80 + 8 * i, bits_of(payload[i]), 8);
     size_t body = (size_t)(80 + 8 * count);
-    le(out + body, crc_ref(out, body), 4);
+    le(out + body, crc32_ref(out, body), 4);
     return (int64_t)body + 4;
 }
 
@@ -311,7 +300,7 @@ START_TEST(format_matches_the_document)
     ck_assert_int_eq(craft(want, &f, payload, 4), 116);
     ck_assert(!memcmp(got, want, 116));
     /* the test's CRC is the standard one */
-    ck_assert_uint_eq(crc_ref((const unsigned char *)"123456789", 9), 0xCBF43926u);
+    ck_assert_uint_eq(crc32_ref((const unsigned char *)"123456789", 9), 0xCBF43926u);
     /* plans of one map and size share a fingerprint; other maps differ */
     P(plan) *same = plan_of(LINATTN_MAP_IDENTITY, 2, 1);
     P(plan) *elu = plan_of(LINATTN_MAP_ELU1, 2, 1);
@@ -336,7 +325,7 @@ START_TEST(payload_order_and_crc)
     fields f = read_fields(a.bytes);
     ck_assert(f.d == 5 && f.m == 5 && f.e == 7 && f.tokens == 37 &&
               f.payload_bytes == 8 * 5 * 8 && f.shift == 0);
-    ck_assert_uint_eq(rd(a.bytes + a.len - 4, 4), crc_ref(a.bytes, (size_t)a.len - 4));
+    ck_assert_uint_eq(rd(a.bytes + a.len - 4, 4), crc32_ref(a.bytes, (size_t)a.len - 4));
     for (int64_t i = 0; i < 5; i++) {
         for (int64_t j = 0; j <= 7; j++) {
             uint64_t b = rd(a.bytes + 80 + 8 * (i * 8 + j), 8);
@@ -524,7 +513,7 @@ START_TEST(every_truncation_is_refused)
      * the CRC at the end of the buffer would take them */
     unsigned char *sealed = malloc((size_t)len + 4);
     memcpy(sealed, fx.saved.bytes, (size_t)len);
-    le(sealed + len, crc_ref(sealed, (size_t)len), 4);
+    le(sealed + len, crc32_ref(sealed, (size_t)len), 4);
     ck_assert_int_eq(load_exact(fx.target, sealed, len + 4), LINATTN_EFORMAT);
     ck_assert(fixture_untouched(&fx));
     free(sealed);

@@ -29,25 +29,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "../crc32_ref.h"
 #include "linattn.h"
 
-/* CRC-32 (ISO-HDLC) bit by bit: the harness's own, from the format doc. */
-static uint32_t crc32_bits(const uint8_t *p, size_t n)
-{
-    uint32_t c = 0xFFFFFFFFu;
-    for (size_t i = 0; i < n; i++) {
-        c ^= p[i];
-        for (int k = 0; k < 8; k++)
-            c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
-    }
-    return c ^ 0xFFFFFFFFu;
-}
-
+/* The last four bytes become the CRC-32 of the rest (little-endian). */
 static void seal(uint8_t *b, size_t n)
 {
     if (n < 4)
         return;
-    uint32_t c = crc32_bits(b, n - 4);
+    uint32_t c = crc32_ref(b, n - 4);
     for (int i = 0; i < 4; i++)
         b[n - 4 + i] = (uint8_t)(c >> (8 * i));
 }
