@@ -4,16 +4,20 @@
  * token-by-token decoding with a state against softmax attention over a
  * growing key/value cache.
  *
- *   bench_causal                  n = 2^12 .. 2^16, C = 16 .. 128, decoding
- *                                 at contexts 1K .. 16K
- *   bench_causal --full           n up to 2^20, decoding up to 64K
+ *   bench_causal                  n = 2^12 .. 2^16, C = 16 .. 128
+ *   bench_causal --full           n up to 2^20
+ *
+ * then decoding at contexts 1K, 4K, 16K, 64K.
  *
  * d = e = 64, double, elu+1.  Times are medians; ratios are medians of
  * per-repetition ratios (each repetition times the paths back to back).
  */
+#include <cblas.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include "linattn.h"
 #include "timing.h"
 
@@ -78,49 +82,85 @@ static void chunks_table(int lg_max, int naive_max)
     free(q), free(k), free(v), free(out);
 }
 
-/* Tokens per second of append-and-query at a given context length: the
- * linear state (constant memory) against softmax over a growing cache. */
+/* One decoding step of softmax attention over a cache of n keys and values,
+ * as a KV-cache decoder does it: scores by GEMV, max-subtracted exp, the
+ * weighted values by GEMV.  (linattn_d_softmax with one query takes about
+ * twice as long: it scores by row blocks through GEMM; the baseline should
+ * be the fast way.) */
+static void softmax_step(int64_t n, int64_t d, int64_t e, const double *q,
+                         const double *k, const double *v, double *scores,
+                         double *out)
+{
+    cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)n, (int)d, 1 / sqrt((double)d),
+                k, (int)d, q, 1, 0, scores, 1);
+    double mx = scores[0], sum = 0;
+    for (int64_t j = 1; j < n; j++)
+        mx = scores[j] > mx ? scores[j] : mx;
+    for (int64_t j = 0; j < n; j++)
+        sum += scores[j] = exp(scores[j] - mx);
+    cblas_dgemv(CblasRowMajor, CblasTrans, (int)n, (int)e, 1 / sum, v, (int)e,
+                scores, 1, 0, out, 1);
+}
+
+static long max_rss_kb(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_maxrss;
+}
+
+/* Tokens per second of append-and-query at context lengths 1K .. 64K: the
+ * linear state (constant memory) against softmax over a growing cache.
+ * Each repetition times a run of linear steps and a run of softmax steps
+ * back to back; the table shows medians over repetitions. */
 static void decoding_table(int lg_max)
 {
-    int64_t d = 64, e = 64, cmax = (int64_t)1 << lg_max, steps = 64;
+    enum { LIN_STEPS = 4096, SOFT_STEPS = 8, DREPS = 7 };
+    int64_t d = 64, e = 64, cmax = (int64_t)1 << lg_max;
+    int64_t total = cmax + DREPS * LIN_STEPS;
     uint64_t seed = 9;
-    double *q = bench_random((cmax + steps) * d, &seed), *k = bench_random((cmax + steps) * d, &seed);
-    double *v = bench_random((cmax + steps) * e, &seed), out[64];
+    double *q = bench_random(total * d, &seed), *k = bench_random(total * d, &seed);
+    double *v = bench_random(total * e, &seed), out[64];
+    double *scores = malloc((size_t)total * sizeof(double));
     linattn_d_plan *p;
     check(linattn_d_plan_create(&p, LINATTN_MAP_ELU1, d, e, NULL), "plan");
     linattn_d_state *st;
     check(linattn_d_state_create(&st, p), "state");
-    printf("\n%8s %14s %14s %9s %12s %12s\n", "context", "linear_tok/s",
-           "softmax_tok/s", "ratio", "state_bytes", "cache_bytes");
+    printf("\n%8s %14s %14s %9s %12s %12s %10s\n", "context", "linear_tok/s",
+           "softmax_tok/s", "ratio", "state_bytes", "cache_bytes", "rss_grow_kB");
     for (int lg = 10; lg <= lg_max; lg += 2) {
         int64_t ctx = (int64_t)1 << lg;
+        double tl[DREPS], ts[DREPS], ratio[DREPS];
         /* the context so far, absorbed at once */
-        linattn_d_state_reset(st);
+        check(linattn_d_state_reset(st), "reset");
         check(linattn_d_state_update(st, LINATTN_ROW_MAJOR, ctx, k, d, v, e), "update");
-        double t0 = bench_now();
-        for (int64_t s = 0; s < steps; s++) {
-            int64_t i = ctx + s;
-            check(linattn_d_state_update(st, LINATTN_ROW_MAJOR, 1, k + i * d, d,
-                                         v + i * e, e), "update");
-            check(linattn_d_state_query(st, LINATTN_ROW_MAJOR, 1, q + i * d, d,
-                                        out, e, NULL, 0, NULL, NULL), "query");
+        long rss0 = max_rss_kb();
+        for (int r = 0; r < DREPS; r++) {
+            double t0 = bench_now();
+            for (int64_t s = 0; s < LIN_STEPS; s++) {
+                int64_t i = ctx + r * LIN_STEPS + s;
+                check(linattn_d_state_update(st, LINATTN_ROW_MAJOR, 1, k + i * d,
+                                             d, v + i * e, e), "update");
+                check(linattn_d_state_query(st, LINATTN_ROW_MAJOR, 1, q + i * d, d,
+                                            out, e, NULL, 0, NULL, NULL), "query");
+            }
+            double t1 = bench_now();
+            for (int64_t s = 0; s < SOFT_STEPS; s++) /* the cache: keys 0..i */
+                softmax_step(ctx + s + 1, d, e, q + (ctx + s) * d, k, v, scores, out);
+            double t2 = bench_now();
+            tl[r] = LIN_STEPS / (t1 - t0), ts[r] = SOFT_STEPS / (t2 - t1);
+            ratio[r] = tl[r] / ts[r];
         }
-        double t1 = bench_now();
-        for (int64_t s = 0; s < steps; s++) {
-            int64_t i = ctx + s; /* the cache holds keys 0..i */
-            check(linattn_d_softmax(LINATTN_ROW_MAJOR, 1, i + 1, d, e, 0.125,
-                                    q + i * d, d, k, d, v, e, out, e), "softmax");
-        }
-        double t2 = bench_now();
-        double lin = steps / (t1 - t0), soft = steps / (t2 - t1);
-        printf("%8lld %14.0f %14.0f %9.0f %12lld %12lld\n", (long long)ctx, lin,
-               soft, lin / soft, (long long)(d * (e + 1) * 8),
-               (long long)(ctx * (d + e) * 8));
+        long grown = max_rss_kb() - rss0;
+        printf("%8lld %14.0f %14.0f %9.0f %12lld %12lld %10ld\n", (long long)ctx,
+               bench_median(tl, DREPS), bench_median(ts, DREPS),
+               bench_median(ratio, DREPS), (long long)(d * (e + 1) * 8),
+               (long long)(ctx * (d + e) * 8), grown);
         fflush(stdout);
     }
     linattn_d_state_destroy(st);
     linattn_d_plan_destroy(p);
-    free(q), free(k), free(v);
+    free(q), free(k), free(v), free(scores);
 }
 
 int main(int argc, char **argv)
@@ -133,6 +173,6 @@ int main(int argc, char **argv)
     printf("linattn %s bench_causal: d = e = 64, double, elu+1, median of %d\n\n",
            linattn_version_string(), REPS);
     chunks_table(full ? 20 : 16, 14);
-    decoding_table(full ? 16 : 14);
+    decoding_table(16);
     return 0;
 }

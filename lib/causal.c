@@ -7,10 +7,12 @@
  *     num = phi(Q_c) S + A V_c,   den = phi(Q_c) z + A 1
  *     then S += phi(K_c)^T V_c,   z += phi(K_c)^T 1
  *
- * A V_c is built from GEMMs on the blocks strictly below the diagonal and
- * small explicit triangles on it, so that no future token of the chunk
- * enters a row's output, not even as 0 * Inf (OpenBLAS's TRMM does let
- * NaN through from rows below: measured).
+ * in two GEMMs per chunk: [num den | A] = phi(Q_c) [S z | phi(K_c)^T] (the
+ * state and the chunk's keys side by side), and the state update
+ * [S z] += phi(K_c)^T [V_c 1].  tril(A) [V_c 1] is built from GEMMs on the
+ * blocks strictly below the diagonal and small explicit triangles on it, so
+ * that no future token of the chunk enters a row's output, not even as
+ * 0 * Inf (OpenBLAS's TRMM does let NaN through from rows below: measured).
  *
  * Extra memory is O(C (m + e + C) + m e), whatever n: the prefix state is
  * never materialized per token.
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
+#include "kernels.h"
 #include "threads.h"
 #include "validate.h"
 
@@ -38,76 +41,119 @@ int XI(causal_args)(const X(plan) *plan, int layout, int64_t n, const real *q,
                          ldout, 4, keys_in_blas);
 }
 
-/* The workspace of one causal pass, all allocated up front. */
+/* The workspace of one causal pass, all allocated up front.
+ *
+ * b is m x (e + 1 + C): the state [S z] with phi(K_c)^T beside it, so that
+ * one GEMM phi(Q_c) b gives [num den | A] for the chunk.  vaug holds the
+ * chunk's values with a column of ones, [V_c 1], so that every GEMM against
+ * it yields numerators and normalizers together.  In double the state
+ * accumulates in b itself (acc aliases b, leading dimension ldb); in float
+ * acc is a separate m x (e + 1) double accumulator that b follows. */
 typedef struct {
-    real *phiq, *phik, *a, *vcopy, *y, *dd, *s, *part;
-    acc_t *acc, *zsum, *partial;
+    real *phiq, *phik, *vaug, *r, *dd, *b, *part;
+    acc_t *acc;
+    int64_t ldb, ldacc;
 } causal_ws;
 
 static void free_causal_ws(causal_ws *w)
 {
-    free(w->phiq), free(w->phik), free(w->a), free(w->vcopy), free(w->y);
-    free(w->dd), free(w->s), free(w->part);
-    free(w->acc), free(w->zsum), free(w->partial);
+    free(w->phiq), free(w->phik), free(w->vaug), free(w->r), free(w->dd);
+    free(w->b), free(w->part);
+    if (LINATTN_ACC_WIDER)
+        free(w->acc);
 }
 
-static int alloc_causal_ws(causal_ws *w, const X(plan) *plan, int64_t c,
-                           int copy_v)
+static int alloc_causal_ws(causal_ws *w, const X(plan) *plan, int64_t c)
 {
-    int64_t m = plan->m, e = plan->e, len = m * (e + 1);
+    int64_t m = plan->m, ld = plan->e + 1, ldb = ld + c;
     memset(w, 0, sizeof *w);
+    w->ldb = ldb;
     /* phi of Q and K always materialized: the chunk is small and the
      * same buffers then serve every map and every leading dimension. */
     w->phiq = linattn_i_alloc(c * m, sizeof(real));
     w->phik = linattn_i_alloc(c * m, sizeof(real));
-    w->a = linattn_i_alloc(c * c, sizeof(real));
-    w->vcopy = copy_v ? linattn_i_alloc(c * e, sizeof(real)) : NULL;
-    w->y = linattn_i_alloc(c * e, sizeof(real));
-    w->dd = linattn_i_alloc(2 * c + m, sizeof(real));
-    w->s = linattn_i_alloc(len, sizeof(real));
-    w->part = LINATTN_ACC_WIDER ? linattn_i_alloc(m * e, sizeof(real)) : NULL;
-    w->acc = linattn_i_alloc(len, sizeof(acc_t));
-    w->zsum = linattn_i_alloc(m, sizeof(acc_t));
-    w->partial = linattn_i_alloc(XI(stats_partial_len)(plan, c), sizeof(acc_t));
-    if (!w->phiq || !w->phik || !w->a || (copy_v && !w->vcopy) || !w->y ||
-        !w->dd || !w->s || (LINATTN_ACC_WIDER && !w->part) || !w->acc ||
-        !w->zsum || !w->partial) {
+    w->vaug = linattn_i_alloc(c * ld, sizeof(real));
+    w->r = linattn_i_alloc(c * ldb, sizeof(real));
+    w->dd = linattn_i_alloc(2 * c, sizeof(real));
+    w->b = linattn_i_alloc(m * ldb, sizeof(real));
+#if LINATTN_ACC_WIDER
+    w->part = linattn_i_alloc(m * ld, sizeof(real));
+    w->acc = linattn_i_alloc(m * ld, sizeof(acc_t));
+    w->ldacc = ld;
+#else
+    w->acc = w->b;
+    w->ldacc = ldb;
+#endif
+    if (!w->phiq || !w->phik || !w->vaug || !w->r || !w->dd || !w->b ||
+        (LINATTN_ACC_WIDER && (!w->part || !w->acc))) {
         free_causal_ws(w);
         return LINATTN_ENOMEM;
     }
-    memset(w->acc, 0, (size_t)len * sizeof(acc_t));
-    memset(w->s, 0, (size_t)len * sizeof(real));
+    memset(w->b, 0, (size_t)(m * ldb) * sizeof(real));
+    if (LINATTN_ACC_WIDER)
+        memset(w->acc, 0, (size_t)(m * ld) * sizeof(acc_t));
     return 0;
 }
 
 /* Rows per diagonal block of the triangle product. */
 #define TRIANGLE_BLOCK 16
 
-/* y (rows x e, ld e) = tril(A) V for the first rows rows, reading only
- * A[i][j] and V row j with j <= i: below the diagonal blocks by GEMM,
- * the diagonal blocks by explicit loops. */
-static void triangle_times(const real *a, int64_t lda, XI(view) v,
-                           int64_t rows, int64_t e, real *y)
+/* y (rows x ld, ldy) += tril(A) [V 1] for the chunk's rows, reading only
+ * A[i][j] and row j of vaug (ld) with j <= i: below the diagonal blocks by
+ * GEMM, the diagonal blocks by explicit loops.  (A and y may share a
+ * buffer, in disjoint columns.) */
+LINATTN_CLONES
+static void XI(triangle_times)(const real *a, int64_t lda, const real *vaug,
+                               int64_t rows, int64_t ld, real *y, int64_t ldy)
 {
-    /* V(j, c) = v.p[j * rs + c * cs] in either layout: no branch inside
-     * the loops below. */
-    int64_t rs = v.colmajor ? 1 : v.ld, cs = v.colmajor ? v.ld : 1;
     for (int64_t i0 = 0; i0 < rows; i0 += TRIANGLE_BLOCK) {
         int64_t i1 = i0 + TRIANGLE_BLOCK < rows ? i0 + TRIANGLE_BLOCK : rows;
         if (i0 > 0)
-            XI(gemm)(0, 0, i1 - i0, e, i0, 1, (XI(view)){a + i0 * lda, lda, 0},
-                     v, 0, y + i0 * e, e);
-        else
-            memset(y, 0, (size_t)((i1 - i0) * e) * sizeof(real));
-        for (int64_t i = i0; i < i1; i++)
+            XI(gemm)(0, 0, i1 - i0, ld, i0, 1, (XI(view)){a + i0 * lda, lda, 0},
+                     (XI(view)){vaug, ld, 0}, 1, y + i0 * ldy, ldy);
+        for (int64_t i = i0; i < i1; i++) {
+            real *yi = y + i * ldy;
             for (int64_t j = i0; j <= i; j++) {
                 real aij = a[i * lda + j];
-                const real *vj = v.p + j * rs;
-                for (int64_t c = 0; c < e; c++)
-                    y[i * e + c] += aij * vj[c * cs];
+                const real *vj = vaug + j * ld;
+                LINATTN_SIMD
+                for (int64_t c = 0; c < ld; c++)
+                    yi[c] += aij * vj[c];
             }
+        }
     }
 }
+
+/* Rows [lo, hi) of the view v into rows of vaug (ld e + 1), ones in the
+ * last column. */
+static void augment_rows(XI(view) v, int64_t rows, int64_t e, real *vaug)
+{
+    int64_t ld = e + 1;
+    for (int64_t i = 0; i < rows; i++) {
+        real *row = vaug + i * ld;
+        if (v.colmajor)
+            for (int64_t c = 0; c < e; c++)
+                row[c] = v.p[i + c * v.ld];
+        else
+            memcpy(row, v.p + i * v.ld, (size_t)e * sizeof(real));
+        row[e] = 1;
+    }
+}
+
+#if LINATTN_ACC_WIDER
+/* acc += part in the accumulator's precision, s = acc in the working one
+ * (one row of the state): once per chunk, so vectorized. */
+LINATTN_CLONES
+static void XI(fold_part)(acc_t *acc, const real *part, real *s, int64_t len)
+{
+    LINATTN_SIMD
+    for (int64_t i = 0; i < len; i++) {
+        acc_t t = acc[i] + part[i];
+        acc[i] = t;
+        s[i] = (real)t;
+    }
+}
+#endif
 
 /* Rows [0, n) causally; returns -1 or the first row whose normalizer
  * breaks the policy (rows before it written, none after). */
@@ -115,62 +161,41 @@ static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
                              int layout, int64_t n, XI(view) q, XI(view) k,
                              XI(view) v, real *out, int64_t ldout)
 {
-    int64_t m = plan->m, e = plan->e, ld = e + 1;
-    real *den = w->dd, *inv = w->dd + c, *z = w->dd + 2 * c;
+    int64_t m = plan->m, e = plan->e, ld = e + 1, ldb = w->ldb;
+    real *den = w->dd, *inv = w->dd + c;
+    int cm = layout == LINATTN_COL_MAJOR;
     for (int64_t r = 0; r < n; r += c) {
         int64_t rows = n - r < c ? n - r : c;
-        /* phi(Q_c) with the normalizers phi(q_i) . z of earlier chunks,
-         * phi(K_c) with its column sums. */
-        for (int64_t i = 0; i < m; i++)
-            z[i] = w->s[i * ld + e];
-        XI(stats) qs = {z, den, NULL, NULL};
-        memset(w->zsum, 0, (size_t)m * sizeof(acc_t));
-        XI(stats) ks = {NULL, NULL, w->zsum, w->partial};
-        XI(phi_rows)(plan, XI(view_rows)(q, r), rows, w->phiq, &qs);
-        XI(phi_rows)(plan, XI(view_rows)(k, r), rows, w->phik, &ks);
-        XI(view) pq = {w->phiq, m, 0}, pk = {w->phik, m, 0};
-        XI(view) vc = XI(view_rows)(v, r);
-        if (w->vcopy) {
-            XI(copy_rows)(vc, 0, rows, e, w->vcopy);
-            vc = (XI(view)){w->vcopy, e, 0};
-        }
-        /* The triangle: keys of this chunk up to and including the row.
-         * (The GEMM fills the square; only the lower triangle is read.) */
-        XI(gemm)(0, 1, rows, rows, m, 1, pq, pk, 0, w->a, rows);
-        for (int64_t i = 0; i < rows; i++) {
-            const real *ai = w->a + i * rows;
-            acc_t sum = 0;
-            for (int64_t j = 0; j <= i; j++)
-                sum += ai[j];
-            den[i] += (real)sum;
-        }
+        XI(phi_rows)(plan, XI(view_rows)(q, r), rows, w->phiq, NULL);
+        XI(phi_rows)(plan, XI(view_rows)(k, r), rows, w->phik, NULL);
+        augment_rows(XI(view_rows)(v, r), rows, e, w->vaug);
+        for (int64_t j = 0; j < rows; j++)
+            for (int64_t i = 0; i < m; i++)
+                w->b[i * ldb + ld + j] = w->phik[j * m + i];
+        XI(view) pk = {w->phik, m, 0}, vaug = {w->vaug, ld, 0};
+        /* [num den | A] = phi(Q_c) [S z | phi(K_c)^T], then
+         * [num den] += tril(A) [V_c 1].  (A is the whole square; only its
+         * lower triangle is read.) */
+        XI(gemm)(0, 0, rows, ld + rows, m, 1, (XI(view)){w->phiq, m, 0},
+                 (XI(view)){w->b, ldb, 0}, 0, w->r, ldb);
+        XI(triangle_times)(w->r + ld, ldb, w->vaug, rows, ld, w->r, ldb);
+        for (int64_t i = 0; i < rows; i++)
+            den[i] = w->r[i * ldb + e];
         int64_t good = XI(good_rows)(plan, den, rows, 1);
-        /* num = tril(A) V_c + phi(Q_c) S for the good rows, then
-         * out = num / den. */
-        if (good > 0) {
-            triangle_times(w->a, rows, vc, good, e, w->y);
-            XI(gemm)(0, 0, good, e, m, 1, pq, (XI(view)){w->s, ld, 0}, 1, w->y, e);
-            for (int64_t i = 0; i < good; i++)
-                inv[i] = 1 / den[i];
-            XI(put_rows)(layout == LINATTN_COL_MAJOR ? out + r : out + r * ldout,
-                         layout == LINATTN_COL_MAJOR, ldout, w->y, 0, e, good, e,
-                         inv);
-        }
+        for (int64_t i = 0; i < good; i++)
+            inv[i] = 1 / den[i];
+        XI(put_rows)(cm ? out + r : out + r * ldout, cm, ldout, w->r, 0, ldb,
+                     good, e, inv);
         if (good < rows)
             return r + good;
-        /* The state moves past this chunk. */
+        /* The state moves past this chunk: [S z] += phi(K_c)^T [V_c 1]. */
 #if LINATTN_ACC_WIDER
-        XI(gemm)(1, 0, m, e, rows, 1, pk, vc, 0, w->part, e);
+        XI(gemm)(1, 0, m, ld, rows, 1, pk, vaug, 0, w->part, ld);
         for (int64_t i = 0; i < m; i++)
-            for (int64_t j = 0; j < e; j++)
-                w->acc[i * ld + j] += w->part[i * e + j];
+            XI(fold_part)(w->acc + i * ld, w->part + i * ld, w->b + i * ldb, ld);
 #else
-        XI(gemm)(1, 0, m, e, rows, 1, pk, vc, 1, w->acc, ld);
+        XI(gemm)(1, 0, m, ld, rows, 1, pk, vaug, 1, w->b, ldb);
 #endif
-        for (int64_t i = 0; i < m; i++)
-            w->acc[i * ld + e] += w->zsum[i];
-        for (int64_t i = 0; LINATTN_ACC_WIDER && i < m * ld; i++)
-            w->s[i] = (real)w->acc[i];
     }
     return -1;
 }
@@ -188,17 +213,6 @@ typedef struct {
     real *out;
     int64_t ldout;
 } causal_job;
-
-static int64_t range_state(void *ctx, int t, int64_t lo, int64_t hi)
-{
-    causal_job *j = ctx;
-    if (t == j->nt - 1) /* nobody comes after the last range */
-        return INT64_MAX;
-    return XI(state_update_checked)(&j->range_state[t], XI(view_rows)(j->k, lo),
-                                    XI(view_rows)(j->v, lo), hi - lo)
-               ? 0
-               : INT64_MAX;
-}
 
 static int64_t range_chunks(void *ctx, int t, int64_t lo, int64_t hi)
 {
@@ -222,15 +236,13 @@ int X(causal)(const X(plan) *plan, int layout, int64_t n, const real *q,
     int64_t c = plan->chunk < n ? plan->chunk : n;
     int64_t min_rows = plan->block > c ? plan->block : c;
     int nt = linattn_i_threads(n, min_rows);
-    int64_t len = plan->m * (plan->e + 1);
     /* All workspace and range states before anything is written. */
     causal_ws ws[LINATTN_MAX_THREADS];
     X(state) states[LINATTN_MAX_THREADS];
     void *mem = nt > 1 ? malloc((size_t)nt * XI(state_bytes)(plan)) : NULL;
     int have = 0;
     if (nt == 1 || mem)
-        while (have < nt && !alloc_causal_ws(&ws[have], plan, c,
-                                             !linattn_i_ld_fits(ldv)))
+        while (have < nt && !alloc_causal_ws(&ws[have], plan, c))
             have++;
     int64_t bad = INT64_MAX;
     int cm = layout == LINATTN_COL_MAJOR;
@@ -239,33 +251,35 @@ int X(causal)(const X(plan) *plan, int layout, int64_t n, const real *q,
     if (have < nt) {
         st = LINATTN_ENOMEM;
     } else if (nt > 1) {
-        for (int t = 0; t < nt; t++)
+        /* The states of ranges 0 .. nt-2, one after another, each update
+         * split over all threads (a range per thread would leave the last
+         * thread idle while the others build theirs). */
+        for (int t = 0; !st && t < nt - 1; t++) {
+            int64_t lo = linattn_i_range_start(n, nt, t);
+            int64_t hi = linattn_i_range_start(n, nt, t + 1);
             XI(state_init)(&states[t], plan, (char *)mem + t * XI(state_bytes)(plan));
-        if (linattn_i_parallel_ranges(nt, n, range_state, &job) == 0)
-            st = LINATTN_ENOMEM;
+            st = XI(state_update_checked)(&states[t], XI(view_rows)(job.k, lo),
+                                          XI(view_rows)(job.v, lo), hi - lo);
+        }
         /* range t starts from ranges 0 .. t-1 */
+        int64_t m = plan->m, ld = plan->e + 1;
         for (int t = 1; !st && t < nt; t++)
-            for (int64_t i = 0; i < len; i++)
-                ws[t].acc[i] = ws[t - 1].acc[i] + states[t - 1].acc[i];
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t j = 0; j < ld; j++)
+                    ws[t].acc[i * ws[t].ldacc + j] =
+                        ws[t - 1].acc[i * ws[t - 1].ldacc + j] +
+                        states[t - 1].acc[i * ld + j];
     }
-    for (int t = 0; !st && LINATTN_ACC_WIDER && t < nt; t++)
-        for (int64_t i = 0; i < len; i++)
-            ws[t].s[i] = (real)ws[t].acc[i];
-#if !LINATTN_ACC_WIDER
-    /* In double the state is accumulated in place: S is acc itself. */
-    for (int t = 0; t < have; t++) {
-        free(ws[t].s);
-        ws[t].s = ws[t].acc;
-    }
+#if LINATTN_ACC_WIDER
+    for (int t = 1; !st && t < nt; t++)
+        for (int64_t i = 0; i < plan->m; i++)
+            for (int64_t j = 0; j < plan->e + 1; j++)
+                ws[t].b[i * ws[t].ldb + j] = (real)ws[t].acc[i * ws[t].ldacc + j];
 #endif
     if (!st)
         bad = linattn_i_parallel_ranges(nt, n, range_chunks, &job);
-    for (int t = 0; t < have; t++) {
-#if !LINATTN_ACC_WIDER
-        ws[t].s = NULL;
-#endif
+    for (int t = 0; t < have; t++)
         free_causal_ws(&ws[t]);
-    }
     free(mem);
     if (st)
         return st;

@@ -186,6 +186,16 @@ static void chunk_rows(map_fn f, XI(view) x, int64_t d, int64_t lo,
         stats_range(fv, d, lo, hi, st, part);
 }
 
+/* Chunk c of rows [0, rows): rows [c C, min((c + 1) C, rows)). */
+static void chunk_of(map_fn f, XI(view) x, int64_t d, int64_t rows,
+                     int64_t c, real *out, const XI(stats) *st,
+                     acc_t *partial)
+{
+    int64_t lo = c * LINATTN_CHUNK;
+    int64_t hi = lo + LINATTN_CHUNK < rows ? lo + LINATTN_CHUNK : rows;
+    chunk_rows(f, x, d, lo, hi, out, st, partial ? partial + c * d : NULL);
+}
+
 int64_t XI(stats_partial_len)(const X(plan) *plan, int64_t rows)
 {
     return (rows + LINATTN_CHUNK - 1) / LINATTN_CHUNK * plan->m;
@@ -198,14 +208,19 @@ void XI(phi_rows)(const X(plan) *plan, XI(view) x, int64_t rows, real *out,
     int64_t d = plan->d, nchunks = (rows + LINATTN_CHUNK - 1) / LINATTN_CHUNK;
     acc_t *partial = st && st->colsum ? st->partial : NULL;
     /* Fixed chunks, whatever the thread count, and their column sums added
-     * in chunk order: the results do not depend on OMP_NUM_THREADS. */
+     * in chunk order: the results do not depend on OMP_NUM_THREADS.  The
+     * parallel region is entered only when it splits: libgomp sets up a
+     * team even for an if(0) region, which one-token calls would pay on
+     * every token. */
+    if (nchunks > 1 && rows * d >= LINATTN_PAR_MIN && linattn_i_may_thread()) {
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (rows * d >= LINATTN_PAR_MIN && linattn_i_may_thread())
+#pragma omp parallel for schedule(static)
 #endif
-    for (int64_t c = 0; c < nchunks; c++) {
-        int64_t lo = c * LINATTN_CHUNK;
-        int64_t hi = lo + LINATTN_CHUNK < rows ? lo + LINATTN_CHUNK : rows;
-        chunk_rows(f, x, d, lo, hi, out, st, partial ? partial + c * d : NULL);
+        for (int64_t c = 0; c < nchunks; c++)
+            chunk_of(f, x, d, rows, c, out, st, partial);
+    } else {
+        for (int64_t c = 0; c < nchunks; c++)
+            chunk_of(f, x, d, rows, c, out, st, partial);
     }
     for (int64_t c = 0; partial && c < nchunks; c++)
         for (int64_t j = 0; j < d; j++)

@@ -139,6 +139,18 @@ int XI(state_query_checked)(const X(state) *st, int layout, int64_t n,
                             XI(view) q, real *out, int64_t ldout, real *num,
                             int64_t ldnum, real *den, int64_t *bad_row);
 
+/* ---- a few rows at a time (state_small.c) ---- */
+
+/* Nonzero when an update or query of n rows takes the small path: plain
+ * loops on stack workspace, no allocation, no BLAS. */
+int XI(small_ok)(const X(plan) *plan, int64_t n);
+/* As state_update_checked / state_query_checked, for small_ok sizes (the
+ * update does not count the tokens; it cannot fail). */
+void XI(state_update_small)(X(state) *st, XI(view) k, XI(view) v, int64_t n);
+int XI(state_query_small)(const X(state) *st, int layout, int64_t n,
+                          XI(view) q, real *out, int64_t ldout, real *num,
+                          int64_t ldnum, real *den, int64_t *bad_row);
+
 /* ---- attention.c ---- */
 
 /* The matrix checks of the attention-shaped calls: Q (nq x d), K (nk x d),

@@ -55,6 +55,18 @@ void XI(put_rows)(real *a, int colmajor, int64_t lda, const real *b,
                   int b_colmajor, int64_t ldb, int64_t rows, int64_t cols,
                   const real *s)
 {
+    if (!colmajor && !b_colmajor) {
+        /* Row major to row major (the causal path's case): contiguous rows,
+         * vectorized. */
+        for (int64_t r = 0; r < rows; r++) {
+            real *ar = a + r * lda, sr = s ? s[r] : 1;
+            const real *br = b + r * ldb;
+            LINATTN_SIMD
+            for (int64_t c = 0; c < cols; c++)
+                ar[c] = br[c] * sr;
+        }
+        return;
+    }
     /* Walk the destination in its own order: its writes are contiguous. */
     int64_t outer = colmajor ? cols : rows, inner = colmajor ? rows : cols;
     for (int64_t o = 0; o < outer; o++)

@@ -258,7 +258,9 @@ int XI(state_update_checked)(X(state) *st, XI(view) k, XI(view) v, int64_t n)
     if (n == 0)
         return 0;
     int nt = linattn_i_threads(n, XI(block_rows)(plan));
-    if (nt == 1) {
+    if (XI(small_ok)(plan, n)) {
+        XI(state_update_small)(st, k, v, n);
+    } else if (nt == 1) {
         /* Workspace comes first inside: a failure leaves acc unchanged. */
         int status = update_serial(plan, st->acc, k, v, n);
         if (status)
@@ -372,6 +374,9 @@ int XI(state_query_checked)(const X(state) *st, int layout, int64_t n,
 {
     if (n == 0)
         return 0;
+    if (XI(small_ok)(st->plan, n))
+        return XI(state_query_small)(st, layout, n, q, out, ldout, num, ldnum,
+                                     den, bad_row);
     int64_t block = XI(block_rows)(st->plan);
     int nt = linattn_i_threads(n, block);
     /* Every thread's workspace before any output is written, so that

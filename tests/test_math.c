@@ -824,6 +824,78 @@ START_TEST(streaming_and_causality)
 }
 END_TEST
 
+/* Updates and queries of 1 to 5 rows (the small path below 5 rows, the
+ * blocked one from 5), in both layouts with padded leading dimensions:
+ * keys streamed in pieces of every such size, then every query size with
+ * out, num and den at once, against the plain-loop reference; num / den
+ * is out, and den is phi(q) . z with z read back from the state.  A zero
+ * normalizer in row 1 of 3 stops there: row 0 written, rows 1, 2 not. */
+START_TEST(few_rows_at_a_time)
+{
+    int64_t d = 5, e = 3, nk = 15;
+    for (int mi = 0; mi < 3; mi++)
+        for (int li = 0; li < 2; li++) {
+            int map = maps[mi], layout = layouts[li];
+            uint64_t seed = 77 + (uint64_t)(mi * 2 + li);
+            double lo, hi;
+            data_range(map, &lo, &hi);
+            tmat k = tmat_rand(layout, nk, d, 2, lo, hi, &seed);
+            tmat v = tmat_rand(layout, nk, e, 1, -1, 1, &seed);
+            P(plan) *p = make_plan(map, d, e, 0);
+            P(state) *st;
+            ck_assert_int_eq(P(state_create)(&st, p), 0);
+            for (int64_t r = 0, piece = 1; r < nk; r += piece, piece = piece % 5 + 1) {
+                int64_t rows = nk - r < piece ? nk - r : piece;
+                const real *kr = layout == ROW ? k.a + r * k.ld : k.a + r;
+                const real *vr = layout == ROW ? v.a + r * v.ld : v.a + r;
+                ck_assert_int_eq(P(state_update)(st, layout, rows, kr, k.ld, vr,
+                                                 v.ld), 0);
+            }
+            real z[5];
+            ck_assert_int_eq(P(state_get)(st, ROW, NULL, 1, z, NULL), 0);
+            for (int64_t n = 1; n <= 5; n++) {
+                tmat q = tmat_rand(layout, n, d, 3, lo, hi, &seed);
+                tmat out = tmat_like(&q, n, e, 2), num = tmat_like(&q, n, e, 1);
+                real den[5];
+                long double ref[5 * 3];
+                ref_linear(map, &q, &k, &v, ref);
+                ck_assert_int_eq(P(state_query)(st, layout, n, q.a, q.ld, out.a,
+                                                out.ld, num.a, num.ld, den, NULL), 0);
+                for (int64_t i = 0; i < n; i++) {
+                    long double dz = 0;
+                    for (int64_t t = 0; t < d; t++)
+                        dz += ref_phi(map, *tmat_at(&q, i, t)) * z[t];
+                    ck_assert(fabsl(den[i] - dz) <= TOL * fabsl(dz));
+                    for (int64_t c = 0; c < e; c++) {
+                        long double o = *tmat_at(&out, i, c), r = ref[i * e + c];
+                        ck_assert(fabsl(o - r) <= TOL * (1 + fabsl(r)));
+                        ck_assert(o == *tmat_at(&num, i, c) * (1 / den[i]));
+                    }
+                }
+                ck_assert(tmat_padding_intact(&out) && tmat_padding_intact(&num));
+                tmat_free(&q), tmat_free(&out), tmat_free(&num);
+            }
+            P(state_destroy)(st);
+            P(plan_destroy)(p);
+            tmat_free(&k), tmat_free(&v);
+        }
+    /* identity, S = [3; 5], z = [1; 1]: den(q) = q0 + q1 */
+    real k[4] = {1, 0, 0, 1}, v[2] = {3, 5}, q[6] = {1, 1, -1, 1, 2, 1};
+    real out[3] = {-777, -777, -777}, den[3] = {-777, -777, -777};
+    P(plan) *p = make_plan(LINATTN_MAP_IDENTITY, 2, 1, 0);
+    P(state) *st;
+    P(state_create)(&st, p);
+    P(state_update)(st, ROW, 2, k, 2, v, 1);
+    int64_t bad = -1;
+    ck_assert_int_eq(P(state_query)(st, ROW, 3, q, 2, out, 1, NULL, 0, den, &bad),
+                     LINATTN_EDENOM);
+    ck_assert(bad == 1 && out[0] == 4 && den[0] == 2);
+    ck_assert(out[1] == -777 && out[2] == -777 && den[1] == -777 && den[2] == -777);
+    P(state_destroy)(st);
+    P(plan_destroy)(p);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("math " PREC);
@@ -845,6 +917,7 @@ static Suite *suite(void)
     tcase_add_test(tc, large_leading_dimensions);
     tcase_add_loop_test(tc, causal_matches_naive_and_reference, 0, 18);
     tcase_add_test(tc, streaming_and_causality);
+    tcase_add_test(tc, few_rows_at_a_time);
     tcase_add_test(tc, outputs_together_and_self_merge);
 #ifdef _OPENMP
     tcase_add_test(tc, thread_counts_agree);

@@ -1,0 +1,98 @@
+/*
+ * state_small.c -- updates and queries of a few rows (token-by-token
+ * decoding) without workspace allocation or BLAS.
+ *
+ * For one token the blocked path spends most of its time outside the
+ * arithmetic: five allocations, GEMM's packing of 1 x m operands and the
+ * OpenMP fork checks cost several times the 2 m (e + 1) flops of a rank-one
+ * update.  Here phi of the rows lives on the stack and the update and the
+ * query are plain loops over the m x (e + 1) state, which stays in cache
+ * between tokens: constant time and memory per token whatever the context.
+ */
+#include <string.h>
+#include "internal.h"
+#include "kernels.h"
+
+/* Stack budget: phi of the rows and one row of values or numerators. */
+#define SMALL_ROWS 4
+#define SMALL_WIDTH 512
+
+int XI(small_ok)(const X(plan) *plan, int64_t n)
+{
+    return n <= SMALL_ROWS && plan->m <= SMALL_WIDTH && plan->e < SMALL_WIDTH;
+}
+
+/* acc[i][j] += p[i] * v[j] over the m x (e + 1) state with v[e] = 1. */
+LINATTN_CLONES
+static void XI(rank_one)(acc_t *acc, int64_t m, int64_t e, const real *p,
+                         const real *v)
+{
+    int64_t ld = e + 1;
+    for (int64_t i = 0; i < m; i++) {
+        acc_t pi = p[i];
+        acc_t *row = acc + i * ld;
+        LINATTN_SIMD
+        for (int64_t j = 0; j < e; j++)
+            row[j] += pi * v[j];
+        row[e] += pi;
+    }
+}
+
+void XI(state_update_small)(X(state) *st, XI(view) k, XI(view) v, int64_t n)
+{
+    const X(plan) *plan = st->plan;
+    int64_t m = plan->m, e = plan->e;
+    real phi[SMALL_ROWS * SMALL_WIDTH], vrow[SMALL_ROWS * SMALL_WIDTH];
+    XI(phi_rows)(plan, k, n, phi, NULL);
+    XI(copy_rows)(v, 0, n, e, vrow);
+    for (int64_t r = 0; r < n; r++)
+        XI(rank_one)(st->acc, m, e, phi + r * m, vrow + r * e);
+}
+
+/* y[j] = sum_i p[i] s[i][j] for j <= e: numerators and, in y[e], the
+ * normalizer, in one pass over the state. */
+LINATTN_CLONES
+static void XI(row_times_state)(real *y, const real *s, int64_t m, int64_t e,
+                                const real *p)
+{
+    int64_t ld = e + 1;
+    for (int64_t j = 0; j < ld; j++)
+        y[j] = 0;
+    for (int64_t i = 0; i < m; i++) {
+        real pi = p[i];
+        const real *row = s + i * ld;
+        LINATTN_SIMD
+        for (int64_t j = 0; j < ld; j++)
+            y[j] += pi * row[j];
+    }
+}
+
+int XI(state_query_small)(const X(state) *st, int layout, int64_t n,
+                          XI(view) q, real *out, int64_t ldout, real *num,
+                          int64_t ldnum, real *den, int64_t *bad_row)
+{
+    const X(plan) *plan = st->plan;
+    int64_t m = plan->m, e = plan->e;
+    int cm = layout == LINATTN_COL_MAJOR;
+    real phi[SMALL_ROWS * SMALL_WIDTH], y[SMALL_WIDTH + 1];
+    XI(phi_rows)(plan, q, n, phi, NULL);
+    for (int64_t r = 0; r < n; r++) {
+        XI(row_times_state)(y, st->sz, m, e, phi + r * m);
+        real dr = y[e];
+        if (XI(good_rows)(plan, &dr, 1, out != NULL) == 0) {
+            if (bad_row)
+                *bad_row = r;
+            return LINATTN_EDENOM;
+        }
+        real inv = 1 / dr;
+        if (num)
+            XI(put_rows)(cm ? num + r : num + r * ldnum, cm, ldnum, y, 0, e,
+                         1, e, NULL);
+        if (out)
+            XI(put_rows)(cm ? out + r : out + r * ldout, cm, ldout, y, 0, e,
+                         1, e, &inv);
+        if (den)
+            den[r] = dr;
+    }
+    return 0;
+}
