@@ -195,6 +195,10 @@ void XI(shift_factors)(double *dst_shift, int dst_has, double src_shift,
 void XI(acc_add)(acc_t *dst, double *dst_shift, int dst_has,
                  const acc_t *src, double src_shift, int src_has, int64_t len);
 
+/* Republishes the working-precision copy sz from acc, after acc was
+ * written directly (a restored checkpoint). */
+void XI(state_publish)(X(state) *st);
+
 /* update and query after argument checks (same meaning as the public
  * functions); both return 0, LINATTN_ENOMEM or LINATTN_EDENOM. */
 int XI(state_update_checked)(X(state) *st, XI(view) k, XI(view) v, int64_t n);

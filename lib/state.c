@@ -51,6 +51,11 @@ static void publish(X(state) *st)
 #endif
 }
 
+void XI(state_publish)(X(state) *st)
+{
+    publish(st);
+}
+
 int X(state_create)(X(state) **state, const X(plan) *plan)
 {
     if (!state)
