@@ -29,7 +29,8 @@ const approx_map approx_maps[] = {
     {"relu", LINATTN_MAP_RELU, LINATTN_DRAW_ORTHO, 0},
     {NULL, 0, 0, 0}};
 
-#define DEFAULT_MAPS "favor,favor-iid,favor-fixed,favor-hyp,trig,taylor,elu1,relu"
+#define DEFAULT_MAPS \
+    "favor,favor-iid,favor-fixed,favor-hyp,favor-hyp-iid,trig,trig-iid,taylor,elu1,relu"
 #define MAX_MAPS 16
 
 const approx_map *approx_map_find(const char *name)
@@ -299,6 +300,7 @@ static int sweep(const config *c)
             if (!maps[i]->swept)
                 break;
         }
+    fflush(stdout);
     fprintf(stderr, "approx: %.1f s\n", bench_now() - t0);
     if (raw && fclose(raw)) {
         perror(c->raw);

@@ -332,6 +332,7 @@ int approx_theory(int64_t d, int64_t m, int64_t m_min, int64_t m_max,
         fflush(stdout);
         rc = slope_table(d, m_min, m_max, slope_seeds, xy);
     }
+    fflush(stdout); /* the time last, also when both go to one file */
     fprintf(stderr, "approx --theory: %.1f s\n", bench_now() - t0);
     free(xy);
     return rc;
