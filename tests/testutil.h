@@ -219,18 +219,22 @@ static inline int tmat_padding_intact(const tmat *m)
     return 1;
 }
 
-/* Caps the address space at what the process maps now plus extra bytes,
- * so that a larger allocation fails.  Returns 0, capping nothing, when a
- * cap is already in force or LINATTN_NO_RLIMIT is set: sanitizer builds
- * reserve terabytes of address space and cannot run under a cap (the
- * caller then skips its test).  Check runs each test in its own process,
- * so the cap does not leak into other tests. */
-static inline int cap_address_space(size_t extra)
+/* Nonzero when a test may cap the address space: no cap is in force
+ * already and LINATTN_NO_RLIMIT is unset (sanitizer builds reserve
+ * terabytes of address space and cannot run under a cap; check-hard sets
+ * it).  Such tests ask first and return at once when not: skipped.  Check
+ * runs each test in its own process, so a cap does not leak into others. */
+static inline int address_cap_allowed(void)
 {
     struct rlimit old;
     getrlimit(RLIMIT_AS, &old);
-    if (old.rlim_cur != RLIM_INFINITY || getenv("LINATTN_NO_RLIMIT"))
-        return 0;
+    return old.rlim_cur == RLIM_INFINITY && !getenv("LINATTN_NO_RLIMIT");
+}
+
+/* Caps the address space at what the process maps now plus extra bytes,
+ * so that a larger allocation fails. */
+static inline void cap_address_space(size_t extra)
+{
     FILE *f = fopen("/proc/self/statm", "r");
     unsigned long pages = 0;
     if (f) {
@@ -242,7 +246,6 @@ static inline int cap_address_space(size_t extra)
     struct rlimit lim;
     lim.rlim_cur = lim.rlim_max = (rlim_t)pages * 4096u + extra;
     ck_assert_int_eq(setrlimit(RLIMIT_AS, &lim), 0);
-    return 1;
 }
 
 /* Runs a suite; the process exit status says whether every test passed. */
