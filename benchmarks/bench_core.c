@@ -20,6 +20,7 @@
 #include <omp.h>
 #endif
 #include "linattn.h"
+#include "blas_rate.h"
 #include "timing.h"
 
 #define MAX_REPS 101
@@ -160,26 +161,6 @@ static double time_bare_gemms(int threads, int64_t n, int64_t d, int64_t e,
     return t;
 }
 
-/* GFLOP/s of a 2048^3 dgemm: the machine's practical peak for BLAS. */
-static double square_dgemm_rate(int reps)
-{
-    int n = 2048;
-    uint64_t seed = 5;
-    double *a = bench_random((int64_t)n * n, &seed);
-    double *b = bench_random((int64_t)n * n, &seed);
-    double *c = calloc((size_t)n * n, sizeof *c);
-    double t[MAX_REPS];
-    for (int r = -1; r < reps; r++) {
-        double t0 = bench_now();
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n,
-                    b, n, 0, c, n);
-        if (r >= 0)
-            t[r] = bench_now() - t0;
-    }
-    free(a), free(b), free(c);
-    return 2.0 * n * n * (double)n / bench_median(t, reps) / 1e9;
-}
-
 int main(int argc, char **argv)
 {
     config c;
@@ -212,7 +193,7 @@ int main(int argc, char **argv)
 #else
     int max_threads = 1;
 #endif
-    double peak = square_dgemm_rate(c.reps);
+    double peak = bench_square_dgemm_rate(c.reps);
     printf("linattn %s bench_core: d = %lld, e = %lld, double, block %lld, "
            "%d thread(s), median of %d\n", linattn_version_string(),
            (long long)d, (long long)e, (long long)block, max_threads, c.reps);

@@ -179,10 +179,12 @@ enum linattn_status {
  *          unchanged, if any entry is NaN or Inf (one extra read of the
  *          inputs).
  *   draw   how the random maps draw W: LINATTN_DRAW_ORTHO (default),
- *          LINATTN_DRAW_ORTHO_FIXED or LINATTN_DRAW_IID; ignored by the
- *          other maps.  The same (map, d, m, draw, seed) gives the same W
- *          in every run and for every thread count (doc/rng.md); another
- *          W needs another plan (redrawing is explicit).
+ *          LINATTN_DRAW_ORTHO_FIXED or LINATTN_DRAW_IID (checked for every
+ *          map, used by FAVOR, FAVOR_HYP and TRIG).  The same (d, rows of
+ *          W, draw, seed) gives the same W in every run and for every
+ *          thread count (doc/rng.md); another W needs another plan
+ *          (redrawing is explicit).  ORTHO and IID keep the estimators
+ *          unbiased; ORTHO_FIXED trades a small bias for lower variance.
  *   input_scale
  *          s in x~ = s x, applied to queries and keys before the map.
  *          0 (default) = d^(-1/4) for FAVOR, FAVOR_HYP, TRIG and TAYLOR,

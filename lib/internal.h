@@ -121,6 +121,8 @@ void XI(stats_range)(XI(view) f, int64_t m, int64_t lo, int64_t hi,
  * vectorized kernels. */
 void XI(exp_array)(real *y, const real *x, int64_t count);
 void XI(elu1_array)(real *y, const real *x, int64_t count);
+/* y = exp(x - c) over count values (y may equal x). */
+void XI(exp_shift_array)(real *y, const real *x, int64_t count, real c);
 
 /* Multiplies row i of the rows x cols matrix a (layout, lda) by s[i]. */
 void XI(scale_rows)(real *a, int colmajor, int64_t lda, int64_t rows,
