@@ -148,7 +148,12 @@ enum linattn_status {
     LINATTN_ENOMEM = 1, /* a workspace allocation failed; nothing written  */
     LINATTN_EDENOM = 2, /* a normalizer broke the plan's policy            */
     LINATTN_ESIZE = 3,  /* a size exceeds the BLAS integer or int64 range  */
-    LINATTN_ENONFINITE = 4 /* an input holds NaN or Inf (opts.check_finite) */
+    LINATTN_ENONFINITE = 4, /* an input holds NaN or Inf (opts.check_finite) */
+    /* Checkpoints (linattn_d_state_save and friends): */
+    LINATTN_EIO = 5,       /* a file could not be opened, written or read  */
+    LINATTN_EFORMAT = 6,   /* not a linattn checkpoint, or a damaged one    */
+    LINATTN_EVERSION = 7,  /* a checkpoint format version not supported     */
+    LINATTN_EMISMATCH = 8  /* a checkpoint of another precision, map, sizes */
 };
 
 /*
@@ -462,7 +467,69 @@ LINATTN_API int X(naive)(const X(plan) *plan, int layout, int64_t nq,         \
 LINATTN_API int X(softmax)(int layout, int64_t nq, int64_t nk, int64_t d,     \
                            int64_t e, R scale, const R *q, int64_t ldq,       \
                            const R *k, int64_t ldk, const R *v, int64_t ldv,  \
-                           R *out, int64_t ldout);
+                           R *out, int64_t ldout);                            \
+                                                                              \
+/* ---- Checkpoint/restart: a state to bytes or a file and back, in the       \
+ * portable format of doc/checkpoint-format.md (little-endian, versioned,     \
+ * CRC-32; S, z, tokens, and the plan's precision, map, d, m, e and map       \
+ * fingerprint).  A restored state continues bit for bit. ---- */             \
+                                                                              \
+/* int linattn_d_state_save_size(const linattn_d_state *state,                \
+ *                               int64_t *bytes)                              \
+ * *bytes = the size of state's checkpoint, 84 + 8 m (e + 1) (the same for    \
+ * every state of a plan).  Errors: -1 state NULL; -2 bytes NULL.             \
+ * Thread-safe. */                                                            \
+LINATTN_API int X(state_save_size)(const X(state) *state, int64_t *bytes);    \
+                                                                              \
+/* int linattn_d_state_save(const linattn_d_state *state, void *buf,          \
+ *                          int64_t len, int64_t *written)                    \
+ * Writes state's checkpoint, bytes = linattn_d_state_save_size bytes, to     \
+ * buf[0, bytes); *written = bytes (written may be NULL).  S and z go as      \
+ * the double accumulator of either precision (float states accumulate in     \
+ * double), so nothing is rounded.  Errors: -1 state NULL; -2 buf NULL;       \
+ * -3 len < bytes (buffer too small; nothing written).  Several threads may   \
+ * save and query one state at once. */                                       \
+LINATTN_API int X(state_save)(const X(state) *state, void *buf, int64_t len,  \
+                              int64_t *written);                              \
+                                                                              \
+/* int linattn_d_state_load(linattn_d_state *state, const void *buf,          \
+ *                          int64_t len)                                      \
+ * state = the state checkpointed in buf[0, len), which must hold exactly     \
+ * one checkpoint.  All of it is verified first (the checks and their order   \
+ * are in doc/checkpoint-format.md); on any error state is unchanged, bit     \
+ * for bit.  NaN and Inf in S or z are restored as saved: a state holds       \
+ * them only when its inputs or their sums did (check_finite above).          \
+ * Errors: -1 state NULL; -2 buf NULL; -3 len < 0; LINATTN_EFORMAT (not a     \
+ * checkpoint: wrong magic, truncated or too long, CRC mismatch, or an        \
+ * inconsistent header field); LINATTN_EVERSION (a format version this        \
+ * library does not read); LINATTN_EMISMATCH (saved from a state of the       \
+ * other precision, or of a plan with another map, d, m, e or map             \
+ * parameters).  Needs exclusive access to state. */                          \
+LINATTN_API int X(state_load)(X(state) *state, const void *buf, int64_t len); \
+                                                                              \
+/* int linattn_d_state_save_file(const linattn_d_state *state,                \
+ *                               const char *path)                            \
+ * Saves state's checkpoint to the file path atomically: the bytes go to a    \
+ * new file beside it (path.<16 hex digits>.tmp, mode 0666 less the umask),   \
+ * which is flushed to the device (fsync) and renamed over path; the          \
+ * directory is then synced (best effort).  A process killed meanwhile        \
+ * leaves the old file or the new one at path, never a mixture (at worst a    \
+ * stray .tmp file).  On any error the temporary file is removed and a file   \
+ * already at path is untouched.  Not collective: under MPI each rank         \
+ * saves its own state to its own path.  Errors: -1 state NULL; -2 path       \
+ * NULL or empty; LINATTN_EIO (errno is that of the failing system call:      \
+ * missing or read-only directory, disk full, path a directory, ...);         \
+ * LINATTN_ENOMEM.  Several threads may save one state at once. */            \
+LINATTN_API int X(state_save_file)(const X(state) *state, const char *path);  \
+                                                                              \
+/* int linattn_d_state_load_file(linattn_d_state *state, const char *path)    \
+ * linattn_d_state_load from the bytes of the file path (read no further      \
+ * than its header allows: a file that does not start as a checkpoint is      \
+ * refused after 80 bytes).  Errors: -1 state NULL; -2 path NULL or empty;    \
+ * LINATTN_EIO (cannot open or read path); LINATTN_ENOMEM; then those of      \
+ * linattn_d_state_load, with state unchanged on any of them.  Needs          \
+ * exclusive access to state. */                                              \
+LINATTN_API int X(state_load_file)(X(state) *state, const char *path);
 
 #define LINATTN_MANGLE_DOUBLE(name) linattn_d_##name
 #define LINATTN_MANGLE_FLOAT(name) linattn_s_##name

@@ -68,6 +68,18 @@ const char *linattn_strerror(int status)
     case LINATTN_ESIZE:
         return "a size or leading dimension exceeds the BLAS integer or "
                "int64 range";
+    case LINATTN_EIO:
+        return "a checkpoint file could not be opened, written or read (see "
+               "errno)";
+    case LINATTN_EFORMAT:
+        return "not a linattn checkpoint, or a damaged one (wrong magic, "
+               "truncated, checksum mismatch or an inconsistent field)";
+    case LINATTN_EVERSION:
+        return "the checkpoint has a format version this library cannot "
+               "read";
+    case LINATTN_EMISMATCH:
+        return "the checkpoint is of another precision, feature map or "
+               "dimensions than the state it is loaded into";
     default:
         return "unknown status code";
     }
