@@ -59,16 +59,6 @@ static void usage(const char *prog)
             prog);
 }
 
-static int parse_int(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end || v < lo || v > hi)
-        return 0;
-    *out = v;
-    return 1;
-}
-
 static int parse_args(int argc, char **argv, config *c)
 {
     *c = (config){18, 5, 0, 256, 64, 64, 0, "favor"};
@@ -82,17 +72,17 @@ static int parse_args(int argc, char **argv, config *c)
         if (i + 1 >= argc)
             return 0;
         const char *val = argv[++i];
-        if (!strcmp(a, "--n") && parse_int(val, 0, 26, &v))
+        if (!strcmp(a, "--n") && bench_parse_int(val, 0, 26, &v))
             c->lg = (int)v;
-        else if (!strcmp(a, "--m") && parse_int(val, 2, 1 << 16, &v))
+        else if (!strcmp(a, "--m") && bench_parse_int(val, 2, 1 << 16, &v))
             c->m = v;
-        else if (!strcmp(a, "--d") && parse_int(val, 1, 1024, &v))
+        else if (!strcmp(a, "--d") && bench_parse_int(val, 1, 1024, &v))
             c->d = v;
-        else if (!strcmp(a, "--e") && parse_int(val, 1, 4096, &v))
+        else if (!strcmp(a, "--e") && bench_parse_int(val, 1, 4096, &v))
             c->e = v;
-        else if (!strcmp(a, "--reps") && parse_int(val, 1, MAX_REPS, &v))
+        else if (!strcmp(a, "--reps") && bench_parse_int(val, 1, MAX_REPS, &v))
             c->reps = (int)v;
-        else if (!strcmp(a, "--block") && parse_int(val, 0, 1 << 24, &v))
+        else if (!strcmp(a, "--block") && bench_parse_int(val, 0, 1 << 24, &v))
             c->block = v;
         else if (!strcmp(a, "--map"))
             c->map = val;

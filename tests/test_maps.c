@@ -307,6 +307,24 @@ START_TEST(weights_read_back)
 }
 END_TEST
 
+/* W of a plan as bytes (rows x d, row major). */
+static real *weights_of(int map, int64_t d, int64_t m, int draw, uint64_t seed,
+                        int64_t *rows)
+{
+    linattn_opts o;
+    linattn_opts_init(&o);
+    o.m = m;
+    o.draw = draw;
+    o.seed = seed;
+    P(plan) *p;
+    ck_assert_int_eq(P(plan_create)(&p, map, d, 2, &o), 0);
+    ck_assert_int_eq(P(plan_weights)(p, ROW, NULL, 0, rows), 0);
+    real *w = malloc((size_t)(*rows * d) * sizeof(real));
+    ck_assert_int_eq(P(plan_weights)(p, ROW, w, d, NULL), 0);
+    P(plan_destroy)(p);
+    return w;
+}
+
 #ifndef TEST_SINGLE
 /* The orthogonal draws, in double: each block's rows orthogonal to 1e-12
  * (the last block truncated: m = 15, d = 6 gives blocks of 6, 6, 3);
@@ -319,20 +337,14 @@ START_TEST(orthogonal_blocks)
     const int64_t d = 6, m = 15;
     const uint64_t seed = 2024;
     for (int draw = LINATTN_DRAW_ORTHO; draw <= LINATTN_DRAW_IID; draw++) {
-        linattn_opts o;
-        linattn_opts_init(&o);
-        o.m = m;
-        o.seed = seed;
-        o.draw = draw;
-        P(plan) *p;
-        ck_assert_int_eq(P(plan_create)(&p, LINATTN_MAP_FAVOR, d, 2, &o), 0);
-        double w[15 * 6], g[36], v[6];
-        ck_assert_int_eq(P(plan_weights)(p, ROW, w, d, NULL), 0);
-        P(plan_destroy)(p);
+        int64_t rows;
+        double *w = weights_of(LINATTN_MAP_FAVOR, d, m, draw, seed, &rows), g[36], v[6];
+        ck_assert_int_eq(rows, m);
         if (draw == LINATTN_DRAW_IID) {
             double z[15 * 6];
             linattn_rng_normal(seed, 0, 0, m * d, z);
             ck_assert(memcmp(w, z, sizeof z) == 0);
+            free(w);
             continue;
         }
         /* norms, then the unit rows */
@@ -374,6 +386,7 @@ START_TEST(orthogonal_blocks)
                         ck_assert(rij > 0.01L);
                 }
         }
+        free(w);
     }
 }
 END_TEST
@@ -406,24 +419,6 @@ START_TEST(float_w_is_rounded_double)
 }
 END_TEST
 #endif
-
-/* W of a plan as bytes (rows x d, row major). */
-static real *weights_of(int map, int64_t d, int64_t m, int draw, uint64_t seed,
-                        int64_t *rows)
-{
-    linattn_opts o;
-    linattn_opts_init(&o);
-    o.m = m;
-    o.draw = draw;
-    o.seed = seed;
-    P(plan) *p;
-    ck_assert_int_eq(P(plan_create)(&p, map, d, 2, &o), 0);
-    ck_assert_int_eq(P(plan_weights)(p, ROW, NULL, 0, rows), 0);
-    real *w = malloc((size_t)(*rows * d) * sizeof(real));
-    ck_assert_int_eq(P(plan_weights)(p, ROW, w, d, NULL), 0);
-    P(plan_destroy)(p);
-    return w;
-}
 
 /* The same seed gives the same W bit for bit: twice, at 1, 2 and 4
  * threads (OpenMP and OpenBLAS), and for the two-sided map, whose m / 2
