@@ -316,9 +316,12 @@ LINATTN_API int X(plan_block)(const X(plan) *plan, int64_t *block);           \
 /* int linattn_d_features(const linattn_d_plan *plan, int layout, int64_t n, \
  *                        const double *x, int64_t ldx,                      \
  *                        double *phi, int64_t ldphi)                        \
- * phi = phi(x) row by row: x is n x d, phi is n x m, both in layout.        \
+ * phi = phi(x) row by row: x is n x d, phi is n x m, both in layout.         \
+ * These are the features themselves, without stabilizing shifts: for the     \
+ * exponential maps they over- or underflow at large norms, where the         \
+ * attention paths (which shift) do not.                                      \
  * Errors: -1 plan NULL; -2 layout; -3 n < 0; -4 x NULL; -5 ldx;             \
- * -6 phi NULL; -7 ldphi; LINATTN_ESIZE.  Thread-safe. */                     \
+ * -6 phi NULL; -7 ldphi; LINATTN_ESIZE; LINATTN_ENOMEM.  Thread-safe. */     \
 LINATTN_API int X(features)(const X(plan) *plan, int layout, int64_t n,       \
                             const R *x, int64_t ldx, R *phi, int64_t ldphi);  \
                                                                               \

@@ -88,7 +88,7 @@ void XI(exp_array)(real *y, const real *x, int64_t count)
 }
 
 LINATTN_CLONES
-void XI(exp_shift_array)(real *y, const real *x, int64_t count, real c)
+static void XI(exp_shift_map)(real *y, const real *x, int64_t count, real c)
 {
     if (USE_AVX2_EXP) {
         linattn_i_exp_shift_avx2(y, x, count, c);
@@ -97,6 +97,11 @@ void XI(exp_shift_array)(real *y, const real *x, int64_t count, real c)
     LINATTN_SIMD
     for (int64_t i = 0; i < count; i++)
         y[i] = XI(exp)(x[i] - c);
+}
+
+void XI(exp_shift_array)(real *y, const real *x, int64_t count, real c)
+{
+    XI(exp_shift_map)(y, x, count, c);
 }
 
 void XI(elu1_array)(real *y, const real *x, int64_t count)
