@@ -20,6 +20,7 @@
 #include <omp.h>
 #endif
 #include "linattn.h"
+#include "blas_rate.h"
 #include "timing.h"
 
 #define MAX_REPS 101
@@ -40,16 +41,6 @@ static void usage(const char *prog)
             "  stops at 2^naive-max.\n", prog);
 }
 
-static int parse_int(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end || v < lo || v > hi)
-        return 0;
-    *out = v;
-    return 1;
-}
-
 static int parse_args(int argc, char **argv, config *c)
 {
     *c = (config){9, 13, 13, 3, 0, 64, 64, 0, 0};
@@ -64,23 +55,23 @@ static int parse_args(int argc, char **argv, config *c)
         if (i + 1 >= argc)
             return 0;
         const char *val = argv[++i];
-        if (!strcmp(a, "--n-min") && parse_int(val, 0, 30, &v))
+        if (!strcmp(a, "--n-min") && bench_parse_int(val, 0, 30, &v))
             c->n_min = (int)v;
-        else if (!strcmp(a, "--n-max") && parse_int(val, 0, 30, &v))
+        else if (!strcmp(a, "--n-max") && bench_parse_int(val, 0, 30, &v))
             c->n_max = (int)v;
-        else if (!strcmp(a, "--naive-max") && parse_int(val, 0, 30, &v))
+        else if (!strcmp(a, "--naive-max") && bench_parse_int(val, 0, 30, &v))
             c->naive_max = (int)v;
-        else if (!strcmp(a, "--reps") && parse_int(val, 1, MAX_REPS, &v))
+        else if (!strcmp(a, "--reps") && bench_parse_int(val, 1, MAX_REPS, &v))
             c->reps = (int)v;
-        else if (!strcmp(a, "--block") && parse_int(val, 0, 1 << 24, &v))
+        else if (!strcmp(a, "--block") && bench_parse_int(val, 0, 1 << 24, &v))
             c->block = v;
         else if (!strcmp(a, "--map") && !strcmp(val, "identity"))
             c->only_map = LINATTN_MAP_IDENTITY;
         else if (!strcmp(a, "--map") && !strcmp(val, "elu1"))
             c->only_map = LINATTN_MAP_ELU1;
-        else if (!strcmp(a, "--d") && parse_int(val, 1, 4096, &v))
+        else if (!strcmp(a, "--d") && bench_parse_int(val, 1, 4096, &v))
             c->d = v;
-        else if (!strcmp(a, "--e") && parse_int(val, 1, 4096, &v))
+        else if (!strcmp(a, "--e") && bench_parse_int(val, 1, 4096, &v))
             c->e = v;
         else
             return 0;
@@ -160,26 +151,6 @@ static double time_bare_gemms(int threads, int64_t n, int64_t d, int64_t e,
     return t;
 }
 
-/* GFLOP/s of a 2048^3 dgemm: the machine's practical peak for BLAS. */
-static double square_dgemm_rate(int reps)
-{
-    int n = 2048;
-    uint64_t seed = 5;
-    double *a = bench_random((int64_t)n * n, &seed);
-    double *b = bench_random((int64_t)n * n, &seed);
-    double *c = calloc((size_t)n * n, sizeof *c);
-    double t[MAX_REPS];
-    for (int r = -1; r < reps; r++) {
-        double t0 = bench_now();
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n,
-                    b, n, 0, c, n);
-        if (r >= 0)
-            t[r] = bench_now() - t0;
-    }
-    free(a), free(b), free(c);
-    return 2.0 * n * n * (double)n / bench_median(t, reps) / 1e9;
-}
-
 int main(int argc, char **argv)
 {
     config c;
@@ -212,7 +183,7 @@ int main(int argc, char **argv)
 #else
     int max_threads = 1;
 #endif
-    double peak = square_dgemm_rate(c.reps);
+    double peak = bench_square_dgemm_rate(c.reps);
     printf("linattn %s bench_core: d = %lld, e = %lld, double, block %lld, "
            "%d thread(s), median of %d\n", linattn_version_string(),
            (long long)d, (long long)e, (long long)block, max_threads, c.reps);

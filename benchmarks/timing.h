@@ -1,5 +1,5 @@
-/* timing.h -- what the benchmarks share: wall clock, medians, and
- * reproducible random matrices. */
+/* timing.h -- what the benchmarks share: wall clock, medians,
+ * reproducible random matrices, option parsing. */
 #ifndef LINATTN_TIMING_H
 #define LINATTN_TIMING_H
 
@@ -26,6 +26,17 @@ static inline double bench_median(double *t, int n)
 {
     qsort(t, (size_t)n, sizeof *t, bench_cmp);
     return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+/* An integer option value in [lo, hi] into *out; 0 when s is not one. */
+static inline int bench_parse_int(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || v < lo || v > hi)
+        return 0;
+    *out = v;
+    return 1;
 }
 
 /* n values uniform in [-1, 1) from a seeded LCG; exits on out of memory

@@ -184,10 +184,12 @@ enum linattn_status {
  *          unchanged, if any entry is NaN or Inf (one extra read of the
  *          inputs).
  *   draw   how the random maps draw W: LINATTN_DRAW_ORTHO (default),
- *          LINATTN_DRAW_ORTHO_FIXED or LINATTN_DRAW_IID; ignored by the
- *          other maps.  The same (map, d, m, draw, seed) gives the same W
- *          in every run and for every thread count (doc/rng.md); another
- *          W needs another plan (redrawing is explicit).
+ *          LINATTN_DRAW_ORTHO_FIXED or LINATTN_DRAW_IID (checked for every
+ *          map, used by FAVOR, FAVOR_HYP and TRIG).  The same (d, rows of
+ *          W, draw, seed) gives the same W in every run and for every
+ *          thread count (doc/rng.md); another W needs another plan
+ *          (redrawing is explicit).  ORTHO and IID keep the estimators
+ *          unbiased; ORTHO_FIXED trades a small bias for lower variance.
  *   input_scale
  *          s in x~ = s x, applied to queries and keys before the map.
  *          0 (default) = d^(-1/4) for FAVOR, FAVOR_HYP, TRIG and TAYLOR,
@@ -348,9 +350,12 @@ LINATTN_API int X(plan_block)(const X(plan) *plan, int64_t *block);           \
 /* int linattn_d_features(const linattn_d_plan *plan, int layout, int64_t n, \
  *                        const double *x, int64_t ldx,                      \
  *                        double *phi, int64_t ldphi)                        \
- * phi = phi(x) row by row: x is n x d, phi is n x m, both in layout.        \
+ * phi = phi(x) row by row: x is n x d, phi is n x m, both in layout.         \
+ * These are the features themselves, without stabilizing shifts: for the     \
+ * exponential maps they over- or underflow at large norms, where the         \
+ * attention paths (which shift) do not.                                      \
  * Errors: -1 plan NULL; -2 layout; -3 n < 0; -4 x NULL; -5 ldx;             \
- * -6 phi NULL; -7 ldphi; LINATTN_ESIZE.  Thread-safe. */                     \
+ * -6 phi NULL; -7 ldphi; LINATTN_ESIZE; LINATTN_ENOMEM.  Thread-safe. */     \
 LINATTN_API int X(features)(const X(plan) *plan, int layout, int64_t n,       \
                             const R *x, int64_t ldx, R *phi, int64_t ldphi);  \
                                                                               \

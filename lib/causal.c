@@ -351,8 +351,9 @@ int X(causal)(const X(plan) *plan, int layout, int64_t n, const real *q,
         for (int t = 1; !st && t < nt; t++) {
             acc_t a, b;
             ws[t].shift = ws[t - 1].shift;
-            XI(shift_factors)(&ws[t].shift, ws[t - 1].has, states[t - 1].shift,
-                              states[t - 1].tokens > 0, &a, &b);
+            XI(shift_factors)(plan, &ws[t].shift, ws[t - 1].has,
+                              states[t - 1].shift, states[t - 1].tokens > 0,
+                              &a, &b);
             ws[t].has = ws[t - 1].has || states[t - 1].tokens > 0;
             for (int64_t i = 0; i < m; i++)
                 for (int64_t j = 0; j < ld; j++)

@@ -22,6 +22,7 @@
 #define USE_AVX2_EXP 0
 #define linattn_i_elu1_avx2(y, x, n) (void)0
 #define linattn_i_exp_avx2(y, x, n) (void)0
+#define linattn_i_exp_shift_avx2(y, x, n, c) (void)0
 #endif
 #include "vexp.h"
 
@@ -84,6 +85,23 @@ static void XI(exp_map)(real *y, const real *x, int64_t count)
 void XI(exp_array)(real *y, const real *x, int64_t count)
 {
     XI(exp_map)(y, x, count);
+}
+
+LINATTN_CLONES
+static void XI(exp_shift_map)(real *y, const real *x, int64_t count, real c)
+{
+    if (USE_AVX2_EXP) {
+        linattn_i_exp_shift_avx2(y, x, count, c);
+        return;
+    }
+    LINATTN_SIMD
+    for (int64_t i = 0; i < count; i++)
+        y[i] = XI(exp)(x[i] - c);
+}
+
+void XI(exp_shift_array)(real *y, const real *x, int64_t count, real c)
+{
+    XI(exp_shift_map)(y, x, count, c);
 }
 
 void XI(elu1_array)(real *y, const real *x, int64_t count)

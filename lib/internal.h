@@ -121,6 +121,8 @@ void XI(stats_range)(XI(view) f, int64_t m, int64_t lo, int64_t hi,
  * vectorized kernels. */
 void XI(exp_array)(real *y, const real *x, int64_t count);
 void XI(elu1_array)(real *y, const real *x, int64_t count);
+/* y = exp(x - c) over count values (y may equal x). */
+void XI(exp_shift_array)(real *y, const real *x, int64_t count, real c);
 
 /* Multiplies row i of the rows x cols matrix a (layout, lda) by s[i]. */
 void XI(scale_rows)(real *a, int colmajor, int64_t lda, int64_t rows,
@@ -184,16 +186,18 @@ double XI(raise_shift)(acc_t *acc, int64_t len, double *shift, int has,
 /* The factors a, b that bring an accumulator dst (at *dst_shift) and src
  * (at src_shift) to the larger shift, which *dst_shift becomes: dst =
  * a dst + b src is then their sum.  An accumulator without tokens (has
- * 0) holds zeros and its shift is meaningless; exact maps get 1, 1. */
-void XI(shift_factors)(double *dst_shift, int dst_has, double src_shift,
-                       int src_has, acc_t *a, acc_t *b);
+ * 0) holds zeros and its shift is meaningless; maps without shifts get
+ * 1, 1 and leave *dst_shift alone. */
+void XI(shift_factors)(const X(plan) *plan, double *dst_shift, int dst_has,
+                       double src_shift, int src_has, acc_t *a, acc_t *b);
 
 /* dst (at *dst_shift) += src (at src_shift), both brought to the larger
  * shift first (the accumulators hold their sums times exp(-shift));
  * dst_has, src_has: the accumulator holds tokens (an empty one's shift
  * is meaningless). */
-void XI(acc_add)(acc_t *dst, double *dst_shift, int dst_has,
-                 const acc_t *src, double src_shift, int src_has, int64_t len);
+void XI(acc_add)(const X(plan) *plan, acc_t *dst, double *dst_shift,
+                 int dst_has, const acc_t *src, double src_shift, int src_has,
+                 int64_t len);
 
 /* Republishes the working-precision copy sz from acc, after acc was
  * written directly (a restored checkpoint). */

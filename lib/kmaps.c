@@ -92,22 +92,34 @@ static void half_sq_norms(const X(plan) *p, XI(view) x, int64_t lo,
         c[i - lo] *= p->half_s2;
 }
 
+/* Row maxima with four independent chains (a reduction the compiler
+ * leaves serial; omp simd's reduction(max) was measured slower still).  A
+ * NaN entry need not propagate: it makes its own feature NaN anyway. */
+#define MAX4(a, f)                                                          \
+    real m0 = -(real)INFINITY, m1 = m0, m2 = m0, m3 = m0;                   \
+    int64_t j = 0;                                                          \
+    for (; j + 4 <= n; j += 4) {                                            \
+        real x0 = f(a[j]), x1 = f(a[j + 1]), x2 = f(a[j + 2]);              \
+        real x3 = f(a[j + 3]);                                              \
+        m0 = x0 > m0 ? x0 : m0, m1 = x1 > m1 ? x1 : m1;                     \
+        m2 = x2 > m2 ? x2 : m2, m3 = x3 > m3 ? x3 : m3;                     \
+    }                                                                       \
+    for (; j < n; j++)                                                      \
+        m0 = f(a[j]) > m0 ? f(a[j]) : m0;                                   \
+    m0 = m1 > m0 ? m1 : m0, m2 = m3 > m2 ? m3 : m2;                         \
+    return m2 > m0 ? m2 : m0
+
+#define SAME(x) (x)
+#define ABS(x) ((x) < 0 ? -(x) : (x))
+
 static real max_of(const real *a, int64_t n)
 {
-    real mx = -(real)INFINITY;
-    for (int64_t j = 0; j < n; j++)
-        mx = a[j] > mx ? a[j] : mx;
-    return mx;
+    MAX4(a, SAME);
 }
 
 static real max_abs_of(const real *a, int64_t n)
 {
-    real mx = -(real)INFINITY;
-    for (int64_t j = 0; j < n; j++) {
-        real v = a[j] < 0 ? -a[j] : a[j];
-        mx = v > mx ? v : mx;
-    }
-    return mx;
+    MAX4(a, ABS);
 }
 
 /* u += b over the first wrows entries of a row. */
@@ -124,21 +136,15 @@ static void add_bias(const X(plan) *p, real *u)
 static void exp_two_sided(real *o, int64_t h, real t)
 {
     LINATTN_SIMD
-    for (int64_t j = 0; j < h; j++) {
-        real u = o[j];
-        o[h + j] = -u - t;
-        o[j] = u - t;
-    }
-    XI(exp_array)(o, o, 2 * h);
+    for (int64_t j = 0; j < h; j++)
+        o[h + j] = -o[j];
+    XI(exp_shift_array)(o, o, 2 * h, t);
 }
 
 /* o = exp(o - t) over n entries. */
 static void exp_shifted(real *o, int64_t n, real t)
 {
-    LINATTN_SIMD
-    for (int64_t j = 0; j < n; j++)
-        o[j] -= t;
-    XI(exp_array)(o, o, n);
+    XI(exp_shift_array)(o, o, n, t);
 }
 
 static void scale(real *o, int64_t n, real f)
@@ -233,21 +239,33 @@ static void query_rows(const X(plan) *p, XI(view) x, int64_t lo, int64_t hi,
 typedef void (*chunk_fn)(const X(plan) *p, const void *ctx, int64_t lo,
                          int64_t hi, real *out);
 
+static void one_chunk(const X(plan) *p, int64_t rows, int64_t c, real *out,
+                      chunk_fn f, const void *ctx, const XI(stats) *st,
+                      acc_t *partial)
+{
+    int64_t m = p->m, lo = c * LINATTN_CHUNK;
+    int64_t hi = lo + LINATTN_CHUNK < rows ? lo + LINATTN_CHUNK : rows;
+    f(p, ctx, lo, hi, out);
+    if (st)
+        XI(stats_range)((XI(view)){out, m, 0}, m, lo, hi, st,
+                        partial ? partial + c * m : NULL);
+}
+
 static void over_chunks(const X(plan) *p, int64_t rows, real *out,
                         chunk_fn f, const void *ctx, const XI(stats) *st)
 {
     int64_t m = p->m, nchunks = (rows + LINATTN_CHUNK - 1) / LINATTN_CHUNK;
     acc_t *partial = st && st->colsum ? st->partial : NULL;
+    /* The region is entered only when it splits (see featmap.c). */
+    if (nchunks > 1 && rows * m >= LINATTN_PAR_MIN && linattn_i_may_thread()) {
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (rows * m >= LINATTN_PAR_MIN && linattn_i_may_thread())
+#pragma omp parallel for schedule(static)
 #endif
-    for (int64_t c = 0; c < nchunks; c++) {
-        int64_t lo = c * LINATTN_CHUNK;
-        int64_t hi = lo + LINATTN_CHUNK < rows ? lo + LINATTN_CHUNK : rows;
-        f(p, ctx, lo, hi, out);
-        if (st)
-            XI(stats_range)((XI(view)){out, m, 0}, m, lo, hi, st,
-                            partial ? partial + c * m : NULL);
+        for (int64_t c = 0; c < nchunks; c++)
+            one_chunk(p, rows, c, out, f, ctx, st, partial);
+    } else {
+        for (int64_t c = 0; c < nchunks; c++)
+            one_chunk(p, rows, c, out, f, ctx, st, partial);
     }
     for (int64_t c = 0; partial && c < nchunks; c++)
         for (int64_t j = 0; j < m; j++)

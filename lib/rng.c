@@ -57,6 +57,31 @@ static double uniform52(uint32_t lo, uint32_t hi)
     return ((double)(w >> 12) + 0.5) * 0x1p-52;
 }
 
+/* p(x2) by Horner's scheme, c[0] the highest coefficient. */
+static double horner(const double *c, int n, double x2)
+{
+    double p = c[0];
+    for (int i = 1; i < n; i++)
+        p = p * x2 + c[i];
+    return p;
+}
+
+/* 1/23, 1/21, ..., 1/3: the series of atanh(s)/s - 1 in s^2, over s^2. */
+static const double atanh_c[11] = {
+    1.0 / 23, 1.0 / 21, 1.0 / 19, 1.0 / 17, 1.0 / 15, 1.0 / 13,
+    1.0 / 11, 1.0 / 9,  1.0 / 7,  1.0 / 5,  1.0 / 3};
+
+/* (sin x / x - 1) / x^2 and (cos x - 1) / x^2 in x^2: +-1/k!, every k!
+ * exact in double. */
+static const double sin_c[8] = {
+    1.0 / 355687428096000.0, -1.0 / 1307674368000.0, 1.0 / 6227020800.0,
+    -1.0 / 39916800.0,       1.0 / 362880.0,         -1.0 / 5040.0,
+    1.0 / 120.0,             -1.0 / 6.0};
+static const double cos_c[9] = {
+    -1.0 / 6402373705728000.0, 1.0 / 20922789888000.0, -1.0 / 87178291200.0,
+    1.0 / 479001600.0,         -1.0 / 3628800.0,       1.0 / 40320.0,
+    -1.0 / 720.0,              1.0 / 24.0,             -0.5};
+
 /* ln u for u in (0, 1): u = 2^k f with f in (sqrt(2)/2, sqrt(2)],
  * ln f = 2 atanh(s), s = (f - 1)/(f + 1), |s| <= 0.1716, by its series to
  * s^23 (next term below 1e-18 relative). */
@@ -73,19 +98,8 @@ static double fixed_log(double u)
         k += 1;
     }
     double s = (f - 1) / (f + 1), s2 = s * s;
-    double p = 1.0 / 23;
-    p = p * s2 + 1.0 / 21;
-    p = p * s2 + 1.0 / 19;
-    p = p * s2 + 1.0 / 17;
-    p = p * s2 + 1.0 / 15;
-    p = p * s2 + 1.0 / 13;
-    p = p * s2 + 1.0 / 11;
-    p = p * s2 + 1.0 / 9;
-    p = p * s2 + 1.0 / 7;
-    p = p * s2 + 1.0 / 5;
-    p = p * s2 + 1.0 / 3;
     double two_s = 2 * s;
-    double lnf = two_s + two_s * (s2 * p);
+    double lnf = two_s + two_s * (s2 * horner(atanh_c, 11, s2));
     /* ln 2 split as fdlibm does: k * hi is exact for |k| < 2^20. */
     const double ln2_hi = 0x1.62e42feep-1, ln2_lo = 0x1.a39ef35793c76p-33;
     return k * ln2_hi + (k * ln2_lo + lnf);
@@ -106,27 +120,8 @@ static void fixed_sincos_turns(double u, double *sn, double *cs)
         r = 1 - r;
     double x = r * 0x1.921fb54442d18p+0; /* the double nearest pi/2 */
     double x2 = x * x;
-    /* sin x = x + x x2 (-1/3! + x2 (1/5! - ... + x2 / 17!)) */
-    double ps = 1.0 / 355687428096000.0;  /* 1/17! */
-    ps = ps * x2 - 1.0 / 1307674368000.0; /* 1/15! */
-    ps = ps * x2 + 1.0 / 6227020800.0;    /* 1/13! */
-    ps = ps * x2 - 1.0 / 39916800.0;      /* 1/11! */
-    ps = ps * x2 + 1.0 / 362880.0;        /* 1/9!  */
-    ps = ps * x2 - 1.0 / 5040.0;          /* 1/7!  */
-    ps = ps * x2 + 1.0 / 120.0;           /* 1/5!  */
-    ps = ps * x2 - 1.0 / 6.0;             /* 1/3!  */
-    double s = x + x * (x2 * ps);
-    /* cos x = 1 + x2 (-1/2! + x2 (1/4! - ... - x2 / 18!)) */
-    double pc = -1.0 / 6402373705728000.0;  /* 1/18! */
-    pc = pc * x2 + 1.0 / 20922789888000.0;  /* 1/16! */
-    pc = pc * x2 - 1.0 / 87178291200.0;     /* 1/14! */
-    pc = pc * x2 + 1.0 / 479001600.0;       /* 1/12! */
-    pc = pc * x2 - 1.0 / 3628800.0;         /* 1/10! */
-    pc = pc * x2 + 1.0 / 40320.0;           /* 1/8!  */
-    pc = pc * x2 - 1.0 / 720.0;             /* 1/6!  */
-    pc = pc * x2 + 1.0 / 24.0;              /* 1/4!  */
-    pc = pc * x2 - 0.5;                     /* 1/2!  */
-    double c = 1 + x2 * pc;
+    double s = x + x * (x2 * horner(sin_c, 8, x2));
+    double c = 1 + x2 * horner(cos_c, 9, x2);
     if (swap) {
         double tmp = s;
         s = c;

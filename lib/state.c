@@ -108,11 +108,13 @@ double XI(raise_shift)(acc_t *acc, int64_t len, double *shift, int has,
     return f;
 }
 
-void XI(shift_factors)(double *dst_shift, int dst_has, double src_shift,
-                       int src_has, acc_t *a, acc_t *b)
+void XI(shift_factors)(const X(plan) *plan, double *dst_shift, int dst_has,
+                       double src_shift, int src_has, acc_t *a, acc_t *b)
 {
     *a = *b = 1;
-    if (!src_has) /* src holds zeros */
+    /* the exact maps never read a shift (a restored checkpoint may still
+     * carry one); src without tokens holds zeros */
+    if (!plan->shifted || !src_has)
         return;
     if (!dst_has) {
         *dst_shift = src_shift; /* dst holds zeros */
@@ -124,11 +126,12 @@ void XI(shift_factors)(double *dst_shift, int dst_has, double src_shift,
     }
 }
 
-void XI(acc_add)(acc_t *dst, double *dst_shift, int dst_has,
-                 const acc_t *src, double src_shift, int src_has, int64_t len)
+void XI(acc_add)(const X(plan) *plan, acc_t *dst, double *dst_shift,
+                 int dst_has, const acc_t *src, double src_shift, int src_has,
+                 int64_t len)
 {
     acc_t a, b;
-    XI(shift_factors)(dst_shift, dst_has, src_shift, src_has, &a, &b);
+    XI(shift_factors)(plan, dst_shift, dst_has, src_shift, src_has, &a, &b);
     if (a == 1 && b == 1) {
         for (int64_t i = 0; i < len; i++)
             dst[i] += src[i];
@@ -151,8 +154,8 @@ int X(state_merge)(X(state) *dst, const X(state) *src)
         return -1;
     if (!src || !compatible(dst, src))
         return -2;
-    XI(acc_add)(dst->acc, &dst->shift, dst->tokens > 0, src->acc, src->shift,
-                src->tokens > 0, state_len(dst->plan));
+    XI(acc_add)(dst->plan, dst->acc, &dst->shift, dst->tokens > 0, src->acc,
+                src->shift, src->tokens > 0, state_len(dst->plan));
     dst->tokens += src->tokens;
     publish(dst);
     return 0;
@@ -360,7 +363,7 @@ int XI(state_update_checked)(X(state) *st, XI(view) k, XI(view) v, int64_t n)
         update_job job = {plan, parts, shifts, len, k, v};
         int ok = linattn_i_parallel_ranges(nt, n, update_range, &job) != 0;
         for (int64_t t = 0; ok && t < nt; t++)
-            XI(acc_add)(st->acc, &st->shift, st->tokens > 0 || t > 0,
+            XI(acc_add)(plan, st->acc, &st->shift, st->tokens > 0 || t > 0,
                         parts + t * len, shifts[t], 1, len);
         free(parts);
         if (!ok)

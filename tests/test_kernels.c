@@ -90,6 +90,19 @@ START_TEST(avx2_exp)
     linattn_i_elu1_avx2(y, x, 6);
     ck_assert(fabs(y[0] - exp(-2.0)) <= 2 * DBL_EPSILON * exp(-2.0));
     ck_assert(y[1] == 1 && y[2] == 1 && y[3] == 4 && isnan(y[4]) && y[5] == 0);
+    /* exp(x - c) in one pass: the bits of exp of the difference, tails of
+     * every length, shifts that take arguments past both ends */
+    double xs[11] = {-3, 0.5, 700, 1e-3, NAN, -20, 4, 9, 1, -0.25, 2};
+    const double cs[3] = {0, 3.5, -705};
+    for (int ci = 0; ci < 3; ci++)
+        for (int64_t n = 1; n <= 11; n++) {
+            double got[11], diff[11], want[11];
+            for (int64_t i = 0; i < n; i++)
+                diff[i] = xs[i] - cs[ci];
+            linattn_i_exp_shift_avx2(got, xs, n, cs[ci]);
+            linattn_i_exp_avx2(want, diff, n);
+            ck_assert(memcmp(got, want, (size_t)n * sizeof(double)) == 0);
+        }
 }
 END_TEST
 #endif

@@ -307,6 +307,24 @@ START_TEST(weights_read_back)
 }
 END_TEST
 
+/* W of a plan as bytes (rows x d, row major). */
+static real *weights_of(int map, int64_t d, int64_t m, int draw, uint64_t seed,
+                        int64_t *rows)
+{
+    linattn_opts o;
+    linattn_opts_init(&o);
+    o.m = m;
+    o.draw = draw;
+    o.seed = seed;
+    P(plan) *p;
+    ck_assert_int_eq(P(plan_create)(&p, map, d, 2, &o), 0);
+    ck_assert_int_eq(P(plan_weights)(p, ROW, NULL, 0, rows), 0);
+    real *w = malloc((size_t)(*rows * d) * sizeof(real));
+    ck_assert_int_eq(P(plan_weights)(p, ROW, w, d, NULL), 0);
+    P(plan_destroy)(p);
+    return w;
+}
+
 #ifndef TEST_SINGLE
 /* The orthogonal draws, in double: each block's rows orthogonal to 1e-12
  * (the last block truncated: m = 15, d = 6 gives blocks of 6, 6, 3);
@@ -319,20 +337,14 @@ START_TEST(orthogonal_blocks)
     const int64_t d = 6, m = 15;
     const uint64_t seed = 2024;
     for (int draw = LINATTN_DRAW_ORTHO; draw <= LINATTN_DRAW_IID; draw++) {
-        linattn_opts o;
-        linattn_opts_init(&o);
-        o.m = m;
-        o.seed = seed;
-        o.draw = draw;
-        P(plan) *p;
-        ck_assert_int_eq(P(plan_create)(&p, LINATTN_MAP_FAVOR, d, 2, &o), 0);
-        double w[15 * 6], g[36], v[6];
-        ck_assert_int_eq(P(plan_weights)(p, ROW, w, d, NULL), 0);
-        P(plan_destroy)(p);
+        int64_t rows;
+        double *w = weights_of(LINATTN_MAP_FAVOR, d, m, draw, seed, &rows), g[36], v[6];
+        ck_assert_int_eq(rows, m);
         if (draw == LINATTN_DRAW_IID) {
             double z[15 * 6];
             linattn_rng_normal(seed, 0, 0, m * d, z);
             ck_assert(memcmp(w, z, sizeof z) == 0);
+            free(w);
             continue;
         }
         /* norms, then the unit rows */
@@ -374,6 +386,7 @@ START_TEST(orthogonal_blocks)
                         ck_assert(rij > 0.01L);
                 }
         }
+        free(w);
     }
 }
 END_TEST
@@ -406,24 +419,6 @@ START_TEST(float_w_is_rounded_double)
 }
 END_TEST
 #endif
-
-/* W of a plan as bytes (rows x d, row major). */
-static real *weights_of(int map, int64_t d, int64_t m, int draw, uint64_t seed,
-                        int64_t *rows)
-{
-    linattn_opts o;
-    linattn_opts_init(&o);
-    o.m = m;
-    o.draw = draw;
-    o.seed = seed;
-    P(plan) *p;
-    ck_assert_int_eq(P(plan_create)(&p, map, d, 2, &o), 0);
-    ck_assert_int_eq(P(plan_weights)(p, ROW, NULL, 0, rows), 0);
-    real *w = malloc((size_t)(*rows * d) * sizeof(real));
-    ck_assert_int_eq(P(plan_weights)(p, ROW, w, d, NULL), 0);
-    P(plan_destroy)(p);
-    return w;
-}
 
 /* The same seed gives the same W bit for bit: twice, at 1, 2 and 4
  * threads (OpenMP and OpenBLAS), and for the two-sided map, whose m / 2
@@ -884,6 +879,47 @@ START_TEST(shifted_states_merge)
 }
 END_TEST
 
+/* A checkpoint of a shifted state restores its shift: the restored state
+ * answers bit for bit as the saved one, and keeps absorbing keys as it
+ * would have; a plan with another W refuses the checkpoint. */
+START_TEST(checkpoint_keeps_shift)
+{
+    int64_t n = 40, d = 4, e = 3;
+    uint64_t seed = 61;
+    tmat k = big_rows(n, d, &seed), q = big_rows(5, d, &seed);
+    tmat v = tmat_rand(ROW, n, e, 0, -1, 1, &seed);
+    const mapcase c = {LINATTN_MAP_FAVOR, 0, "favor"};
+    linattn_opts o;
+    linattn_opts_init(&o);
+    o.seed = 12;
+    P(plan) *p = plan_for(&c, d, e, &o), *other;
+    o.seed = 13;
+    other = plan_for(&c, d, e, &o);
+    P(state) *a, *b, *x;
+    P(state_create)(&a, p), P(state_create)(&b, p), P(state_create)(&x, other);
+    P(state_update)(a, ROW, n / 2, k.a, d, v.a, e);
+    int64_t bytes;
+    ck_assert_int_eq(P(state_save_size)(a, &bytes), 0);
+    unsigned char *buf = malloc((size_t)bytes);
+    ck_assert_int_eq(P(state_save)(a, buf, bytes, NULL), 0);
+    ck_assert_int_eq(P(state_load)(b, buf, bytes), 0);
+    ck_assert_int_eq(P(state_load)(x, buf, bytes), LINATTN_EMISMATCH);
+    double sa, sb;
+    P(state_shift)(a, &sa), P(state_shift)(b, &sb);
+    ck_assert(sa == sb && sa != 0);
+    P(state_update)(a, ROW, n / 2, k.a + n / 2 * d, d, v.a + n / 2 * e, e);
+    P(state_update)(b, ROW, n / 2, k.a + n / 2 * d, d, v.a + n / 2 * e, e);
+    real oa[15], ob[15];
+    ck_assert_int_eq(P(state_query)(a, ROW, 5, q.a, d, oa, e, NULL, 0, NULL, NULL), 0);
+    ck_assert_int_eq(P(state_query)(b, ROW, 5, q.a, d, ob, e, NULL, 0, NULL, NULL), 0);
+    ck_assert(memcmp(oa, ob, sizeof oa) == 0);
+    free(buf);
+    P(state_destroy)(a), P(state_destroy)(b), P(state_destroy)(x);
+    P(plan_destroy)(p), P(plan_destroy)(other);
+    tmat_free(&k), tmat_free(&q), tmat_free(&v);
+}
+END_TEST
+
 /* States merge only between plans of the same map: equal (map, d, m, e,
  * draw, seed, input_scale, W, b) merge; any difference refuses (-2). */
 START_TEST(merge_needs_same_map)
@@ -995,6 +1031,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, causal_prefix_bit_identical, 0, 8);
     tcase_add_test(tc, shifted_states_merge);
     tcase_add_test(tc, merge_needs_same_map);
+    tcase_add_test(tc, checkpoint_keeps_shift);
 #ifdef _OPENMP
     tcase_add_test(tc, thread_counts_agree_maps);
 #endif

@@ -97,38 +97,9 @@ static inline long double ref_phi(int map, long double x)
     }
 }
 
-/* out = (phi(Q) phi(K)^T V) / (phi(Q) phi(K)^T 1), by plain loops; with
- * causal set, row i sums over keys j <= i only. */
-static inline void ref_linear_mask(int map, int causal, const tmat *q,
-                                   const tmat *k, const tmat *v,
-                                   long double *out)
-{
-    int64_t nq = q->rows, nk = k->rows, d = q->cols, e = v->cols;
-    for (int64_t i = 0; i < nq; i++) {
-        long double den = 0;
-        for (int64_t c = 0; c < e; c++)
-            out[i * e + c] = 0;
-        for (int64_t j = 0; j < (causal ? i + 1 : nk); j++) {
-            long double a = 0;
-            for (int64_t t = 0; t < d; t++)
-                a += ref_phi(map, *tmat_at(q, i, t)) * ref_phi(map, *tmat_at(k, j, t));
-            den += a;
-            for (int64_t c = 0; c < e; c++)
-                out[i * e + c] += a * *tmat_at(v, j, c);
-        }
-        for (int64_t c = 0; c < e; c++)
-            out[i * e + c] /= den;
-    }
-}
-
-static inline void ref_linear(int map, const tmat *q, const tmat *k,
-                              const tmat *v, long double *out)
-{
-    ref_linear_mask(map, 0, q, k, v, out);
-}
-
-/* The same from feature rows: fq (nq x m) and fk (nk x m), row major, as
- * a map evaluated elsewhere gives them (the kernelized maps). */
+/* out = (fq fk^T V) / (fq fk^T 1) from feature rows fq (nq x m) and fk
+ * (nk x m), row major, by plain loops; with causal set, row i sums over
+ * keys j <= i only.  (The kernelized maps' tests evaluate phi elsewhere.) */
 static inline void ref_linear_phi(const long double *fq, const long double *fk,
                                   int64_t m, int causal, const tmat *v,
                                   int64_t nq, long double *out)
@@ -149,6 +120,34 @@ static inline void ref_linear_phi(const long double *fq, const long double *fk,
         for (int64_t c = 0; c < e; c++)
             out[i * e + c] /= den;
     }
+}
+
+/* phi of every entry of x (elementwise maps), row major. */
+static inline long double *ref_phi_rows(int map, const tmat *x)
+{
+    long double *f = malloc((size_t)(x->rows * x->cols + 1) * sizeof *f);
+    for (int64_t i = 0; i < x->rows; i++)
+        for (int64_t t = 0; t < x->cols; t++)
+            f[i * x->cols + t] = ref_phi(map, *tmat_at(x, i, t));
+    return f;
+}
+
+/* out = (phi(Q) phi(K)^T V) / (phi(Q) phi(K)^T 1) for an elementwise map,
+ * by plain loops; with causal set, row i sums over keys j <= i only. */
+static inline void ref_linear_mask(int map, int causal, const tmat *q,
+                                   const tmat *k, const tmat *v,
+                                   long double *out)
+{
+    long double *fq = ref_phi_rows(map, q), *fk = ref_phi_rows(map, k);
+    ref_linear_phi(fq, fk, q->cols, causal, v, q->rows, out);
+    free(fq);
+    free(fk);
+}
+
+static inline void ref_linear(int map, const tmat *q, const tmat *k,
+                              const tmat *v, long double *out)
+{
+    ref_linear_mask(map, 0, q, k, v, out);
 }
 
 /* out = softmax(scale Q K^T) V, by plain loops. */
