@@ -10,6 +10,7 @@
  * Every line is flushed as it is written.  benchmarks/approx.gp plots it;
  * doc/approximation.md has the study.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,11 +90,11 @@ static void usage(FILE *f, const char *prog)
             prog, prog, DEFAULT_MAPS);
 }
 
-static int parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
+/* bench_parse_int into an int64_t field. */
+static int parse_i64(const char *s, long lo, long hi, int64_t *out)
 {
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    if (end == s || *end || v < lo || v > hi)
+    long v;
+    if (!bench_parse_int(s, lo, hi, &v))
         return 0;
     *out = v;
     return 1;
@@ -137,7 +138,7 @@ static int parse(int argc, char **argv, config *c)
             else if (!strcmp(a, "--m"))
                 ok = parse_i64(v, 2, 1 << 20, &c->m) && c->m % 2 == 0;
             else if (!strcmp(a, "--data-seed"))
-                ok = parse_i64(v, 0, INT64_MAX, &x), c->data_seed = (uint64_t)x;
+                ok = parse_i64(v, 0, LONG_MAX, &x), c->data_seed = (uint64_t)x;
             else if (!strcmp(a, "--norm")) {
                 char *end;
                 c->norm = strtod(v, &end);
