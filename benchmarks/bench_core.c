@@ -18,6 +18,7 @@
 #include "linattn.h"
 #include "machine.h"
 #include "measure.h"
+#include "blas_rate.h"
 #include "timing.h"
 
 #define MAX_REPS 101
@@ -38,16 +39,6 @@ static void usage(const char *prog)
             "  stops at 2^naive-max.\n", prog);
 }
 
-static int parse_int(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end || v < lo || v > hi)
-        return 0;
-    *out = v;
-    return 1;
-}
-
 static int parse_args(int argc, char **argv, config *c)
 {
     *c = (config){9, 13, 13, 3, 0, 64, 64, 0, 0};
@@ -62,23 +53,23 @@ static int parse_args(int argc, char **argv, config *c)
         if (i + 1 >= argc)
             return 0;
         const char *val = argv[++i];
-        if (!strcmp(a, "--n-min") && parse_int(val, 0, 30, &v))
+        if (!strcmp(a, "--n-min") && bench_parse_int(val, 0, 30, &v))
             c->n_min = (int)v;
-        else if (!strcmp(a, "--n-max") && parse_int(val, 0, 30, &v))
+        else if (!strcmp(a, "--n-max") && bench_parse_int(val, 0, 30, &v))
             c->n_max = (int)v;
-        else if (!strcmp(a, "--naive-max") && parse_int(val, 0, 30, &v))
+        else if (!strcmp(a, "--naive-max") && bench_parse_int(val, 0, 30, &v))
             c->naive_max = (int)v;
-        else if (!strcmp(a, "--reps") && parse_int(val, 1, MAX_REPS, &v))
+        else if (!strcmp(a, "--reps") && bench_parse_int(val, 1, MAX_REPS, &v))
             c->reps = (int)v;
-        else if (!strcmp(a, "--block") && parse_int(val, 0, 1 << 24, &v))
+        else if (!strcmp(a, "--block") && bench_parse_int(val, 0, 1 << 24, &v))
             c->block = v;
         else if (!strcmp(a, "--map") && !strcmp(val, "identity"))
             c->only_map = LINATTN_MAP_IDENTITY;
         else if (!strcmp(a, "--map") && !strcmp(val, "elu1"))
             c->only_map = LINATTN_MAP_ELU1;
-        else if (!strcmp(a, "--d") && parse_int(val, 1, 4096, &v))
+        else if (!strcmp(a, "--d") && bench_parse_int(val, 1, 4096, &v))
             c->d = v;
-        else if (!strcmp(a, "--e") && parse_int(val, 1, 4096, &v))
+        else if (!strcmp(a, "--e") && bench_parse_int(val, 1, 4096, &v))
             c->e = v;
         else
             return 0;
@@ -132,7 +123,7 @@ int main(int argc, char **argv)
     int64_t block;
     linattn_d_plan_block(plans[0], &block);
     int max_threads = bench_max_threads();
-    double peak = bench_d_gemm_rate(2048, c.reps);
+    double peak = bench_square_dgemm_rate(c.reps);
     printf("linattn %s bench_core: d = %lld, e = %lld, double, block %lld, "
            "%d thread(s), median of %d\n", linattn_version_string(),
            (long long)d, (long long)e, (long long)block, max_threads, c.reps);

@@ -30,6 +30,10 @@ static const struct {
     {"identity", LINATTN_MAP_IDENTITY},
     {"elu1", LINATTN_MAP_ELU1},
     {"relu", LINATTN_MAP_RELU},
+    {"favor", LINATTN_MAP_FAVOR},
+    {"favor-hyp", LINATTN_MAP_FAVOR_HYP},
+    {"trig", LINATTN_MAP_TRIG},
+    {"taylor", LINATTN_MAP_TAYLOR},
 };
 
 /* The precisions, behind one interface (scaling.h). */
@@ -76,7 +80,8 @@ static void usage(FILE *out)
         "usage: " PROG " [options]\n"
         "Times attention across n = 2^n-min .. 2^n-max and writes a CSV row\n"
         "per path and size as each size finishes, then a summary.\n"
-        "  --map NAME        feature map: identity, elu1, relu (default elu1)\n"
+        "  --map NAME        feature map: identity, elu1, relu, favor,\n"
+        "                    favor-hyp, trig, taylor (default elu1)\n"
         "  --precision P     double or float (default double)\n"
         "  --d D --e E       query/key and value widths (default 64, 64)\n"
         "  --m M             features (default 0: the map's own count)\n"
@@ -105,18 +110,6 @@ static void usage(FILE *out)
         SCALING_MAX_LG);
 }
 
-/* Parses a whole integer in [lo, hi]. */
-static int parse_long(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end || errno || v < lo || v > hi)
-        return 0;
-    *out = v;
-    return 1;
-}
-
 /* Parses a finite number of seconds > 0. */
 static int parse_seconds(const char *s, double *out)
 {
@@ -138,7 +131,7 @@ static int parse_threads(const char *s, scaling_cfg *c)
     for (char *save, *tok = strtok_r(buf, ",", &save); tok;
          tok = strtok_r(NULL, ",", &save)) {
         long v;
-        if (c->nthreads == SCALING_MAX_THREADS || !parse_long(tok, 1, 1024, &v))
+        if (c->nthreads == SCALING_MAX_THREADS || !bench_parse_int(tok, 1, 1024, &v))
             return 0;
         c->threads[c->nthreads++] = (int)v;
     }
@@ -213,21 +206,21 @@ static int parse_args(int argc, char **argv, options *o)
             ok = !strcmp(a, "double") || !strcmp(a, "float");
             o->prec = &precisions[!strcmp(a, "float")];
             break;
-        case O_D: ok = parse_long(a, 1, 1 << 16, &v), c->d = v; break;
-        case O_E: ok = parse_long(a, 1, 1 << 16, &v), c->e = v; break;
-        case O_M: ok = parse_long(a, 0, 1 << 20, &v), c->m = v; break;
-        case O_BATCH: ok = parse_long(a, 1, 1 << 20, &v), c->batch = v; break;
-        case O_HEADS: ok = parse_long(a, 1, 1 << 20, &v), c->heads = v; break;
+        case O_D: ok = bench_parse_int(a, 1, 1 << 16, &v), c->d = v; break;
+        case O_E: ok = bench_parse_int(a, 1, 1 << 16, &v), c->e = v; break;
+        case O_M: ok = bench_parse_int(a, 0, 1 << 20, &v), c->m = v; break;
+        case O_BATCH: ok = bench_parse_int(a, 1, 1 << 20, &v), c->batch = v; break;
+        case O_HEADS: ok = bench_parse_int(a, 1, 1 << 20, &v), c->heads = v; break;
         case O_THREADS: ok = parse_threads(a, c); break;
-        case O_REPS: ok = parse_long(a, 1, SCALING_MAX_REPS, &v), c->reps = (int)v; break;
-        case O_NMIN: ok = parse_long(a, 0, SCALING_MAX_LG, &v), o->n_min = (int)v; break;
-        case O_NMAX: ok = parse_long(a, 0, SCALING_MAX_LG, &v), o->n_max = (int)v; break;
-        case O_NAIVEMAX: ok = parse_long(a, 0, SCALING_MAX_LG, &v), o->naive_max = (int)v; break;
+        case O_REPS: ok = bench_parse_int(a, 1, SCALING_MAX_REPS, &v), c->reps = (int)v; break;
+        case O_NMIN: ok = bench_parse_int(a, 0, SCALING_MAX_LG, &v), o->n_min = (int)v; break;
+        case O_NMAX: ok = bench_parse_int(a, 0, SCALING_MAX_LG, &v), o->n_max = (int)v; break;
+        case O_NAIVEMAX: ok = bench_parse_int(a, 0, SCALING_MAX_LG, &v), o->naive_max = (int)v; break;
         case O_BUDGET: ok = parse_seconds(a, &o->budget); break;
         case O_FITTIME: ok = parse_seconds(a, &o->fit_time); break;
         case O_PATHS: ok = parse_paths(a, &o->paths); break;
-        case O_BLOCK: ok = parse_long(a, 0, 1 << 24, &v), c->block = v; break;
-        case O_CHUNK: ok = parse_long(a, 0, 1 << 16, &v), c->chunk = v; break;
+        case O_BLOCK: ok = bench_parse_int(a, 0, 1 << 24, &v), c->block = v; break;
+        case O_CHUNK: ok = bench_parse_int(a, 0, 1 << 16, &v), c->chunk = v; break;
         case O_CSV: o->csv = a; break;
         case O_SUMMARY: o->summary = a; break;
         default:
@@ -425,6 +418,7 @@ int main(int argc, char **argv)
     log.elem = o.prec->elem;
     log.cfg = o.cfg;
     o.prec->dims(study, &log.cfg.m, &log.cfg.block);
+    o.cfg.m = log.cfg.m; /* the map's own count, for the estimates */
     log.n_min = o.n_min, log.n_max = o.n_max, log.fit_time = o.fit_time;
     int fd = scaling_csv_open(o.csv);
     if (fd < 0) {

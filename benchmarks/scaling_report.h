@@ -14,6 +14,8 @@
  *           naive              2 n^2 (m + e)
  *           naive_causal       n (n + 1) (m + e) (the useful triangle)
  *           softmax            2 n^2 (d + e)     (exponentials not counted)
+ *           phi itself (W x for the random-feature maps, 2 n m d more) is
+ *           not counted for any path
  *   bytes   every path reads Q, K, V and writes out once: n (2d + 2e)
  *           values; the quadratic ones also write their n x n scores once
  *           and read them twice: + 3 n^2 (causal: + 3 n (n + 1) / 2).

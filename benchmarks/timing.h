@@ -1,5 +1,5 @@
-/* timing.h -- what the benchmarks share: wall clock, medians, and
- * reproducible random matrices. */
+/* timing.h -- what the benchmarks share: wall clock, medians,
+ * reproducible random matrices, option parsing. */
 #ifndef LINATTN_TIMING_H
 #define LINATTN_TIMING_H
 
@@ -33,6 +33,17 @@ static inline double bench_uniform(uint64_t *s)
 {
     *s = *s * 6364136223846793005ull + 1442695040888963407ull;
     return (double)(*s >> 11) * 0x1.0p-53 * 2 - 1;
+}
+
+/* An integer option value in [lo, hi] into *out; 0 when s is not one. */
+static inline int bench_parse_int(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || v < lo || v > hi)
+        return 0;
+    *out = v;
+    return 1;
 }
 
 /* n values uniform in [-1, 1); exits on out of memory (a benchmark has

@@ -97,11 +97,52 @@ extern "C" {
 #define LINATTN_ROW_MAJOR 101
 #define LINATTN_COL_MAJOR 102
 
-/* Feature maps phi: R^d -> R^m. */
+/* Feature maps phi: R^d -> R^m.  The exact maps (1-3) are elementwise.
+ * The others approximate the softmax kernel exp(q.k / sqrt(d)): with
+ * x~ = s x, s = opts.input_scale (default d^(-1/4)), phi(q).phi(k)
+ * estimates (TAYLOR: approximates) exp(q~.k~).  W is the plan's random
+ * projection (opts.draw, opts.seed; linattn_d_plan_weights reads it).
+ * Formulas, defaults and stabilization in doc/maps.md. */
 enum linattn_map {
     LINATTN_MAP_IDENTITY = 1, /* phi(x) = x, m = d; signed, exact        */
     LINATTN_MAP_ELU1 = 2,     /* phi(x) = elu(x) + 1 > 0, elementwise   */
-    LINATTN_MAP_RELU = 3      /* phi(x) = max(x, 0) >= 0, elementwise   */
+    LINATTN_MAP_RELU = 3,     /* phi(x) = max(x, 0) >= 0, elementwise   */
+    /* FAVOR+ positive random features, W m x d (default m = 4d):
+     * phi(x) = exp(W x~ - |x~|^2/2) / sqrt(m) > 0, unbiased */
+    LINATTN_MAP_FAVOR = 4,
+    /* two-sided FAVOR+, W (m/2) x d, m even (default 4d):
+     * phi(x) = [exp(W x~), exp(-W x~)] exp(-|x~|^2/2) / sqrt(m) > 0 */
+    LINATTN_MAP_FAVOR_HYP = 5,
+    /* random Fourier features, W (m/2) x d, m even (default 4d):
+     * phi(x) = [sin W x~, cos W x~] exp(|x~|^2/2) / sqrt(m/2); signed
+     * (normalizers may be <= 0: LINATTN_DENOM_NONZERO or eps) */
+    LINATTN_MAP_TRIG = 6,
+    /* second-order Taylor (Based), m = 1 + d + d(d+1)/2: phi(x) =
+     * [1, x~, x~_i x~_j (i < j), x~_i^2 / sqrt(2)], kernel exactly
+     * 1 + q~.k~ + (q~.k~)^2 / 2 > 0 */
+    LINATTN_MAP_TAYLOR = 7,
+    /* phi(x) = act(W x~ + b) with the caller's W and b: only through
+     * linattn_d_plan_create_custom */
+    LINATTN_MAP_CUSTOM = 8
+};
+
+/* How the random maps draw W (linattn_opts.draw); doc/rng.md. */
+enum linattn_draw {
+    LINATTN_DRAW_ORTHO = 0,       /* orthogonal d x d blocks (QR), rows  */
+                                  /* scaled by chi(d) norms (default)    */
+    LINATTN_DRAW_ORTHO_FIXED = 1, /* orthogonal blocks, rows of norm     */
+                                  /* sqrt(d)                             */
+    LINATTN_DRAW_IID = 2          /* independent N(0, 1) entries         */
+};
+
+/* Activations of caller-supplied maps (linattn_d_plan_create_custom),
+ * u = W x~ + b with W rows x d. */
+enum linattn_act {
+    LINATTN_ACT_EXP = 1,     /* phi = exp(u), m = rows                    */
+    LINATTN_ACT_RELU = 2,    /* phi = max(u, 0), m = rows                 */
+    LINATTN_ACT_ELU1 = 3,    /* phi = elu(u) + 1, m = rows                */
+    LINATTN_ACT_HEDGEHOG = 4 /* phi = softmax([u, -u]) over all 2 rows    */
+                             /* features, m = 2 rows (Hedgehog)           */
 };
 
 /* Normalizer policies (linattn_opts.denom). */
@@ -116,22 +157,30 @@ enum linattn_status {
     LINATTN_ENOMEM = 1, /* a workspace allocation failed; nothing written  */
     LINATTN_EDENOM = 2, /* a normalizer broke the plan's policy            */
     LINATTN_ESIZE = 3,  /* a size exceeds the BLAS integer or int64 range  */
-    LINATTN_ENONFINITE = 4 /* an input holds NaN or Inf (opts.check_finite) */
+    LINATTN_ENONFINITE = 4, /* an input holds NaN or Inf (opts.check_finite) */
+    /* Checkpoints (linattn_d_state_save and friends): */
+    LINATTN_EIO = 5,       /* a file could not be opened, written or read  */
+    LINATTN_EFORMAT = 6,   /* not a linattn checkpoint, or a damaged one    */
+    LINATTN_EVERSION = 7,  /* a checkpoint format version not supported     */
+    LINATTN_EMISMATCH = 8  /* a checkpoint of another precision, map, sizes */
 };
 
 /*
  * Plan options.  Always start from linattn_opts_init(), then change fields:
  * later versions append fields that init gives safe defaults.
  *
- *   m      features; 0 = the map's natural count.  The elementwise maps of
- *          this version require m = d (or 0).
+ *   m      features; 0 = the map's default: d for the exact maps (which
+ *          require m = d or 0), 4d for FAVOR, FAVOR_HYP and TRIG (near
+ *          d ln d at the usual head sizes 32..128; FAVOR_HYP and TRIG
+ *          need m even), 1 + d + d(d+1)/2 for TAYLOR (the only value it
+ *          takes).
  *   block  rows per block in the streaming loops; 0 = library default.
  *          Extra memory is O(block * (m + e)), independent of n.
  *   chunk  C, rows per chunk of the causal paths; 0 = library default.
  *          Extra memory O(C (m + e + C)).
  *   denom  LINATTN_DENOM_POSITIVE or LINATTN_DENOM_NONZERO.
  *   eps    >= 0, finite; added to every normalizer before the check.
- *   seed   seed of the random feature maps (ignored by the exact maps).
+ *   seed   seed of the random feature maps' W (ignored by the others).
  *   check_finite
  *          0 (default): NaN and Inf in the inputs propagate: a row whose
  *          normalizer becomes non-finite is reported as LINATTN_EDENOM
@@ -143,6 +192,19 @@ enum linattn_status {
  *          return LINATTN_ENONFINITE, writing nothing and leaving states
  *          unchanged, if any entry is NaN or Inf (one extra read of the
  *          inputs).
+ *   draw   how the random maps draw W: LINATTN_DRAW_ORTHO (default),
+ *          LINATTN_DRAW_ORTHO_FIXED or LINATTN_DRAW_IID (checked for every
+ *          map, used by FAVOR, FAVOR_HYP and TRIG).  The same (d, rows of
+ *          W, draw, seed) gives the same W in every run and for every
+ *          thread count (doc/rng.md); another W needs another plan
+ *          (redrawing is explicit).  ORTHO and IID keep the estimators
+ *          unbiased; ORTHO_FIXED trades a small bias for lower variance.
+ *   input_scale
+ *          s in x~ = s x, applied to queries and keys before the map.
+ *          0 (default) = d^(-1/4) for FAVOR, FAVOR_HYP, TRIG and TAYLOR,
+ *          so that they approximate exp(q.k / sqrt(d)); 1 for custom
+ *          maps.  Else finite and > 0 (1 estimates exp(q.k)).  The exact
+ *          maps require 0.
  */
 typedef struct linattn_opts {
     int64_t m;
@@ -152,12 +214,15 @@ typedef struct linattn_opts {
     double eps;
     uint64_t seed;
     int check_finite;
-    int64_t reserved[8];
+    int draw;
+    double input_scale;
+    int64_t reserved[7];
 } linattn_opts;
 
 /* int linattn_opts_init(linattn_opts *opts)
  * Fills *opts with the defaults: m = 0, block = 0, chunk = 0, POSITIVE,
- * eps = 0, seed = 0, check_finite = 0.  Errors: -1 opts NULL.  Thread-safe. */
+ * eps = 0, seed = 0, check_finite = 0, draw = LINATTN_DRAW_ORTHO,
+ * input_scale = 0.  Errors: -1 opts NULL.  Thread-safe. */
 LINATTN_API int linattn_opts_init(linattn_opts *opts);
 
 /* int linattn_version(void) -- LINATTN_VERSION_NUMBER of the library that
@@ -171,6 +236,52 @@ LINATTN_API const char *linattn_version_string(void);
 /* const char *linattn_strerror(int status) -- a static sentence for any
  * status value (never NULL).  Thread-safe. */
 LINATTN_API const char *linattn_strerror(int status);
+
+/* int linattn_rng_normal(uint64_t seed, uint64_t stream, uint64_t first,
+ *                        int64_t count, double *out)
+ * out[i] = normal number first + i of the generator's (seed, stream), the
+ * numbers the random maps build W from (stream 0: the Gaussian entries,
+ * stream 1: the vectors whose norms scale the rows; doc/rng.md gives the
+ * algorithm, Philox4x32-10 and Box-Muller, and which number lands where).
+ * Bit-identical on every platform.  Errors: -4 count < 0, or the indices
+ * would pass 2^64 - 1; -5 out NULL with count > 0.  Thread-safe. */
+LINATTN_API int linattn_rng_normal(uint64_t seed, uint64_t stream,
+                                   uint64_t first, int64_t count,
+                                   double *out);
+
+/*
+ * Errors of kernelized attention against exact softmax attention
+ * (linattn_d_approx_error), in double whatever the precision of the call.
+ * O~ is the plan's attention output, O = softmax(scale Q K^T) V; A~ the
+ * plan's kernel matrix phi(Q) phi(K)^T, Ah its rows divided by their
+ * normalizers (row sum + eps), P the softmax matrix, K = exp(scale Q K^T)
+ * the kernel that Ah approximates.  Causal calls compare the pairs j <= i
+ * only.  A relative error whose reference norm is 0 is 0 when the
+ * difference is 0 too, else +Inf.
+ *
+ *   out_rel_fro     ||O~ - O||_F / ||O||_F
+ *   out_mse         ||O~ - O||_F^2 / (nq e)
+ *   out_max_abs     max |O~ - O| over the nq x e entries
+ *   attn_rel_fro    ||Ah - P||_F / ||P||_F
+ *   kernel_mse      sum over compared pairs of (A~_ij - K_ij)^2 / pairs;
+ *                   +Inf when a kernel value or its estimate overflows.
+ *                   Meaningful for the maps that estimate exp(q.k) (with
+ *                   scale matching the map's input scaling); computed for
+ *                   every map.
+ *   kernel_rel_fro  ||A~ - K||_F / ||K||_F over the compared pairs
+ *   pairs           number of (query, key) pairs compared: nq nk, or
+ *                   n (n + 1) / 2 for causal calls
+ */
+typedef struct linattn_approx_stats {
+    double out_rel_fro;
+    double out_mse;
+    double out_max_abs;
+    double attn_rel_fro;
+    double kernel_mse;
+    double kernel_rel_fro;
+    int64_t pairs;
+    double reserved[5]; /* set to 0; later versions may fill them */
+} linattn_approx_stats;
 
 /*
  * Batches of independent problems (linattn_d_batched_*): batch x heads
@@ -220,15 +331,51 @@ typedef struct linattn_where {
 typedef struct X(plan_s) X(plan);                                             \
 typedef struct X(state_s) X(state);                                           \
                                                                               \
-/* int linattn_d_plan_create(linattn_d_plan **plan, int map, int64_t d,      \
- *                           int64_t e, const linattn_opts *opts)            \
- * Plans phi = map: R^d -> R^m, values of width e.  opts NULL = defaults.    \
- * Errors: -1 plan NULL; -2 unknown map; -3 d < 1; -4 e < 1; -5 an option    \
- * out of range (m, block < 0, denom, eps < 0, not finite, or not           \
- * representable in the plan's precision); LINATTN_ESIZE;                    \
- * LINATTN_ENOMEM.  *plan is set only on success.  Thread-safe. */           \
+/* int linattn_d_plan_create(linattn_d_plan **plan, int map, int64_t d,       \
+ *                           int64_t e, const linattn_opts *opts)             \
+ * Plans phi = map: R^d -> R^m, values of width e.  opts NULL = defaults.     \
+ * The random maps draw W here (in double; a float plan rounds it, so         \
+ * float and double plans of one seed share W to rounding).                   \
+ * Errors: -1 plan NULL; -2 unknown map (or LINATTN_MAP_CUSTOM); -3 d < 1;    \
+ * -4 e < 1; -5 an option out of range (m, block < 0, denom, eps < 0, not     \
+ * finite, or not representable in the plan's precision, draw,                \
+ * input_scale); LINATTN_ESIZE; LINATTN_ENOMEM (also when LAPACK's QR         \
+ * fails, which only its workspace can make it do).  *plan is set only on     \
+ * success.  Thread-safe. */                                                  \
 LINATTN_API int X(plan_create)(X(plan) **plan, int map, int64_t d,            \
                                int64_t e, const linattn_opts *opts);          \
+                                                                              \
+/* int linattn_d_plan_create_custom(linattn_d_plan **plan, int act,           \
+ *         int64_t d, int64_t m, int64_t e, int layout, const double *w,      \
+ *         int64_t ldw, const double *b, const linattn_opts *opts)            \
+ * Plans phi(x) = act(W x~ + b) (LINATTN_MAP_CUSTOM) with the caller's W,     \
+ * rows x d in (layout, ldw), and b (rows entries; NULL = 0), where rows =    \
+ * m, or m / 2 for LINATTN_ACT_HEDGEHOG: phi_j = exp(s_j - M) / sum_i         \
+ * exp(s_i - M) over the m entries of s = [u, -u], u = W x~ + b,              \
+ * M = max_i |u_i|.  x~ = input_scale x (default 1).  The plan copies W and   \
+ * b (rounded to the plan's precision).  opts.m must be 0 or m.               \
+ * Errors: -1 plan NULL; -2 act unknown; -3 d < 1; -4 m < 1, or odd for       \
+ * HEDGEHOG; -5 e < 1; -6 layout; -7 w NULL, or an entry not finite in        \
+ * the plan's precision; -8 ldw; -9 an entry of b not finite; -10 an          \
+ * option out of range (as linattn_d_plan_create, or opts.m);                 \
+ * LINATTN_ESIZE; LINATTN_ENOMEM.  *plan is set only on success.              \
+ * Thread-safe. */                                                            \
+LINATTN_API int X(plan_create_custom)(X(plan) **plan, int act, int64_t d,     \
+                                      int64_t m, int64_t e, int layout,       \
+                                      const R *w, int64_t ldw, const R *b,    \
+                                      const linattn_opts *opts);              \
+                                                                              \
+/* int linattn_d_plan_weights(const linattn_d_plan *plan, int layout,         \
+ *                            double *w, int64_t ldw, int64_t *rows)          \
+ * The W the plan's map uses, rows x d into (layout, w, ldw), as drawn or     \
+ * given (before input_scale), and its row count into *rows: m for FAVOR      \
+ * and custom maps (m / 2 for HEDGEHOG), m / 2 for FAVOR_HYP and TRIG, 0      \
+ * for maps without W (nothing written).  w NULL (ldw ignored) and rows       \
+ * NULL skip them.  A float plan's W is the double draw rounded.              \
+ * Errors: -1 plan NULL; -2 layout; -4 ldw (w not NULL); LINATTN_ESIZE.       \
+ * Thread-safe. */                                                            \
+LINATTN_API int X(plan_weights)(const X(plan) *plan, int layout, R *w,        \
+                                int64_t ldw, int64_t *rows);                  \
                                                                               \
 /* void linattn_d_plan_destroy(linattn_d_plan *plan) -- frees; NULL is a     \
  * no-op.  No state of the plan may be used afterwards. */                    \
@@ -249,9 +396,12 @@ LINATTN_API int X(plan_block)(const X(plan) *plan, int64_t *block);           \
 /* int linattn_d_features(const linattn_d_plan *plan, int layout, int64_t n, \
  *                        const double *x, int64_t ldx,                      \
  *                        double *phi, int64_t ldphi)                        \
- * phi = phi(x) row by row: x is n x d, phi is n x m, both in layout.        \
+ * phi = phi(x) row by row: x is n x d, phi is n x m, both in layout.         \
+ * These are the features themselves, without stabilizing shifts: for the     \
+ * exponential maps they over- or underflow at large norms, where the         \
+ * attention paths (which shift) do not.                                      \
  * Errors: -1 plan NULL; -2 layout; -3 n < 0; -4 x NULL; -5 ldx;             \
- * -6 phi NULL; -7 ldphi; LINATTN_ESIZE.  Thread-safe. */                     \
+ * -6 phi NULL; -7 ldphi; LINATTN_ESIZE; LINATTN_ENOMEM.  Thread-safe. */     \
 LINATTN_API int X(features)(const X(plan) *plan, int layout, int64_t n,       \
                             const R *x, int64_t ldx, R *phi, int64_t ldphi);  \
                                                                               \
@@ -300,6 +450,14 @@ LINATTN_API int X(state_copy)(X(state) *dst, const X(state) *src);            \
 LINATTN_API int X(state_get)(const X(state) *state, int layout, R *s,         \
                              int64_t lds, R *z, int64_t *tokens);             \
                                                                               \
+/* int linattn_d_state_shift(const linattn_d_state *state, double *shift)     \
+ * The state's stabilizing shift c: for the maps with exponentials (FAVOR,    \
+ * FAVOR_HYP, TRIG, custom EXP) the stored S and z, as state_get reads        \
+ * them, are the true sums times exp(-c), c the largest key exponent          \
+ * absorbed (doc/maps.md); 0 for the other maps and for a state without       \
+ * tokens.  Errors: -1 state NULL; -2 shift NULL. */                          \
+LINATTN_API int X(state_shift)(const X(state) *state, double *shift);         \
+                                                                              \
 /* int linattn_d_state_query(const linattn_d_state *state, int layout,       \
  *         int64_t n, const double *q, int64_t ldq, double *out,             \
  *         int64_t ldout, double *num, int64_t ldnum, double *den,           \
@@ -308,7 +466,10 @@ LINATTN_API int X(state_get)(const X(state) *state, int layout, R *s,         \
  * out_i = num_i / den_i, for the n x d queries Q.  out and num are n x e    \
  * in layout, den has n entries (stride 1).  Each of out, num, den may be    \
  * NULL (not all three; a NULL one's leading dimension is ignored); the      \
- * normalizer policy is applied only when out is requested.                  \
+ * normalizer policy is applied only when out is requested.  With the         \
+ * maps that carry exponentials (see linattn_d_state_shift), num_i and        \
+ * den_i are both scaled by exp(-c_i - c), c_i the largest exponent of        \
+ * phi(q_i) and c the state's shift: a factor that cancels in out_i.          \
  * LINATTN_EDENOM: row r (0-based) is the first whose normalizer breaks the  \
  * policy; r is stored in *bad_row (if not NULL).  Rows before r hold their  \
  * results in every requested output; row r is untouched; every later row   \
@@ -390,6 +551,95 @@ LINATTN_API int X(softmax)(int layout, int64_t nq, int64_t nk, int64_t d,     \
                            int64_t e, R scale, const R *q, int64_t ldq,       \
                            const R *k, int64_t ldk, const R *v, int64_t ldv,  \
                            R *out, int64_t ldout);                            \
+                                                                              \
+/* ---- Checkpoint/restart: a state to bytes or a file and back, in the       \
+ * portable format of doc/checkpoint-format.md (little-endian, versioned,     \
+ * CRC-32; S, z, tokens, and the plan's precision, map, d, m, e and map       \
+ * fingerprint).  A restored state continues bit for bit. ---- */             \
+                                                                              \
+/* int linattn_d_state_save_size(const linattn_d_state *state,                \
+ *                               int64_t *bytes)                              \
+ * *bytes = the size of state's checkpoint, 84 + 8 m (e + 1) (the same for    \
+ * every state of a plan).  Errors: -1 state NULL; -2 bytes NULL.             \
+ * Thread-safe. */                                                            \
+LINATTN_API int X(state_save_size)(const X(state) *state, int64_t *bytes);    \
+                                                                              \
+/* int linattn_d_state_save(const linattn_d_state *state, void *buf,          \
+ *                          int64_t len, int64_t *written)                    \
+ * Writes state's checkpoint, bytes = linattn_d_state_save_size bytes, to     \
+ * buf[0, bytes); *written = bytes (written may be NULL).  S and z go as      \
+ * the double accumulator of either precision (float states accumulate in     \
+ * double), so nothing is rounded.  Errors: -1 state NULL; -2 buf NULL;       \
+ * -3 len < bytes (buffer too small; nothing written).  Several threads may   \
+ * save and query one state at once. */                                       \
+LINATTN_API int X(state_save)(const X(state) *state, void *buf, int64_t len,  \
+                              int64_t *written);                              \
+                                                                              \
+/* int linattn_d_state_load(linattn_d_state *state, const void *buf,          \
+ *                          int64_t len)                                      \
+ * state = the state checkpointed in buf[0, len), which must hold exactly     \
+ * one checkpoint.  All of it is verified first (the checks and their order   \
+ * are in doc/checkpoint-format.md); on any error state is unchanged, bit     \
+ * for bit.  NaN and Inf in S or z are restored as saved: a state holds       \
+ * them only when its inputs or their sums did (check_finite above).          \
+ * Errors: -1 state NULL; -2 buf NULL; -3 len < 0; LINATTN_EFORMAT (not a     \
+ * checkpoint: wrong magic, truncated or too long, CRC mismatch, or an        \
+ * inconsistent header field); LINATTN_EVERSION (a format version this        \
+ * library does not read); LINATTN_EMISMATCH (saved from a state of the       \
+ * other precision, or of a plan with another map, d, m, e or map             \
+ * parameters).  Needs exclusive access to state. */                          \
+LINATTN_API int X(state_load)(X(state) *state, const void *buf, int64_t len); \
+                                                                              \
+/* int linattn_d_state_save_file(const linattn_d_state *state,                \
+ *                               const char *path)                            \
+ * Saves state's checkpoint to the file path atomically: the bytes go to a    \
+ * new file beside it (path.<16 hex digits>.tmp, mode 0666 less the umask),   \
+ * which is flushed to the device (fsync) and renamed over path; the          \
+ * directory is then synced (best effort).  A process killed meanwhile        \
+ * leaves the old file or the new one at path, never a mixture (at worst a    \
+ * stray .tmp file).  On any error the temporary file is removed and a file   \
+ * already at path is untouched.  Not collective: under MPI each rank         \
+ * saves its own state to its own path.  Errors: -1 state NULL; -2 path       \
+ * NULL or empty; LINATTN_EIO (errno is that of the failing system call:      \
+ * missing or read-only directory, disk full, path a directory, ...);         \
+ * LINATTN_ENOMEM.  Several threads may save one state at once. */            \
+LINATTN_API int X(state_save_file)(const X(state) *state, const char *path);  \
+                                                                              \
+/* int linattn_d_state_load_file(linattn_d_state *state, const char *path)    \
+ * linattn_d_state_load from the bytes of the file path (read no further      \
+ * than its header allows: a file that does not start as a checkpoint is      \
+ * refused after 80 bytes).  Errors: -1 state NULL; -2 path NULL or empty;    \
+ * LINATTN_EIO (cannot open or read path); LINATTN_ENOMEM; then those of      \
+ * linattn_d_state_load, with state unchanged on any of them.  Needs          \
+ * exclusive access to state. */                                              \
+LINATTN_API int X(state_load_file)(X(state) *state, const char *path);        \
+                                                                              \
+/* int linattn_d_approx_error(const linattn_d_plan *plan, int layout,         \
+ *         int64_t nq, int64_t nk, const double *q, int64_t ldq,              \
+ *         const double *k, int64_t ldk, const double *v, int64_t ldv,        \
+ *         double scale, int causal, linattn_approx_stats *stats)             \
+ * How well the plan's attention approximates softmax attention on these      \
+ * inputs: the statistics of linattn_approx_stats, comparing                  \
+ * (A~ V) / (A~ 1 + eps), A~ = phi(Q) phi(K)^T, with softmax(scale QK^T) V    \
+ * (causal = 1: both masked to j <= i, nq = nk).  Q is nq x d, K nk x d,      \
+ * V nk x e, in layout.  Both are computed here by row blocks of queries      \
+ * (quadratic work, O(nq nk (d + m + e))), phi by linattn_d_features (no      \
+ * stabilizing shift: features that overflow or underflow make a              \
+ * normalizer bad).  Memory O(nk (d + m + e) + rows nk), never nq x nk        \
+ * (rows = the plan's block, capped so rows nk <= 2^22).  Runs on the         \
+ * calling thread (BLAS may thread its GEMMs).  NaN in V reaches the          \
+ * statistics.  stats is written only on success.                             \
+ * Errors: -1 plan NULL; -2 layout; -3 nq < 1; -4 nk < 1, or nk != nq when    \
+ * causal; -5 q NULL; -6 ldq; -7 k NULL; -8 ldk; -9 v NULL; -10 ldv;          \
+ * -11 scale not finite (in the plan's precision); -12 causal not 0 or 1;     \
+ * -13 stats NULL; LINATTN_ESIZE (also nk beyond the BLAS integer);           \
+ * LINATTN_ENONFINITE (opts.check_finite); LINATTN_ENOMEM; LINATTN_EDENOM     \
+ * (a normalizer breaks the plan's policy).  Thread-safe. */                  \
+LINATTN_API int X(approx_error)(const X(plan) *plan, int layout, int64_t nq,  \
+                                int64_t nk, const R *q, int64_t ldq,          \
+                                const R *k, int64_t ldk, const R *v,          \
+                                int64_t ldv, double scale, int causal,        \
+                                linattn_approx_stats *stats);                 \
                                                                               \
 /* int linattn_d_batched_attention(const linattn_d_plan *plan, int layout,   \
  *         int64_t batch, int64_t heads, int64_t nq, int64_t nk,             \

@@ -16,7 +16,18 @@
  *
  * Extra memory is O(C (m + e + C) + m e), whatever n: the prefix state is
  * never materialized per token.
+ *
+ * The maps with exponentials carry a running shift, so that no output
+ * depends on a later token, not even through rounding: key j's features
+ * are taken with m_j, the largest key exponent up to j (the carried
+ * state's included), and row i rescales its triangle entries by
+ * exp(m_j - m_i) <= 1 and the carried state's terms (at shift M) by
+ * exp(M - m_i) <= 1.  The state then moves to the chunk's last m_j.  (One
+ * shift for the whole chunk would cancel in exact arithmetic but not in
+ * rounding or underflow; a peer library leaked future tokens exactly
+ * there.)
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
@@ -53,12 +64,17 @@ typedef struct {
     real *phiq, *phik, *vaug, *r, *dd, *b, *part;
     acc_t *acc;
     int64_t ldb, ldacc;
+    /* shifted maps: each key's largest exponent and the running maximum
+     * m_j; the carried state is at shift, and holds tokens when has */
+    double *rexp, *mrun;
+    double shift;
+    int has;
 } causal_ws;
 
 static void free_causal_ws(causal_ws *w)
 {
     free(w->phiq), free(w->phik), free(w->vaug), free(w->r), free(w->dd);
-    free(w->b), free(w->part);
+    free(w->b), free(w->part), free(w->rexp), free(w->mrun);
     if (LINATTN_ACC_WIDER)
         free(w->acc);
 }
@@ -84,8 +100,13 @@ static int alloc_causal_ws(causal_ws *w, const X(plan) *plan, int64_t c)
     w->acc = w->b;
     w->ldacc = ldb;
 #endif
+    if (plan->shifted) {
+        w->rexp = linattn_i_alloc(c, sizeof(double));
+        w->mrun = linattn_i_alloc(c, sizeof(double));
+    }
     if (!w->phiq || !w->phik || !w->vaug || !w->r || !w->dd || !w->b ||
-        (LINATTN_ACC_WIDER && (!w->part || !w->acc))) {
+        (LINATTN_ACC_WIDER && (!w->part || !w->acc)) ||
+        (plan->shifted && (!w->rexp || !w->mrun))) {
         free_causal_ws(w);
         return LINATTN_ENOMEM;
     }
@@ -155,6 +176,63 @@ static void XI(fold_part)(acc_t *acc, const real *part, real *s, int64_t len)
 }
 #endif
 
+/* Shifted maps: phi(K_c) with the running shifts m_j into w->phik. */
+static void running_keys(const X(plan) *plan, causal_ws *w, XI(view) k,
+                         int64_t rows)
+{
+    XI(phi_pre)(plan, k, rows, w->phik, w->rexp);
+    double run = w->has ? w->shift : -INFINITY;
+    for (int64_t j = 0; j < rows; j++) {
+        double x = w->rexp[j];
+        run = x > run || x != x ? x : run; /* NaN propagates */
+        w->mrun[j] = run;
+    }
+    XI(phi_post)(plan, w->phik, rows, w->rexp, w->mrun, 0, NULL);
+}
+
+/* Shifted maps, on [num den | A] before the triangle is added: row i's
+ * carried-state terms times exp(M - m_i), its triangle entries times
+ * exp(m_j - m_i). */
+static void rescale_rows(causal_ws *w, int64_t rows, int64_t ld)
+{
+    const double *mr = w->mrun;
+    for (int64_t i = 0; i < rows; i++) {
+        real *ri = w->r + i * w->ldb, *ai = ri + ld;
+        for (int64_t j = 0; j < i; j++)
+            if (mr[j] != mr[i])
+                ai[j] *= (real)exp(mr[j] - mr[i]);
+        /* an empty carried state contributes zeros, whatever phi(q_i) */
+        real g = w->has ? (real)exp(w->shift - mr[i]) : 0;
+        for (int64_t c = 0; g != 1 && c < ld; c++)
+            ri[c] *= g;
+    }
+}
+
+/* Shifted maps, before the state absorbs the chunk: phi(K_c) brought to
+ * the chunk's last shift M' (row j times exp(m_j - M')), the carried state
+ * from M to M' (in float the working copy follows when the chunk is
+ * folded in). */
+static void move_shift(const X(plan) *plan, causal_ws *w, int64_t rows)
+{
+    int64_t m = plan->m, ld = plan->e + 1;
+    double to = w->mrun[rows - 1];
+    for (int64_t j = 0; j < rows; j++)
+        if (w->mrun[j] != to) {
+            real f = (real)exp(w->mrun[j] - to);
+            real *kj = w->phik + j * m;
+            for (int64_t t = 0; t < m; t++)
+                kj[t] *= f;
+        }
+    if (w->has && w->shift != to) {
+        acc_t f = (acc_t)exp(w->shift - to);
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < ld; j++)
+                w->acc[i * w->ldacc + j] *= f;
+    }
+    w->shift = to;
+    w->has = 1;
+}
+
 /* Rows [0, n) causally; returns -1 or the first row whose normalizer
  * breaks the policy (rows before it written, none after). */
 static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
@@ -167,7 +245,10 @@ static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
     for (int64_t r = 0; r < n; r += c) {
         int64_t rows = n - r < c ? n - r : c;
         XI(phi_rows)(plan, XI(view_rows)(q, r), rows, w->phiq, NULL);
-        XI(phi_rows)(plan, XI(view_rows)(k, r), rows, w->phik, NULL);
+        if (plan->shifted)
+            running_keys(plan, w, XI(view_rows)(k, r), rows);
+        else
+            XI(phi_rows)(plan, XI(view_rows)(k, r), rows, w->phik, NULL);
         augment_rows(XI(view_rows)(v, r), rows, e, w->vaug);
         for (int64_t j = 0; j < rows; j++)
             for (int64_t i = 0; i < m; i++)
@@ -178,6 +259,8 @@ static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
          * lower triangle is read.) */
         XI(gemm)(0, 0, rows, ld + rows, m, 1, (XI(view)){w->phiq, m, 0},
                  (XI(view)){w->b, ldb, 0}, 0, w->r, ldb);
+        if (plan->shifted)
+            rescale_rows(w, rows, ld);
         XI(triangle_times)(w->r + ld, ldb, w->vaug, rows, ld, w->r, ldb);
         for (int64_t i = 0; i < rows; i++)
             den[i] = w->r[i * ldb + e];
@@ -189,6 +272,8 @@ static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
         if (good < rows)
             return r + good;
         /* The state moves past this chunk: [S z] += phi(K_c)^T [V_c 1]. */
+        if (plan->shifted)
+            move_shift(plan, w, rows);
 #if LINATTN_ACC_WIDER
         XI(gemm)(1, 0, m, ld, rows, 1, pk, vaug, 0, w->part, ld);
         for (int64_t i = 0; i < m; i++)
@@ -272,14 +357,21 @@ int XI(causal_run)(const X(plan) *plan, int layout, int64_t n, const real *q,
             st = XI(state_update_checked)(&states[t], XI(view_rows)(job.k, lo),
                                           XI(view_rows)(job.v, lo), hi - lo);
         }
-        /* range t starts from ranges 0 .. t-1 */
+        /* range t starts from ranges 0 .. t-1 (at the larger shift) */
         int64_t m = plan->m, ld = plan->e + 1;
-        for (int t = 1; !st && t < nt; t++)
+        for (int t = 1; !st && t < nt; t++) {
+            acc_t a, b;
+            ws[t].shift = ws[t - 1].shift;
+            XI(shift_factors)(plan, &ws[t].shift, ws[t - 1].has,
+                              states[t - 1].shift, states[t - 1].tokens > 0,
+                              &a, &b);
+            ws[t].has = ws[t - 1].has || states[t - 1].tokens > 0;
             for (int64_t i = 0; i < m; i++)
                 for (int64_t j = 0; j < ld; j++)
                     ws[t].acc[i * ws[t].ldacc + j] =
-                        ws[t - 1].acc[i * ws[t - 1].ldacc + j] +
-                        states[t - 1].acc[i * ld + j];
+                        a * ws[t - 1].acc[i * ws[t - 1].ldacc + j] +
+                        b * states[t - 1].acc[i * ld + j];
+        }
     }
 #if LINATTN_ACC_WIDER
     for (int t = 1; !st && t < nt; t++)

@@ -1,6 +1,20 @@
 /* errors.c -- status strings, version, option defaults. */
+#include <stdint.h>
 #include <string.h>
 #include "linattn.h"
+
+/* The options struct keeps its size as fields take reserved words: the
+ * layout of the first release, for comparison. */
+struct linattn_opts_v0_1 {
+    int64_t m, block, chunk;
+    int denom;
+    double eps;
+    uint64_t seed;
+    int check_finite;
+    int64_t reserved[8];
+};
+_Static_assert(sizeof(linattn_opts) == sizeof(struct linattn_opts_v0_1),
+               "linattn_opts changed size: take fields from reserved");
 
 #define STR2(x) #x
 #define STR(x) STR2(x)
@@ -54,6 +68,18 @@ const char *linattn_strerror(int status)
     case LINATTN_ESIZE:
         return "a size or leading dimension exceeds the BLAS integer or "
                "int64 range";
+    case LINATTN_EIO:
+        return "a checkpoint file could not be opened, written or read (see "
+               "errno)";
+    case LINATTN_EFORMAT:
+        return "not a linattn checkpoint, or a damaged one (wrong magic, "
+               "truncated, checksum mismatch or an inconsistent field)";
+    case LINATTN_EVERSION:
+        return "the checkpoint has a format version this library cannot "
+               "read";
+    case LINATTN_EMISMATCH:
+        return "the checkpoint is of another precision, feature map or "
+               "dimensions than the state it is loaded into";
     default:
         return "unknown status code";
     }

@@ -22,12 +22,19 @@
 #define USE_AVX2_EXP 0
 #define linattn_i_elu1_avx2(y, x, n) (void)0
 #define linattn_i_exp_avx2(y, x, n) (void)0
+#define linattn_i_exp_shift_avx2(y, x, n, c) (void)0
 #endif
 #include "vexp.h"
 
 int XI(map_is_identity)(const X(plan) *plan)
 {
     return plan->map == LINATTN_MAP_IDENTITY;
+}
+
+int XI(map_is_elementwise)(const X(plan) *plan)
+{
+    return plan->map == LINATTN_MAP_IDENTITY || plan->map == LINATTN_MAP_ELU1 ||
+           plan->map == LINATTN_MAP_RELU;
 }
 
 /* Elementwise maps, out of place (y may equal x).  The cloned kernels
@@ -73,6 +80,33 @@ static void XI(exp_map)(real *y, const real *x, int64_t count)
     LINATTN_SIMD
     for (int64_t i = 0; i < count; i++)
         y[i] = XI(exp)(x[i]);
+}
+
+void XI(exp_array)(real *y, const real *x, int64_t count)
+{
+    XI(exp_map)(y, x, count);
+}
+
+LINATTN_CLONES
+static void XI(exp_shift_map)(real *y, const real *x, int64_t count, real c)
+{
+    if (USE_AVX2_EXP) {
+        linattn_i_exp_shift_avx2(y, x, count, c);
+        return;
+    }
+    LINATTN_SIMD
+    for (int64_t i = 0; i < count; i++)
+        y[i] = XI(exp)(x[i] - c);
+}
+
+void XI(exp_shift_array)(real *y, const real *x, int64_t count, real c)
+{
+    XI(exp_shift_map)(y, x, count, c);
+}
+
+void XI(elu1_array)(real *y, const real *x, int64_t count)
+{
+    XI(elu1_map)(y, x, count);
 }
 
 typedef void (*map_fn)(real *, const real *, int64_t);
@@ -125,10 +159,8 @@ static void phi_range(map_fn f, XI(view) x, int64_t d, int64_t lo, int64_t hi,
     f(out + lo * d, out + lo * d, (hi - lo) * d);
 }
 
-/* The statistics of rows [lo, hi) of the feature view f (m columns):
- * den[i] = f_i . z and part += sum_i f_i, as requested by st. */
-static void stats_range(XI(view) f, int64_t m, int64_t lo, int64_t hi,
-                        const XI(stats) *st, acc_t *part)
+void XI(stats_range)(XI(view) f, int64_t m, int64_t lo, int64_t hi,
+                     const XI(stats) *st, acc_t *part)
 {
     if (st->den && f.colmajor) {
         for (int64_t i = lo; i < hi; i++)
@@ -183,7 +215,7 @@ static void chunk_rows(map_fn f, XI(view) x, int64_t d, int64_t lo,
         fv = (XI(view)){out, d, 0};
     }
     if (st)
-        stats_range(fv, d, lo, hi, st, part);
+        XI(stats_range)(fv, d, lo, hi, st, part);
 }
 
 /* Chunk c of rows [0, rows): rows [c C, min((c + 1) C, rows)). */
@@ -204,6 +236,10 @@ int64_t XI(stats_partial_len)(const X(plan) *plan, int64_t rows)
 void XI(phi_rows)(const X(plan) *plan, XI(view) x, int64_t rows, real *out,
                   const XI(stats) *st)
 {
+    if (!XI(map_is_elementwise)(plan)) {
+        XI(kmap_rows)(plan, x, rows, out, st);
+        return;
+    }
     map_fn f = map_of(plan->map);
     int64_t d = plan->d, nchunks = (rows + LINATTN_CHUNK - 1) / LINATTN_CHUNK;
     acc_t *partial = st && st->colsum ? st->partial : NULL;
@@ -273,16 +309,26 @@ int X(features)(const X(plan) *plan, int layout, int64_t n, const real *x,
         return st;
     int64_t block = XI(block_rows)(plan), m = plan->m;
     real *buf = linattn_i_alloc(block * m, sizeof(real));
-    if (!buf)
+    double *rexp = plan->shifted ? linattn_i_alloc(block, sizeof(double)) : NULL;
+    if (!buf || (plan->shifted && !rexp)) {
+        free(buf);
+        free(rexp);
         return LINATTN_ENOMEM;
+    }
     XI(view) xv = {x, ldx, layout == LINATTN_COL_MAJOR};
     for (int64_t r = 0; r < n; r += block) {
         int64_t rows = n - r < block ? n - r : block;
-        XI(phi_rows)(plan, XI(view_rows)(xv, r), rows, buf, NULL);
+        if (plan->shifted) { /* phi itself: shift 0 */
+            XI(phi_pre)(plan, XI(view_rows)(xv, r), rows, buf, rexp);
+            XI(phi_post)(plan, buf, rows, rexp, NULL, 0, NULL);
+        } else {
+            XI(phi_rows)(plan, XI(view_rows)(xv, r), rows, buf, NULL);
+        }
         int cm = layout == LINATTN_COL_MAJOR;
         XI(put_rows)(cm ? phi + r : phi + r * ldphi, cm, ldphi, buf, 0, m,
                      rows, m, NULL);
     }
     free(buf);
+    free(rexp);
     return 0;
 }

@@ -38,6 +38,19 @@ struct X(plan_s) {
     uint64_t seed;
     int check_finite;
     uint64_t fingerprint; /* equal for plans whose states may be merged */
+    /* The kernelized maps (featmap.c; doc/maps.md). */
+    int act;            /* LINATTN_ACT_* of a custom map, else 0          */
+    int draw;           /* LINATTN_DRAW_* of the random maps              */
+    int shifted;        /* features carry exp(-shift): FAVOR, FAVOR_HYP,  */
+                        /* TRIG, custom EXP                               */
+    double input_scale; /* s in x~ = s x (resolved: never 0)              */
+    int64_t wrows;      /* rows of W, 0 for maps without one              */
+    real *w;            /* W, wrows x d row major, as drawn or given      */
+    real *ws;           /* s W, what the GEMM uses (may alias w)          */
+    real *bias;         /* b (custom maps; NULL = 0)                      */
+    real half_s2;       /* s^2 / 2: |x~|^2 / 2 = half_s2 |x|^2            */
+    real log_norm;      /* ln of the features' constant factor's inverse: */
+                        /* ln sqrt(m) (FAVOR*), ln sqrt(m/2) (TRIG)       */
 };
 
 struct X(state_s) {
@@ -57,6 +70,9 @@ struct X(state_s) {
 /* Nonzero when phi(x) = x, so callers may hand x to BLAS directly. */
 int XI(map_is_identity)(const X(plan) *plan);
 
+/* Nonzero for the elementwise maps (identity, elu+1, ReLU): m = d. */
+int XI(map_is_elementwise)(const X(plan) *plan);
+
 /* What to gather about a block's feature rows while they are in cache:
  * den[i] = phi_i . z (z contiguous, m entries) when den is not NULL, and
  * colsum += sum_i phi_i when colsum is not NULL (partial: workspace of
@@ -73,9 +89,40 @@ int64_t XI(stats_partial_len)(const X(plan) *plan, int64_t rows);
 /* phi of rows [0, rows) of x into out (rows x m, row major, ld m), and the
  * statistics st asks for (st may be NULL).  For the identity map out may
  * be NULL: then nothing is written and the statistics read x itself.
- * Splits the rows over the OpenMP team when the block is large. */
+ * Splits the rows over the OpenMP team when the block is large.
+ * The shifted maps (plan->shifted) write row i times exp(-c_i), c_i its
+ * largest exponent: the query form, whose factor cancels in out_i. */
 void XI(phi_rows)(const X(plan) *plan, XI(view) x, int64_t rows, real *out,
                   const XI(stats) *st);
+
+/* The shifted maps in two steps, for keys, whose shift must be chosen
+ * across rows.  phi_pre leaves an intermediate form of rows [0, rows) in
+ * out (rows x m) and each row's largest exponent in rexp[i] (rows
+ * entries); it returns their maximum (-inf for no rows).  phi_post turns
+ * out into the features times exp(-sh[i]) for row i (sh NULL: exp(-shift)
+ * for every row; shift 0 gives phi itself), then takes st's statistics
+ * (st may be NULL). */
+double XI(phi_pre)(const X(plan) *plan, XI(view) x, int64_t rows, real *out,
+                   double *rexp);
+void XI(phi_post)(const X(plan) *plan, real *out, int64_t rows,
+                  const double *rexp, const double *sh, double shift,
+                  const XI(stats) *st);
+
+/* The kernelized maps' part of phi_rows (kmaps.c). */
+void XI(kmap_rows)(const X(plan) *plan, XI(view) x, int64_t rows, real *out,
+                   const XI(stats) *st);
+
+/* The statistics of rows [lo, hi) of the feature view f (m columns):
+ * den[i] = f_i . z and part += sum_i f_i, as requested by st. */
+void XI(stats_range)(XI(view) f, int64_t m, int64_t lo, int64_t hi,
+                     const XI(stats) *st, acc_t *part);
+
+/* y = exp(x), y = elu(x) + 1 over count values (y may equal x), by the
+ * vectorized kernels. */
+void XI(exp_array)(real *y, const real *x, int64_t count);
+void XI(elu1_array)(real *y, const real *x, int64_t count);
+/* y = exp(x - c) over count values (y may equal x). */
+void XI(exp_shift_array)(real *y, const real *x, int64_t count, real c);
 
 /* Multiplies row i of the rows x cols matrix a (layout, lda) by s[i]. */
 void XI(scale_rows)(real *a, int colmajor, int64_t lda, int64_t rows,
@@ -127,6 +174,34 @@ int XI(write_needs_y)(const real *out, int64_t ldout, const real *num,
  * XI(state_bytes)(plan) bytes (used by the one-call paths). */
 size_t XI(state_bytes)(const X(plan) *plan);
 void XI(state_init)(X(state) *st, const X(plan) *plan, void *mem);
+
+/* The shift of an accumulator (len entries at *shift; has: it holds
+ * tokens) about to absorb keys whose largest exponent is bmax: raised to
+ * bmax when that is larger, the accumulator rescaled by the returned
+ * factor exp(old - bmax) (1 when nothing changed); set to bmax when it
+ * holds nothing. */
+double XI(raise_shift)(acc_t *acc, int64_t len, double *shift, int has,
+                       double bmax);
+
+/* The factors a, b that bring an accumulator dst (at *dst_shift) and src
+ * (at src_shift) to the larger shift, which *dst_shift becomes: dst =
+ * a dst + b src is then their sum.  An accumulator without tokens (has
+ * 0) holds zeros and its shift is meaningless; maps without shifts get
+ * 1, 1 and leave *dst_shift alone. */
+void XI(shift_factors)(const X(plan) *plan, double *dst_shift, int dst_has,
+                       double src_shift, int src_has, acc_t *a, acc_t *b);
+
+/* dst (at *dst_shift) += src (at src_shift), both brought to the larger
+ * shift first (the accumulators hold their sums times exp(-shift));
+ * dst_has, src_has: the accumulator holds tokens (an empty one's shift
+ * is meaningless). */
+void XI(acc_add)(const X(plan) *plan, acc_t *dst, double *dst_shift,
+                 int dst_has, const acc_t *src, double src_shift, int src_has,
+                 int64_t len);
+
+/* Republishes the working-precision copy sz from acc, after acc was
+ * written directly (a restored checkpoint). */
+void XI(state_publish)(X(state) *st);
 
 /* update and query after argument checks (same meaning as the public
  * functions); both return 0, LINATTN_ENOMEM or LINATTN_EDENOM. */

@@ -51,6 +51,7 @@ typedef struct {
     real *out;
     int64_t ldout;
     score_ws *ws;
+    const double *mrun;    /* causal, shifted maps: key j's running shift */
 } score_job;
 
 static void free_score_ws(score_ws *ws, int count)
@@ -105,6 +106,11 @@ static int64_t naive_range(void *ctx, int t, int64_t lo, int64_t hi)
         for (int64_t i = 0; j->causal && i < rows; i++)
             for (int64_t c = r + i + 1; c < nk; c++)
                 w->a[i * nk + c] = 0; /* the mask: keys after row r + i */
+        /* key c's features carry exp(-m_c): bring row r + i's to m_{r+i} */
+        for (int64_t i = 0; j->mrun && i < rows; i++)
+            for (int64_t c = 0; c <= r + i; c++)
+                if (j->mrun[c] != j->mrun[r + i])
+                    w->a[i * nk + c] *= (real)exp(j->mrun[c] - j->mrun[r + i]);
         row_sums(w->a, rows, nk, w->dd);
         int64_t good = XI(good_rows)(plan, w->dd, rows, 1);
         /* With no keys the GEMM has inner dimension 0 and writes zeros. */
@@ -150,8 +156,30 @@ int XI(naive_run)(const X(plan) *plan, int causal, int layout, int64_t nq,
         free(vcopy);
         return LINATTN_ENOMEM;
     }
-    if (phik)
+    double *mrun = NULL, *rexp = NULL;
+    if (phik && plan->shifted) {
+        /* keys shifted by their maximum (non-causal: it cancels), or by
+         * the running maximum up to each key (causal: nothing later) */
+        rexp = linattn_i_alloc(nk, sizeof(double));
+        mrun = causal ? linattn_i_alloc(nk, sizeof(double)) : NULL;
+        if (!rexp || (causal && !mrun)) {
+            free(rexp), free(mrun), free(phik), free(vcopy);
+            free_score_ws(ws, nt);
+            return LINATTN_ENOMEM;
+        }
+        double run = XI(phi_pre)(plan, kv, nk, phik, rexp);
+        if (causal) {
+            run = -INFINITY;
+            for (int64_t i = 0; i < nk; i++) {
+                run = rexp[i] > run || rexp[i] != rexp[i] ? rexp[i] : run;
+                mrun[i] = run;
+            }
+        }
+        XI(phi_post)(plan, phik, nk, rexp, mrun, run, NULL);
+        free(rexp);
+    } else if (phik) {
         XI(phi_rows)(plan, kv, nk, phik, NULL);
+    }
     if (vcopy) {
         XI(copy_rows)(vv, 0, nk, e, vcopy);
         vv = (XI(view)){vcopy, e, 0};
@@ -162,9 +190,10 @@ int XI(naive_run)(const X(plan) *plan, int causal, int layout, int64_t nq,
         vv = (XI(view)){v, e, 0};
     score_job job = {plan, layout, causal, nk, plan->d, e, rows_max, 0,
                      {q, ldq, cm}, phik ? (XI(view)){phik, m, 0} : kv,
-                     vv, out, ldout, ws};
+                     vv, out, ldout, ws, mrun};
     int64_t bad = linattn_i_parallel_ranges(nt, nq, naive_range, &job);
     free_score_ws(ws, nt);
+    free(mrun);
     free(phik);
     free(vcopy);
     if (bad < nq) {
@@ -301,7 +330,7 @@ int X(softmax)(int layout, int64_t nq, int64_t nk, int64_t d, int64_t e,
     memset(&norm, 0, sizeof norm);
     norm.e = e;
     score_job job = {&norm, layout, 0, nk, d, e, rows_max, scale, {q, ldq, cm},
-                     kv, vv, out, ldout, ws};
+                     kv, vv, out, ldout, ws, NULL};
     linattn_i_parallel_ranges(nt, nq, softmax_range, &job);
     free_score_ws(ws, nt);
     free(kcopy);

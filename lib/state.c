@@ -7,6 +7,7 @@
  * column sums of phi(K_b) into z, block by block.  Float states accumulate
  * in double (acc) and publish a float copy (sz) after every change.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
@@ -50,6 +51,11 @@ static void publish(X(state) *st)
 #endif
 }
 
+void XI(state_publish)(X(state) *st)
+{
+    publish(st);
+}
+
 int X(state_create)(X(state) **state, const X(plan) *plan)
 {
     if (!state)
@@ -86,6 +92,55 @@ int X(state_reset)(X(state) *state)
     return 0;
 }
 
+double XI(raise_shift)(acc_t *acc, int64_t len, double *shift, int has,
+                       double bmax)
+{
+    if (!has) {
+        *shift = bmax; /* acc is still zero */
+        return 1;
+    }
+    if (!(bmax > *shift))
+        return 1;
+    double f = exp(*shift - bmax);
+    for (int64_t i = 0; i < len; i++)
+        acc[i] *= f;
+    *shift = bmax;
+    return f;
+}
+
+void XI(shift_factors)(const X(plan) *plan, double *dst_shift, int dst_has,
+                       double src_shift, int src_has, acc_t *a, acc_t *b)
+{
+    *a = *b = 1;
+    /* the exact maps never read a shift (a restored checkpoint may still
+     * carry one); src without tokens holds zeros */
+    if (!plan->shifted || !src_has)
+        return;
+    if (!dst_has) {
+        *dst_shift = src_shift; /* dst holds zeros */
+    } else if (src_shift > *dst_shift) {
+        *a = exp(*dst_shift - src_shift);
+        *dst_shift = src_shift;
+    } else if (src_shift != *dst_shift) { /* smaller, or NaN */
+        *b = exp(src_shift - *dst_shift);
+    }
+}
+
+void XI(acc_add)(const X(plan) *plan, acc_t *dst, double *dst_shift,
+                 int dst_has, const acc_t *src, double src_shift, int src_has,
+                 int64_t len)
+{
+    acc_t a, b;
+    XI(shift_factors)(plan, dst_shift, dst_has, src_shift, src_has, &a, &b);
+    if (a == 1 && b == 1) {
+        for (int64_t i = 0; i < len; i++)
+            dst[i] += src[i];
+        return;
+    }
+    for (int64_t i = 0; i < len; i++)
+        dst[i] = a * dst[i] + b * src[i];
+}
+
 static int compatible(const X(state) *a, const X(state) *b)
 {
     return a->plan->fingerprint == b->plan->fingerprint &&
@@ -99,9 +154,8 @@ int X(state_merge)(X(state) *dst, const X(state) *src)
         return -1;
     if (!src || !compatible(dst, src))
         return -2;
-    int64_t len = state_len(dst->plan);
-    for (int64_t i = 0; i < len; i++)
-        dst->acc[i] += src->acc[i];
+    XI(acc_add)(dst->plan, dst->acc, &dst->shift, dst->tokens > 0, src->acc,
+                src->shift, src->tokens > 0, state_len(dst->plan));
     dst->tokens += src->tokens;
     publish(dst);
     return 0;
@@ -147,6 +201,16 @@ int X(state_get)(const X(state) *state, int layout, real *s, int64_t lds,
     return 0;
 }
 
+int X(state_shift)(const X(state) *state, double *shift)
+{
+    if (!state)
+        return -1;
+    if (!shift)
+        return -2;
+    *shift = state->shift;
+    return 0;
+}
+
 /* Workspace of an update: phi of one block (none for the identity unless
  * K's leading dimension is beyond BLAS), a copy of the block of V (only
  * when V's is), the column sums z_b of phi and their per-chunk partials,
@@ -155,10 +219,12 @@ int X(state_get)(const X(state) *state, int layout, real *s, int64_t lds,
 typedef struct {
     real *phi, *vcopy, *part;
     acc_t *zsum, *partial;
+    double *rexp; /* the rows' largest exponents (shifted maps) */
 } update_ws;
 
 static void free_update_ws(update_ws *w)
 {
+    free(w->rexp);
     free(w->phi);
     free(w->vcopy);
     free(w->part);
@@ -172,9 +238,11 @@ static int alloc_update_ws(update_ws *w, const X(plan) *plan, int64_t rows,
     int64_t m = plan->m, e = plan->e;
     int need_phi = !XI(map_is_identity)(plan) || !linattn_i_ld_fits(k.ld);
     int need_v = !linattn_i_ld_fits(v.ld);
-    *w = (update_ws){NULL, NULL, NULL, NULL, NULL};
+    *w = (update_ws){NULL, NULL, NULL, NULL, NULL, NULL};
     if (need_phi)
         w->phi = linattn_i_alloc(rows * m, sizeof(real));
+    if (plan->shifted)
+        w->rexp = linattn_i_alloc(rows, sizeof(double));
     if (need_v)
         w->vcopy = linattn_i_alloc(rows * e, sizeof(real));
     if (LINATTN_ACC_WIDER)
@@ -182,7 +250,8 @@ static int alloc_update_ws(update_ws *w, const X(plan) *plan, int64_t rows,
     w->zsum = linattn_i_alloc(m, sizeof(acc_t));
     w->partial = linattn_i_alloc(XI(stats_partial_len)(plan, rows), sizeof(acc_t));
     if ((need_phi && !w->phi) || (need_v && !w->vcopy) ||
-        (LINATTN_ACC_WIDER && !w->part) || !w->zsum || !w->partial) {
+        (LINATTN_ACC_WIDER && !w->part) || !w->zsum || !w->partial ||
+        (plan->shifted && !w->rexp)) {
         free_update_ws(w);
         return LINATTN_ENOMEM;
     }
@@ -190,9 +259,27 @@ static int alloc_update_ws(update_ws *w, const X(plan) *plan, int64_t rows,
     return 0;
 }
 
-/* acc += the state of rows [0, n) of (k, v), on this thread. */
-static int update_serial(const X(plan) *plan, acc_t *acc, XI(view) k,
-                         XI(view) v, int64_t n)
+/* phi(K_b) of the shifted maps into w->phi with its column sums: the
+ * features carry exp(-*shift), the largest exponent seen so far; when
+ * the block raises it, the state accumulated before (acc, and the column
+ * sums of earlier blocks) is rescaled first, as online softmax does. */
+static void shifted_keys(const X(plan) *plan, update_ws *w, acc_t *acc,
+                         double *shift, int *has, XI(view) kb, int64_t rows,
+                         const XI(stats) *zs)
+{
+    int64_t m = plan->m;
+    double bmax = XI(phi_pre)(plan, kb, rows, w->phi, w->rexp);
+    double f = XI(raise_shift)(acc, m * (plan->e + 1), shift, *has, bmax);
+    for (int64_t i = 0; f != 1 && i < m; i++)
+        w->zsum[i] *= f;
+    *has = 1;
+    XI(phi_post)(plan, w->phi, rows, w->rexp, NULL, *shift, zs);
+}
+
+/* acc (at *shift; has: it holds tokens) += the state of rows [0, n) of
+ * (k, v), on this thread. */
+static int update_serial(const X(plan) *plan, acc_t *acc, double *shift,
+                         int has, XI(view) k, XI(view) v, int64_t n)
 {
     int64_t m = plan->m, e = plan->e, ld = e + 1;
     int64_t block = XI(block_rows)(plan);
@@ -205,7 +292,10 @@ static int update_serial(const X(plan) *plan, acc_t *acc, XI(view) k,
         XI(view) kb = XI(view_rows)(k, r), vb = XI(view_rows)(v, r), pk = kb;
         if (w.phi) {
             /* phi and its column sums in one pass over the block. */
-            XI(phi_rows)(plan, kb, rows, w.phi, &zs);
+            if (plan->shifted)
+                shifted_keys(plan, &w, acc, shift, &has, kb, rows, &zs);
+            else
+                XI(phi_rows)(plan, kb, rows, w.phi, &zs);
             pk = (XI(view)){w.phi, m, 0};
         }
         if (w.vcopy) {
@@ -233,6 +323,7 @@ static int update_serial(const X(plan) *plan, acc_t *acc, XI(view) k,
 typedef struct {
     const X(plan) *plan;
     acc_t *parts;
+    double *shifts;
     int64_t len;
     XI(view) k, v;
 } update_job;
@@ -240,7 +331,7 @@ typedef struct {
 static int64_t update_range(void *ctx, int t, int64_t lo, int64_t hi)
 {
     update_job *j = ctx;
-    int st = update_serial(j->plan, j->parts + t * j->len,
+    int st = update_serial(j->plan, j->parts + t * j->len, &j->shifts[t], 0,
                            XI(view_rows)(j->k, lo), XI(view_rows)(j->v, lo),
                            hi - lo);
     return st ? 0 : 1;
@@ -257,7 +348,8 @@ int XI(state_update_checked)(X(state) *st, XI(view) k, XI(view) v, int64_t n)
         XI(state_update_small)(st, k, v, n);
     } else if (nt == 1) {
         /* Workspace comes first inside: a failure leaves acc unchanged. */
-        int status = update_serial(plan, st->acc, k, v, n);
+        int status = update_serial(plan, st->acc, &st->shift, st->tokens > 0,
+                                   k, v, n);
         if (status)
             return status;
     } else {
@@ -267,11 +359,12 @@ int XI(state_update_checked)(X(state) *st, XI(view) k, XI(view) v, int64_t n)
         if (!parts)
             return LINATTN_ENOMEM;
         memset(parts, 0, (size_t)(nt * len) * sizeof(acc_t));
-        update_job job = {plan, parts, len, k, v};
+        double shifts[LINATTN_MAX_THREADS] = {0};
+        update_job job = {plan, parts, shifts, len, k, v};
         int ok = linattn_i_parallel_ranges(nt, n, update_range, &job) != 0;
         for (int64_t t = 0; ok && t < nt; t++)
-            for (int64_t i = 0; i < len; i++)
-                st->acc[i] += parts[t * len + i];
+            XI(acc_add)(plan, st->acc, &st->shift, st->tokens > 0 || t > 0,
+                        parts + t * len, shifts[t], 1, len);
         free(parts);
         if (!ok)
             return LINATTN_ENOMEM;

@@ -43,7 +43,14 @@ void XI(state_update_small)(X(state) *st, XI(view) k, XI(view) v, int64_t n)
     const X(plan) *plan = st->plan;
     int64_t m = plan->m, e = plan->e;
     real phi[SMALL_ROWS * SMALL_WIDTH], vrow[SMALL_ROWS * SMALL_WIDTH];
-    XI(phi_rows)(plan, k, n, phi, NULL);
+    if (plan->shifted) { /* keys share the state's shift (state.c) */
+        double rexp[SMALL_ROWS];
+        double bmax = XI(phi_pre)(plan, k, n, phi, rexp);
+        XI(raise_shift)(st->acc, m * (e + 1), &st->shift, st->tokens > 0, bmax);
+        XI(phi_post)(plan, phi, n, rexp, NULL, st->shift, NULL);
+    } else {
+        XI(phi_rows)(plan, k, n, phi, NULL);
+    }
     XI(copy_rows)(v, 0, n, e, vrow);
     for (int64_t r = 0; r < n; r++)
         XI(rank_one)(st->acc, m, e, phi + r * m, vrow + r * e);

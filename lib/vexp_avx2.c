@@ -113,4 +113,21 @@ __attribute__((target("avx2,fma"))) static inline __m256d elu4(__m256d v)
 KERNEL(linattn_i_exp_avx2, exp4)
 KERNEL(linattn_i_elu1_avx2, elu4)
 
+/* y = exp(x - c): the shifted exponentials of the kernelized maps in one
+ * pass (padded tail lanes compute exp(0)). */
+__attribute__((target("avx2,fma"))) void
+linattn_i_exp_shift_avx2(double *y, const double *x, int64_t n, double c)
+{
+    const __m256d vc = _mm256_set1_pd(c);
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        _mm256_storeu_pd(y + i, exp4(_mm256_sub_pd(_mm256_loadu_pd(x + i), vc)));
+    if (i < n) {
+        double in[4] = {c, c, c, c}, out[4];
+        memcpy(in, x + i, (size_t)(n - i) * sizeof(double));
+        _mm256_storeu_pd(out, exp4(_mm256_sub_pd(_mm256_loadu_pd(in), vc)));
+        memcpy(y + i, out, (size_t)(n - i) * sizeof(double));
+    }
+}
+
 #endif

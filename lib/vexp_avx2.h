@@ -12,6 +12,9 @@ int linattn_i_avx2_ok(void);
 /* y = exp(x), y = elu(x) + 1; y may equal x. */
 void linattn_i_exp_avx2(double *y, const double *x, int64_t n);
 void linattn_i_elu1_avx2(double *y, const double *x, int64_t n);
+/* y = exp(x - c). */
+void linattn_i_exp_shift_avx2(double *y, const double *x, int64_t n,
+                              double c);
 #endif
 
 #endif

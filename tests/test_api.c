@@ -26,6 +26,16 @@ START_TEST(strerror_covers_every_status)
     ck_assert(strstr(linattn_strerror(LINATTN_EDENOM), "normalizer") != NULL);
     ck_assert(strstr(linattn_strerror(LINATTN_ESIZE), "BLAS integer") != NULL);
     ck_assert(strstr(linattn_strerror(LINATTN_ENONFINITE), "NaN") != NULL);
+    ck_assert(strstr(linattn_strerror(LINATTN_EIO), "file") != NULL);
+    ck_assert(strstr(linattn_strerror(LINATTN_EFORMAT), "not a linattn checkpoint") != NULL);
+    ck_assert(strstr(linattn_strerror(LINATTN_EVERSION), "format version") != NULL);
+    ck_assert(strstr(linattn_strerror(LINATTN_EMISMATCH), "another precision") != NULL);
+    /* every status has a sentence of its own */
+    for (int a = LINATTN_SUCCESS; a <= LINATTN_EMISMATCH; a++) {
+        ck_assert_str_ne(linattn_strerror(a), "unknown status code");
+        for (int b = a + 1; b <= LINATTN_EMISMATCH; b++)
+            ck_assert_str_ne(linattn_strerror(a), linattn_strerror(b));
+    }
     ck_assert_str_eq(linattn_strerror(12345), "unknown status code");
 }
 END_TEST

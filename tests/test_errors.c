@@ -3,8 +3,6 @@
  * per precision.  Each rejected call must return the documented status and
  * leave its outputs untouched (they hold a sentinel before the call).
  */
-#include <stdio.h>
-#include <sys/resource.h>
 #include "testutil.h"
 
 #define ROW LINATTN_ROW_MAJOR
@@ -304,16 +302,114 @@ START_TEST(softmax_errors)
 }
 END_TEST
 
+/* The kernelized maps' options, the custom constructor, plan_weights,
+ * state_shift: every -i, *plan and outputs untouched. */
+START_TEST(map_errors)
+{
+    P(plan) *sentinel = (P(plan) *)&qb, *p = sentinel;
+    linattn_opts o;
+    linattn_opts_init(&o);
+    ck_assert_int_eq(P(plan_create)(&p, LINATTN_MAP_CUSTOM, 3, 2, NULL), -2);
+    ck_assert_int_eq(P(plan_create)(&p, LINATTN_MAP_CUSTOM + 1, 3, 2, NULL), -2);
+    const double bad_scale[] = {-1, NAN, INFINITY};
+    for (int i = 0; i < 3; i++) {
+        o.input_scale = bad_scale[i];
+        ck_assert_int_eq(P(plan_create)(&p, LINATTN_MAP_FAVOR, 3, 2, &o), -5);
+    }
+    o.input_scale = 1; /* the exact maps take no input scale */
+    ck_assert_int_eq(P(plan_create)(&p, LINATTN_MAP_ELU1, 3, 2, &o), -5);
+#ifdef TEST_SINGLE
+    o.input_scale = 1e39; /* beyond float */
+    ck_assert_int_eq(P(plan_create)(&p, LINATTN_MAP_TAYLOR, 3, 2, &o), -5);
+#endif
+    linattn_opts_init(&o);
+    o.draw = 3;
+    ck_assert_int_eq(P(plan_create)(&p, LINATTN_MAP_FAVOR, 3, 2, &o), -5);
+    o.draw = -1;
+    ck_assert_int_eq(P(plan_create)(&p, LINATTN_MAP_FAVOR, 3, 2, &o), -5);
+    linattn_opts_init(&o);
+    o.m = 5; /* odd: the two-sided maps need m even */
+    ck_assert_int_eq(P(plan_create)(&p, LINATTN_MAP_FAVOR_HYP, 3, 2, &o), -5);
+    ck_assert_int_eq(P(plan_create)(&p, LINATTN_MAP_TRIG, 3, 2, &o), -5);
+    ck_assert_int_eq(P(plan_create)(&p, LINATTN_MAP_TAYLOR, 3, 2, &o), -5);
+    o.m = -2;
+    ck_assert_int_eq(P(plan_create)(&p, LINATTN_MAP_FAVOR, 3, 2, &o), -5);
+    o.m = BIG;
+    ck_assert_int_eq(P(plan_create)(&p, LINATTN_MAP_FAVOR, 3, 2, &o), LINATTN_ESIZE);
+    linattn_opts_init(&o); /* Taylor's m = 1 + d + d(d+1)/2 beyond BLAS */
+    ck_assert_int_eq(P(plan_create)(&p, LINATTN_MAP_TAYLOR, 70000, 2, &o),
+                     LINATTN_ESIZE);
+    ck_assert(p == sentinel);
+
+    /* the custom constructor: W 2 x 3 */
+    real w[6] = {1, 2, 3, 4, 5, 6}, b[2] = {0, 1};
+    ck_assert_int_eq(P(plan_create_custom)(NULL, LINATTN_ACT_EXP, 3, 2, 2, ROW, w, 3, b, NULL), -1);
+    ck_assert_int_eq(P(plan_create_custom)(&p, 0, 3, 2, 2, ROW, w, 3, b, NULL), -2);
+    ck_assert_int_eq(P(plan_create_custom)(&p, 5, 3, 2, 2, ROW, w, 3, b, NULL), -2);
+    ck_assert_int_eq(P(plan_create_custom)(&p, LINATTN_ACT_EXP, 0, 2, 2, ROW, w, 3, b, NULL), -3);
+    ck_assert_int_eq(P(plan_create_custom)(&p, LINATTN_ACT_EXP, 3, 0, 2, ROW, w, 3, b, NULL), -4);
+    ck_assert_int_eq(P(plan_create_custom)(&p, LINATTN_ACT_HEDGEHOG, 3, 3, 2, ROW, w, 3, b, NULL), -4);
+    ck_assert_int_eq(P(plan_create_custom)(&p, LINATTN_ACT_EXP, 3, 2, 0, ROW, w, 3, b, NULL), -5);
+    ck_assert_int_eq(P(plan_create_custom)(&p, LINATTN_ACT_EXP, 3, 2, 2, 7, w, 3, b, NULL), -6);
+    ck_assert_int_eq(P(plan_create_custom)(&p, LINATTN_ACT_EXP, 3, 2, 2, ROW, NULL, 3, b, NULL), -7);
+    ck_assert_int_eq(P(plan_create_custom)(&p, LINATTN_ACT_EXP, 3, 2, 2, ROW, w, 2, b, NULL), -8);
+    ck_assert_int_eq(P(plan_create_custom)(&p, LINATTN_ACT_EXP, 3, 2, 2, COL, w, 1, b, NULL), -8);
+    ck_assert_int_eq(P(plan_create_custom)(&p, LINATTN_ACT_EXP, 3, 2, 2, COL, w, HUGE_LD, b, NULL),
+                     LINATTN_ESIZE);
+    w[4] = (real)NAN;
+    ck_assert_int_eq(P(plan_create_custom)(&p, LINATTN_ACT_EXP, 3, 2, 2, ROW, w, 3, b, NULL), -7);
+    w[4] = (real)INFINITY;
+    ck_assert_int_eq(P(plan_create_custom)(&p, LINATTN_ACT_RELU, 3, 2, 2, ROW, w, 3, b, NULL), -7);
+    w[4] = 5;
+    b[1] = (real)NAN;
+    ck_assert_int_eq(P(plan_create_custom)(&p, LINATTN_ACT_EXP, 3, 2, 2, ROW, w, 3, b, NULL), -9);
+    b[1] = 1;
+    o.m = 3; /* opts.m must be 0 or m */
+    ck_assert_int_eq(P(plan_create_custom)(&p, LINATTN_ACT_EXP, 3, 2, 2, ROW, w, 3, b, &o), -10);
+    linattn_opts_init(&o);
+    o.eps = -1;
+    ck_assert_int_eq(P(plan_create_custom)(&p, LINATTN_ACT_EXP, 3, 2, 2, ROW, w, 3, b, &o), -10);
+    linattn_opts_init(&o);
+    o.input_scale = 1e300; /* s W beyond the working precision */
+    w[0] = (real)1e30;
+    ck_assert_int_eq(P(plan_create_custom)(&p, LINATTN_ACT_EXP, 3, 2, 2, ROW, w, 3, b, &o), -10);
+    w[0] = 1;
+    ck_assert_int_eq(P(plan_create_custom)(&p, LINATTN_ACT_EXP, BIG, 2, 2, COL, w, 2, b, NULL),
+                     LINATTN_ESIZE);
+    ck_assert(p == sentinel);
+    ck_assert_int_eq(P(plan_create_custom)(&p, LINATTN_ACT_EXP, 3, 2, 2, ROW, w, 3, NULL, NULL), 0);
+
+    /* plan_weights: W is 2 x 3 */
+    fill();
+    int64_t rows = -7;
+    ck_assert_int_eq(P(plan_weights)(NULL, ROW, ob, 3, &rows), -1);
+    ck_assert_int_eq(P(plan_weights)(p, 0, ob, 3, &rows), -2);
+    ck_assert_int_eq(P(plan_weights)(p, ROW, ob, 2, &rows), -4);
+    ck_assert_int_eq(P(plan_weights)(p, COL, ob, 1, &rows), -4);
+    ck_assert_int_eq(P(plan_weights)(p, COL, ob, HUGE_LD, &rows), LINATTN_ESIZE);
+    ck_assert(untouched() && rows == -7);
+    ck_assert_int_eq(P(plan_weights)(p, ROW, NULL, 0, &rows), 0);
+    ck_assert_int_eq(rows, 2);
+
+    /* state_shift */
+    P(state) *st;
+    ck_assert_int_eq(P(state_create)(&st, p), 0);
+    double shift = -7;
+    ck_assert_int_eq(P(state_shift)(NULL, &shift), -1);
+    ck_assert_int_eq(P(state_shift)(st, NULL), -2);
+    ck_assert(shift == -7);
+    ck_assert_int_eq(P(state_shift)(st, &shift), 0);
+    ck_assert(shift == 0);
+    P(state_destroy)(st);
+    P(plan_destroy)(p);
+}
+END_TEST
+
 /* Allocation failure: with the address space capped, a state too large to
- * allocate gives LINATTN_ENOMEM and writes nothing.  Check runs each test
- * in its own process, so the cap does not leak into other tests. */
+ * allocate gives LINATTN_ENOMEM and writes nothing. */
 START_TEST(out_of_memory_reported)
 {
-    struct rlimit old;
-    getrlimit(RLIMIT_AS, &old);
-    /* Sanitizer builds reserve terabytes of address space and cannot run
-     * under a cap; they say so through LINATTN_NO_RLIMIT. */
-    if (old.rlim_cur != RLIM_INFINITY || getenv("LINATTN_NO_RLIMIT"))
+    if (!address_cap_allowed())
         return;
     int64_t d = 8192, e = 8192; /* a state of m (e+1) = 64 Mi entries */
     P(plan) *p;
@@ -323,17 +419,7 @@ START_TEST(out_of_memory_reported)
     for (int64_t i = 0; i < e; i++)
         o[i] = SENT;
     /* 128 MiB of address space on top of what the process maps now. */
-    FILE *f = fopen("/proc/self/statm", "r");
-    unsigned long pages = 0;
-    if (f) {
-        if (fscanf(f, "%lu", &pages) != 1)
-            pages = 0;
-        fclose(f);
-    }
-    ck_assert(pages > 0);
-    struct rlimit lim;
-    lim.rlim_cur = lim.rlim_max = (rlim_t)pages * 4096u + (128u << 20);
-    ck_assert_int_eq(setrlimit(RLIMIT_AS, &lim), 0);
+    cap_address_space(128u << 20);
     P(state) *st = (P(state) *)&qb;
     ck_assert_int_eq(P(state_create)(&st, p), LINATTN_ENOMEM);
     ck_assert(st == (P(state) *)&qb);
@@ -341,6 +427,14 @@ START_TEST(out_of_memory_reported)
                      LINATTN_ENOMEM);
     for (int64_t i = 0; i < e; i++)
         ck_assert(o[i] == SENT);
+    /* drawing W: the d x d Gaussian block of the QR (512 MiB) */
+    linattn_opts opts;
+    linattn_opts_init(&opts);
+    opts.m = 2;
+    P(plan) *fp = (P(plan) *)&qb;
+    ck_assert_int_eq(P(plan_create)(&fp, LINATTN_MAP_FAVOR, d, 2, &opts),
+                     LINATTN_ENOMEM);
+    ck_assert(fp == (P(plan) *)&qb);
     free(q), free(v), free(o);
     P(plan_destroy)(p);
 }
@@ -356,6 +450,7 @@ int main(void)
     tcase_add_loop_test(tc, attention_and_naive_errors, 0, 2);
     tcase_add_test(tc, softmax_errors);
     tcase_add_loop_test(tc, causal_errors, 0, 2);
+    tcase_add_test(tc, map_errors);
     tcase_add_test(tc, out_of_memory_reported);
     suite_add_tcase(s, tc);
     return run_suite(s);

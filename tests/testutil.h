@@ -10,6 +10,8 @@
 
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
+#include <sys/resource.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,21 +97,22 @@ static inline long double ref_phi(int map, long double x)
     }
 }
 
-/* out = (phi(Q) phi(K)^T V) / (phi(Q) phi(K)^T 1), by plain loops; with
- * causal set, row i sums over keys j <= i only. */
-static inline void ref_linear_mask(int map, int causal, const tmat *q,
-                                   const tmat *k, const tmat *v,
-                                   long double *out)
+/* out = (fq fk^T V) / (fq fk^T 1) from feature rows fq (nq x m) and fk
+ * (nk x m), row major, by plain loops; with causal set, row i sums over
+ * keys j <= i only.  (The kernelized maps' tests evaluate phi elsewhere.) */
+static inline void ref_linear_phi(const long double *fq, const long double *fk,
+                                  int64_t m, int causal, const tmat *v,
+                                  int64_t nq, long double *out)
 {
-    int64_t nq = q->rows, nk = k->rows, d = q->cols, e = v->cols;
+    int64_t nk = v->rows, e = v->cols;
     for (int64_t i = 0; i < nq; i++) {
         long double den = 0;
         for (int64_t c = 0; c < e; c++)
             out[i * e + c] = 0;
         for (int64_t j = 0; j < (causal ? i + 1 : nk); j++) {
             long double a = 0;
-            for (int64_t t = 0; t < d; t++)
-                a += ref_phi(map, *tmat_at(q, i, t)) * ref_phi(map, *tmat_at(k, j, t));
+            for (int64_t t = 0; t < m; t++)
+                a += fq[i * m + t] * fk[j * m + t];
             den += a;
             for (int64_t c = 0; c < e; c++)
                 out[i * e + c] += a * *tmat_at(v, j, c);
@@ -117,6 +120,28 @@ static inline void ref_linear_mask(int map, int causal, const tmat *q,
         for (int64_t c = 0; c < e; c++)
             out[i * e + c] /= den;
     }
+}
+
+/* phi of every entry of x (elementwise maps), row major. */
+static inline long double *ref_phi_rows(int map, const tmat *x)
+{
+    long double *f = malloc((size_t)(x->rows * x->cols + 1) * sizeof *f);
+    for (int64_t i = 0; i < x->rows; i++)
+        for (int64_t t = 0; t < x->cols; t++)
+            f[i * x->cols + t] = ref_phi(map, *tmat_at(x, i, t));
+    return f;
+}
+
+/* out = (phi(Q) phi(K)^T V) / (phi(Q) phi(K)^T 1) for an elementwise map,
+ * by plain loops; with causal set, row i sums over keys j <= i only. */
+static inline void ref_linear_mask(int map, int causal, const tmat *q,
+                                   const tmat *k, const tmat *v,
+                                   long double *out)
+{
+    long double *fq = ref_phi_rows(map, q), *fk = ref_phi_rows(map, k);
+    ref_linear_phi(fq, fk, q->cols, causal, v, q->rows, out);
+    free(fq);
+    free(fk);
 }
 
 static inline void ref_linear(int map, const tmat *q, const tmat *k,
@@ -191,6 +216,35 @@ static inline int tmat_padding_intact(const tmat *m)
             if (m->a[o * m->ld + i] != (real)1e30)
                 return 0;
     return 1;
+}
+
+/* Nonzero when a test may cap the address space: no cap is in force
+ * already and LINATTN_NO_RLIMIT is unset (sanitizer builds reserve
+ * terabytes of address space and cannot run under a cap; check-hard sets
+ * it).  Such tests ask first and return at once when not: skipped.  Check
+ * runs each test in its own process, so a cap does not leak into others. */
+static inline int address_cap_allowed(void)
+{
+    struct rlimit old;
+    getrlimit(RLIMIT_AS, &old);
+    return old.rlim_cur == RLIM_INFINITY && !getenv("LINATTN_NO_RLIMIT");
+}
+
+/* Caps the address space at what the process maps now plus extra bytes,
+ * so that a larger allocation fails. */
+static inline void cap_address_space(size_t extra)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long pages = 0;
+    if (f) {
+        if (fscanf(f, "%lu", &pages) != 1)
+            pages = 0;
+        fclose(f);
+    }
+    ck_assert(pages > 0);
+    struct rlimit lim;
+    lim.rlim_cur = lim.rlim_max = (rlim_t)pages * 4096u + extra;
+    ck_assert_int_eq(setrlimit(RLIMIT_AS, &lim), 0);
 }
 
 /* Runs a suite; the process exit status says whether every test passed. */

@@ -5,18 +5,20 @@
  * The input picks an entry point, a layout (valid or not), sizes, leading
  * dimensions (natural plus padding, one too short, negative, or beyond the
  * BLAS integer), NULL pointers, plan options and data (including NaN, Inf
- * and huge values).  Buffers are exactly as large as the arguments claim,
+ * and huge values), every feature map (custom ones with W and b from the
+ * input).  Buffers are exactly as large as the arguments claim,
  * so a check that lets a bad leading dimension through shows up as an
  * AddressSanitizer report.  A call that accepts an invalid argument, or
  * that writes an output while refusing (negative status, ENOMEM, ESIZE,
- * ENONFINITE), aborts.  check-hard builds the library for it with the BLAS
- * integer limit lowered to 64, so that leading dimensions just above it
- * drive the paths that copy blocks through workspace (that build aborts if
- * one reaches BLAS).  The batched calls are fuzzed too: batch and head
- * strides that are natural, padded, zero, small (interleaving or
- * overlapping), negative or beyond int64, against an oracle that
- * enumerates every element (an output whose problems share an element
- * must be refused; nothing is written between the elements).
+ * ENONFINITE; and EDENOM for approx_error's statistics), aborts.
+ * check-hard builds the library for it with the BLAS integer limit lowered
+ * to 64, so that leading dimensions just above it drive the paths that
+ * copy blocks through workspace (that build aborts if one reaches BLAS).
+ * The batched calls are fuzzed too: batch and head strides that are
+ * natural, padded, zero, small (interleaving or overlapping), negative or
+ * beyond int64, against an oracle that enumerates every element (an output
+ * whose problems share an element must be refused; nothing is written
+ * between the elements).
  */
 #include <math.h>
 #include <stdint.h>
@@ -150,12 +152,12 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
         static const int layouts[4] = {LINATTN_ROW_MAJOR, LINATTN_COL_MAJOR,  \
                                        LINATTN_ROW_MAJOR, 7};                 \
         static const double epss[6] = {0, 1e-3, -1, NAN, INFINITY, 1e39};     \
-        int entry = (int)(take(r) % 8);                                       \
+        int entry = (int)(take(r) % 9);                                       \
         int layout = layouts[take(r) % 4];                                    \
-        int map = (int)(take(r) % 5);                                         \
+        int map = (int)(take(r) % 10); /* 0, 9 unknown; 8 custom */           \
         int64_t d = take_size(r, 6), e = take_size(r, 6);                     \
         int64_t nq = take_size(r, 40), nk = take_size(r, 40);                 \
-        if (entry >= 6) /* causal: one sequence, queries and keys alike */    \
+        if (entry == 6 || entry == 7) /* causal: one sequence */              \
             nk = nq;                                                          \
         linattn_opts o;                                                       \
         linattn_opts_init(&o);                                                \
@@ -165,8 +167,34 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
         o.eps = epss[take(r) % 6];                                            \
         o.m = take(r) % 4 == 0 ? take_size(r, 8) : 0;                         \
         o.check_finite = take(r) % 2;                                         \
+        static const double scales[5] = {0, 0.5, -1, NAN, 1e39};              \
+        o.draw = (int)(take(r) % 5) - 1;                                      \
+        o.input_scale = scales[take(r) % 5];                                  \
         linattn_##P##_plan *plan = NULL;                                      \
-        int st = linattn_##P##_plan_create(&plan, map, d, e, &o);             \
+        int st;                                                               \
+        if (map == LINATTN_MAP_CUSTOM) { /* W and b from the input */         \
+            int act = (int)(take(r) % 6);                                     \
+            int64_t mc = take_size(r, 8);                                     \
+            int64_t rows = act == LINATTN_ACT_HEDGEHOG ? mc / 2 : mc;         \
+            P##mat w = P##matrix(r, layout, rows, d, d, 0);                   \
+            R b[8];                                                           \
+            for (int i = 0; i < 8; i++)                                       \
+                b[i] = (R)take_value(r);                                      \
+            st = linattn_##P##_plan_create_custom(&plan, act, d, mc, e,       \
+                                                  layout, w.a, w.ld,          \
+                                                  take(r) % 2 ? b : NULL, &o);\
+            if (st >= 0 &&                                                    \
+                !(act >= LINATTN_ACT_EXP && act <= LINATTN_ACT_HEDGEHOG &&    \
+                  d >= 1 && mc >= 1 && e >= 1 &&                              \
+                  (act != LINATTN_ACT_HEDGEHOG || mc % 2 == 0) &&             \
+                  (layout == LINATTN_ROW_MAJOR ||                             \
+                   layout == LINATTN_COL_MAJOR) &&                            \
+                  arg_ok(layout, rows, d, w.a, w.ld)))                        \
+                abort(); /* a bad argument got through */                     \
+            free(w.a);                                                        \
+        } else {                                                              \
+            st = linattn_##P##_plan_create(&plan, map, d, e, &o);             \
+        }                                                                     \
         if (entry == 0 || st) {                                               \
             if (st && plan)                                                   \
                 abort(); /* *plan written on a rejected call */               \
@@ -176,8 +204,10 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
         P##mat q = P##matrix(r, layout, nq, d, d, 0);                         \
         P##mat k = P##matrix(r, layout, nk, d, d, 0);                         \
         P##mat v = P##matrix(r, layout, nk, e, e, 0);                         \
-        /* exactly as wide as the entry reads them: d for features, else e */ \
-        int64_t oc = entry == 5 ? d : e;                                      \
+        /* exactly as wide as the entry reads them: m for features, else e */ \
+        int64_t m = 0;                                                        \
+        linattn_##P##_plan_dims(plan, NULL, &m, NULL);                        \
+        int64_t oc = entry == 5 ? m : e;                                      \
         P##mat out = P##matrix(r, layout, nq, oc, oc, 1);                     \
         P##mat num = P##matrix(r, layout, nq, oc, oc, 1);                     \
         R den[64];                                                            \
@@ -196,15 +226,29 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
                          arg_ok(layout, nq, d, q.a, q.ld);                    \
         int args_ok = entry == 4 ? keys_ok                                    \
                       : queries_ok &&                                         \
-                        arg_ok(layout, nq, entry == 5 ? d : e, out.a, out.ld) \
+                        arg_ok(layout, nq, oc, out.a, out.ld)                 \
                         && (entry == 5 || keys_ok);                           \
         /* causal (6, 7): n = nq = nk rows of everything */                   \
         int64_t n = nq;                                                       \
-        if (entry >= 6)                                                       \
+        if (entry == 6 || entry == 7)                                         \
             args_ok = layout_ok && n >= 0 && arg_ok(layout, n, d, q.a, q.ld)  \
                       && arg_ok(layout, n, d, k.a, k.ld) &&                   \
                       arg_ok(layout, n, e, v.a, v.ld) &&                      \
                       arg_ok(layout, n, e, out.a, out.ld);                    \
+        /* approx_error (8): causal 2 is invalid, and so are a scale that   \
+         * is not finite in R and a NULL stats; stats is its output */        \
+        static const double ascales[3] = {0.5, NAN, 1e39};                    \
+        int causal = (int)(take(r) % 3);                                      \
+        double ascale = ascales[take(r) % 3];                                 \
+        int stats_null = take(r) % 16 == 0;                                   \
+        linattn_approx_stats stats, poison;                                   \
+        memset(&poison, 0x5a, sizeof poison);                                 \
+        stats = poison;                                                       \
+        if (entry == 8)                                                       \
+            args_ok = layout_ok && nq >= 1 && nk >= 1 && causal <= 1 &&       \
+                      (!causal || nk == nq) &&                                \
+                      arg_ok(layout, nq, d, q.a, q.ld) && keys_ok &&          \
+                      isfinite((R)ascale) && !stats_null;                     \
         switch (entry) {                                                      \
         case 1:                                                               \
             st = linattn_##P##_attention(plan, layout, nq, nk, q.a, q.ld, k.a,\
@@ -242,6 +286,12 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
                                             k.ld, v.a, v.ld, out.a, out.ld,   \
                                             &bad);                            \
             break;                                                            \
+        case 8:                                                               \
+            st = linattn_##P##_approx_error(plan, layout, nq, nk, q.a, q.ld,  \
+                                            k.a, k.ld, v.a, v.ld, ascale,     \
+                                            causal,                           \
+                                            stats_null ? NULL : &stats);      \
+            break;                                                            \
         default:                                                              \
             st = linattn_##P##_features(plan, layout, nq, q.a, q.ld, out.a,   \
                                         out.ld);                              \
@@ -261,7 +311,14 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
             abort(); /* an output written on a refused call */                \
         if (refused && bad != -7)                                             \
             abort();                                                          \
-        if (st == LINATTN_EDENOM && (bad < 0 || bad >= nq))                   \
+        if (entry != 8 && st == LINATTN_EDENOM && (bad < 0 || bad >= nq))     \
+            abort();                                                          \
+        /* approx_error writes its statistics only on success, all of them */\
+        if ((refused || st == LINATTN_EDENOM) &&                              \
+            memcmp(&stats, &poison, sizeof stats))                            \
+            abort();                                                          \
+        if (entry == 8 && st == 0 &&                                          \
+            stats.pairs != (causal ? nq * (nq + 1) / 2 : nq * nk))            \
             abort();                                                          \
         free(q.a), free(k.a), free(v.a), free(out.a), free(num.a);            \
         linattn_##P##_plan_destroy(plan);                                     \

@@ -2,7 +2,8 @@
 # make check-hard: the whole test suite under AddressSanitizer and
 # UndefinedBehaviorSanitizer, again in a build with the BLAS integer limit
 # lowered to 512, a representative subset under valgrind memcheck, and the
-# libFuzzer harnesses for FUZZ_SECONDS each (default 60).
+# libFuzzer harnesses sharing FUZZ_SECONDS (default 60): three quarters for
+# the argument checks, a quarter for the checkpoint loader.
 # Needs gcc, clang with its fuzzer runtime (Debian: clang libclang-rt-14-dev)
 # and valgrind.  Run from the top build directory (make check-hard does).
 # HARD_STAGES selects stages (default "asan limit valgrind fuzz").
@@ -50,20 +51,27 @@ fi
 
 if [[ $stages == *" valgrind "* ]]; then
 echo "== 3/4 valgrind memcheck on a representative subset"
-for prog in tests/test_api tests/test_errors_d tests/test_kernels_d \
+for prog in tests/test_api tests/test_errors_d tests/test_kernels_d tests/test_checkpoint_d \
             examples/worked_example; do
     make -s "$prog" > /dev/null
     echo "valgrind $prog"
     # Check runs tests in-process (CK_FORK=no) so that valgrind sees them.
+    # (libgomp keeps its pooled threads to the end: "possibly lost" is
+    # not an error, and not shown.)
     CK_FORK=no LINATTN_NO_RLIMIT=1 ./libtool --mode=execute valgrind -q \
         --error-exitcode=99 --leak-check=full \
-        --errors-for-leak-kinds=definite,indirect "./$prog" > /dev/null
+        --errors-for-leak-kinds=definite,indirect --show-possibly-lost=no \
+        "./$prog" > /dev/null
 done
 fi
 
 [[ $stages == *" fuzz "* ]] || { echo "check-hard: all passed"; exit 0; }
-echo "== 4/4 libFuzzer: argument checks, $seconds s"
-mkdir -p "$hard/fuzz" "$hard/corpus"
+# The budget is shared: three quarters for the argument checks, the rest
+# for the checkpoint loader (a smaller input space).
+args_seconds=$(( seconds * 3 / 4 > 0 ? seconds * 3 / 4 : 1 ))
+ckpt_seconds=$(( seconds - args_seconds > 0 ? seconds - args_seconds : 1 ))
+echo "== 4/4 libFuzzer: argument checks ${args_seconds} s, checkpoint loader ${ckpt_seconds} s"
+mkdir -p "$hard/fuzz" "$hard/corpus" "$hard/corpus_checkpoint"
 (
     cd "$hard/fuzz"
     san="-fsanitize=address,undefined -fno-sanitize-recover=all"
@@ -77,25 +85,32 @@ mkdir -p "$hard/fuzz" "$hard/corpus"
     make -j2 lib/liblinattn.la > /dev/null
     blas=$(sed -n 's/^BLAS_LIBS = //p' Makefile)
     lapacke=$(sed -n 's/^LAPACKE_LIBS = //p' Makefile)
-    # shellcheck disable=SC2086
-    clang -g -O1 -Wall -Wextra -Werror $san -fsanitize=fuzzer -I"$src/include" \
-        "$src/tests/hard/fuzz_args.c" lib/.libs/liblinattn.a $lapacke $blas \
-        -lm -o fuzz_args
+    for harness in fuzz_args fuzz_checkpoint; do
+        # shellcheck disable=SC2086
+        clang -g -O1 -Wall -Wextra -Werror $san -fsanitize=fuzzer \
+            -I"$src/include" "$src/tests/hard/$harness.c" \
+            lib/.libs/liblinattn.a $lapacke $blas -lm -o "$harness"
+    done
     # libFuzzer exits nonzero and writes crash-* (the input) on a finding.
-    status=0
-    ./fuzz_args -max_total_time="$seconds" -print_final_stats=1 \
-        -seed=1 "$hard/corpus" > fuzz.log 2>&1 || status=$?
-    grep -E 'stat::number_of_executed_units|^Done|ERROR|SUMMARY' fuzz.log || true
-    # A BLAS that reports a bad argument by printing (OpenBLAS's xerbla)
-    # would otherwise go unnoticed.
-    if grep -q 'illegal value' fuzz.log; then
-        grep -m3 'illegal value' fuzz.log
-        status=1
-    fi
-    if [ "$status" != 0 ]; then
-        tail -n 40 fuzz.log
-        echo "fuzzer finding (input saved as $hard/fuzz/crash-*): exit $status" >&2
-        exit 1
-    fi
+    run_fuzzer() { # harness seconds corpus
+        local status=0
+        "./$1" -max_total_time="$2" -print_final_stats=1 -seed=1 "$3" \
+            > "$1.log" 2>&1 || status=$?
+        echo "-- $1"
+        grep -E 'stat::number_of_executed_units|^Done|ERROR|SUMMARY' "$1.log" || true
+        # A BLAS that reports a bad argument by printing (OpenBLAS's
+        # xerbla) would otherwise go unnoticed.
+        if grep -q 'illegal value' "$1.log"; then
+            grep -m3 'illegal value' "$1.log"
+            status=1
+        fi
+        if [ "$status" != 0 ]; then
+            tail -n 40 "$1.log"
+            echo "$1: fuzzer finding (input saved as $hard/fuzz/crash-*): exit $status" >&2
+            exit 1
+        fi
+    }
+    run_fuzzer fuzz_args "$args_seconds" "$hard/corpus"
+    run_fuzzer fuzz_checkpoint "$ckpt_seconds" "$hard/corpus_checkpoint"
 )
 echo "check-hard: all passed"
