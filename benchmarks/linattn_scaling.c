@@ -419,6 +419,12 @@ int main(int argc, char **argv)
     log.cfg = o.cfg;
     o.prec->dims(study, &log.cfg.m, &log.cfg.block);
     o.cfg.m = log.cfg.m; /* the map's own count, for the estimates */
+    if ((o.paths & 1u << SP_BARE) && o.cfg.m != o.cfg.d) {
+        /* measure.c times GEMMs on the inputs themselves: m = d only */
+        printf("note: bare_gemm skipped: it models maps with m = d, this "
+               "one has m = %lld\n", (long long)o.cfg.m);
+        o.paths &= ~(1u << SP_BARE);
+    }
     log.n_min = o.n_min, log.n_max = o.n_max, log.fit_time = o.fit_time;
     int fd = scaling_csv_open(o.csv);
     if (fd < 0) {
