@@ -163,6 +163,45 @@ static void decoding_table(int lg_max)
     free(q), free(k), free(v), free(scores);
 }
 
+/* Float, 8 heads x 32768 tokens x d = e = 64, causal elu+1, as one batched
+ * call ([heads][n][d] arrays): the heads are split over the threads. */
+static void heads_table(void)
+{
+    enum { H = 8 };
+    int64_t n = 32768, d = 64, e = 64;
+    uint64_t seed = 5;
+    double *qd = bench_random(H * n * d, &seed), *kd = bench_random(H * n * d, &seed);
+    double *vd = bench_random(H * n * e, &seed);
+    float *q = malloc((size_t)(H * n * d) * sizeof(float));
+    float *k = malloc((size_t)(H * n * d) * sizeof(float));
+    float *v = malloc((size_t)(H * n * e) * sizeof(float));
+    float *out = malloc((size_t)(H * n * e) * sizeof(float));
+    if (!q || !k || !v || !out) {
+        fprintf(stderr, "bench_causal: out of memory\n");
+        exit(1);
+    }
+    for (int64_t i = 0; i < H * n * d; i++)
+        q[i] = (float)qd[i], k[i] = (float)kd[i];
+    for (int64_t i = 0; i < H * n * e; i++)
+        v[i] = (float)vd[i];
+    linattn_s_plan *p;
+    check(linattn_s_plan_create(&p, LINATTN_MAP_ELU1, d, e, NULL), "plan");
+    linattn_strides sqk = {d, H * n * d, n * d}, sv = {e, H * n * e, n * e};
+    double t[REPS];
+    for (int r = -1; r < REPS; r++) {
+        double t0 = bench_now();
+        check(linattn_s_batched_causal(p, LINATTN_ROW_MAJOR, 1, H, n, q, &sqk, k,
+                                       &sqk, v, &sv, out, &sv, NULL), "batched causal");
+        if (r >= 0)
+            t[r] = bench_now() - t0;
+    }
+    double tm = bench_median(t, REPS);
+    printf("\nfloat, %d heads x %lld tokens, d = e = 64, causal elu+1 (batched): "
+           "%.4f s median, %.1f Mtokens/s\n", H, (long long)n, tm, H * n / tm / 1e6);
+    linattn_s_plan_destroy(p);
+    free(qd), free(kd), free(vd), free(q), free(k), free(v), free(out);
+}
+
 int main(int argc, char **argv)
 {
     int full = argc > 1 && !strcmp(argv[1], "--full");
@@ -174,5 +213,6 @@ int main(int argc, char **argv)
            linattn_version_string(), REPS);
     chunks_table(full ? 20 : 16, 14);
     decoding_table(16);
+    heads_table();
     return 0;
 }

@@ -111,8 +111,10 @@ static int alloc_causal_ws(causal_ws *w, const X(plan) *plan, int64_t c)
         return LINATTN_ENOMEM;
     }
     memset(w->b, 0, (size_t)(m * ldb) * sizeof(real));
-    if (LINATTN_ACC_WIDER)
+    if (LINATTN_ACC_WIDER) {
         memset(w->acc, 0, (size_t)(m * ld) * sizeof(acc_t));
+        memset(w->part, 0, (size_t)(m * ld) * sizeof(real));
+    }
     return 0;
 }
 
@@ -163,15 +165,18 @@ static void augment_rows(XI(view) v, int64_t rows, int64_t e, real *vaug)
 
 #if LINATTN_ACC_WIDER
 /* acc += part in the accumulator's precision, s = acc in the working one
- * (one row of the state): once per chunk, so vectorized. */
+ * (one row of the state), and part = 0 for the next chunk's GEMM to add
+ * into (beta = 1 spares BLAS a pass that clears it): once per chunk, so
+ * vectorized. */
 LINATTN_CLONES
-static void XI(fold_part)(acc_t *acc, const real *part, real *s, int64_t len)
+static void XI(fold_part)(acc_t *acc, real *part, real *s, int64_t len)
 {
     LINATTN_SIMD
     for (int64_t i = 0; i < len; i++) {
         acc_t t = acc[i] + part[i];
         acc[i] = t;
         s[i] = (real)t;
+        part[i] = 0;
     }
 }
 #endif
@@ -275,7 +280,7 @@ static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
         if (plan->shifted)
             move_shift(plan, w, rows);
 #if LINATTN_ACC_WIDER
-        XI(gemm)(1, 0, m, ld, rows, 1, pk, vaug, 0, w->part, ld);
+        XI(gemm)(1, 0, m, ld, rows, 1, pk, vaug, 1, w->part, ld);
         for (int64_t i = 0; i < m; i++)
             XI(fold_part)(w->acc + i * ld, w->part + i * ld, w->b + i * ldb, ld);
 #else
