@@ -17,12 +17,12 @@
  * 1024 are equal within noise at d = e = 64, larger blocks lose 5-10%. */
 #define LINATTN_DEFAULT_BLOCK 1024
 
-/* Default causal chunk C.  The triangle costs 2 C (m + e) flops per row
- * against 4 m e for the state, so C wants to be small, but not so small
- * that the GEMMs lose their rate.  At n = 2^20, d = e = 64, elu+1, against
- * the non-causal call: C = 32 ran 2.45x, 64 2.57x, 128 3.12x (two
- * threads, ranges handed on by a prefix of range states).  A first
- * measurement; the causal issue's benchmark will settle it. */
+/* Default causal chunk C.  The square of scores and the triangle cost
+ * 2 C m + C (e + 1) flops per row against 4 m (e + 1) for the state, so C
+ * wants to be small, but not so small that the GEMMs lose their rate.  At
+ * n = 2^20, d = e = 64, elu+1, two threads, against the non-causal call
+ * (benchmarks/bench_causal --full): C = 16 ran 1.71x, 32 1.68x, 64 1.95x,
+ * 128 2.13x. */
 #define LINATTN_DEFAULT_CHUNK 32
 
 /* The naive baselines hold rows x nk scores; this caps rows * nk. */
