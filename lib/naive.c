@@ -83,6 +83,36 @@ static int alloc_score_ws(score_ws *ws, int nt, int64_t rows, int64_t nk,
     return 0;
 }
 
+/* Causal rows [r, r + rows) of a block, its masked scores in w->a (ld nk):
+ * y = A V by GEMM over the keys before the block, which every row sees,
+ * plus the block's own keys j <= i by explicit loops, so that a later
+ * token's value never meets a masked zero (0 * Inf would be NaN); then
+ * out = y / den. */
+static void causal_rows(const score_job *j, score_ws *w, int64_t r,
+                        int64_t rows, int64_t nk)
+{
+    int64_t e = j->e;
+    XI(view) v = j->v;
+    int64_t rs = v.colmajor ? 1 : v.ld, cs = v.colmajor ? v.ld : 1;
+    if (r > 0)
+        XI(gemm)(0, 0, rows, e, r, 1, (XI(view)){w->a, nk, 0}, v, 0, w->y, e);
+    else
+        memset(w->y, 0, (size_t)(rows * e) * sizeof(real));
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t c = r; c <= r + i; c++) {
+            real aic = w->a[i * nk + c];
+            const real *vc = v.p + c * rs;
+            for (int64_t col = 0; col < e; col++)
+                w->y[i * e + col] += aic * vc[col * cs];
+        }
+    real *inv = w->dd + j->rows_max;
+    for (int64_t i = 0; i < rows; i++)
+        inv[i] = 1 / w->dd[i];
+    int cm = j->layout == LINATTN_COL_MAJOR;
+    XI(put_rows)(cm ? j->out + r : j->out + r * j->ldout, cm, j->ldout, w->y,
+                 0, e, rows, e, inv);
+}
+
 /* Naive linear attention on query rows [lo, hi). */
 static int64_t naive_range(void *ctx, int t, int64_t lo, int64_t hi)
 {
@@ -113,10 +143,12 @@ static int64_t naive_range(void *ctx, int t, int64_t lo, int64_t hi)
                     w->a[i * nk + c] *= (real)exp(j->mrun[c] - j->mrun[r + i]);
         row_sums(w->a, rows, nk, w->dd);
         int64_t good = XI(good_rows)(plan, w->dd, rows, 1);
-        /* With no keys the GEMM has inner dimension 0 and writes zeros. */
-        XI(write_rows)(plan, (XI(view)){w->a, nk > 0 ? nk : 1, 0}, j->v, nk,
-                       w->dd, good, j->layout, r, j->out, j->ldout, NULL, 0,
-                       NULL, w->dd + j->rows_max, w->y);
+        if (j->causal)
+            causal_rows(j, w, r, good, nk);
+        else /* with no keys the GEMM has inner dimension 0, writes zeros */
+            XI(write_rows)(plan, (XI(view)){w->a, nk > 0 ? nk : 1, 0}, j->v,
+                           nk, w->dd, good, j->layout, r, j->out, j->ldout,
+                           NULL, 0, NULL, w->dd + j->rows_max, w->y);
         if (good < rows)
             return r + good;
     }
@@ -151,7 +183,7 @@ int XI(naive_run)(const X(plan) *plan, int causal, int layout, int64_t nq,
     real *vcopy = copy_v ? linattn_i_alloc(nk * e, sizeof(real)) : NULL;
     if ((phi_k && !phik) || (copy_v && !vcopy) ||
         alloc_score_ws(ws, nt, rows_max, nk, phi_q ? m : 0,
-                       XI(write_needs_y)(out, ldout, NULL, 0) ? e : 0)) {
+                       causal || XI(write_needs_y)(out, ldout, NULL, 0) ? e : 0)) {
         free(phik);
         free(vcopy);
         return LINATTN_ENOMEM;

@@ -95,6 +95,12 @@ int X(state_reset)(X(state) *state)
 double XI(raise_shift)(acc_t *acc, int64_t len, double *shift, int has,
                        double bmax)
 {
+    /* The shift stays finite: a NaN or infinite key exponent poisons the
+     * features it belongs to (and through them the state), not the shift,
+     * so every state can be checkpointed (the format requires a finite
+     * shift); a block whose features all underflow (-Inf) leaves it. */
+    if (!isfinite(bmax))
+        return 1;
     if (!has) {
         *shift = bmax; /* acc is still zero */
         return 1;
