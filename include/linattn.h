@@ -188,7 +188,8 @@ enum linattn_status {
  *          there; raw numerators and normalizers carry them), NaN or Inf in
  *          values
  *          reach the outputs of the rows they touch.  Nonzero: state_update,
- *          state_query, attention and naive first scan their inputs and
+ *          state_query, attention, naive, causal, naive_causal,
+ *          approx_error and the batched calls first scan their inputs and
  *          return LINATTN_ENONFINITE, writing nothing and leaving states
  *          unchanged, if any entry is NaN or Inf (one extra read of the
  *          inputs).
@@ -337,8 +338,8 @@ typedef struct X(state_s) X(state);                                           \
  * The random maps draw W here (in double; a float plan rounds it, so         \
  * float and double plans of one seed share W to rounding).                   \
  * Errors: -1 plan NULL; -2 unknown map (or LINATTN_MAP_CUSTOM); -3 d < 1;    \
- * -4 e < 1; -5 an option out of range (m, block < 0, denom, eps < 0, not     \
- * finite, or not representable in the plan's precision, draw,                \
+ * -4 e < 1; -5 an option out of range (m, block or chunk < 0, denom, eps < 0,\
+ * not finite, or not representable in the plan's precision, draw,           \
  * input_scale); LINATTN_ESIZE; LINATTN_ENOMEM (also when LAPACK's QR         \
  * fails, which only its workspace can make it do).  *plan is set only on     \
  * success.  Thread-safe. */                                                  \
@@ -424,7 +425,8 @@ LINATTN_API int X(state_reset)(X(state) *state);                              \
  * S += phi(K)^T V, z += phi(K)^T 1, tokens += n; K is n x d, V is n x e,    \
  * both in layout.  Streams over row blocks: O(n m e) work, no memory in n.  \
  * Errors: -1 state NULL; -2 layout; -3 n < 0; -4 k NULL; -5 ldk;            \
- * -6 v NULL; -7 ldv; LINATTN_ESIZE; LINATTN_ENOMEM (state unchanged). */     \
+ * -6 v NULL; -7 ldv; LINATTN_ESIZE; LINATTN_ENOMEM, LINATTN_ENONFINITE     \
+ * (state unchanged). */                                                      \
 LINATTN_API int X(state_update)(X(state) *state, int layout, int64_t n,       \
                                 const R *k, int64_t ldk, const R *v,          \
                                 int64_t ldv);                                 \
@@ -475,9 +477,10 @@ LINATTN_API int X(state_shift)(const X(state) *state, double *shift);         \
  * results in every requested output; row r is untouched; every later row   \
  * holds either its result or its previous contents (threads work on other  \
  * rows meanwhile) -- never a value divided by a bad normalizer.             \
- * Errors: -1 state NULL; -2 layout; -3 n < 0; -4 q NULL; -5 ldq; -6 out;    \
- * -7 ldout; -8 num; -9 ldnum; -10 den (all three NULL); LINATTN_ESIZE;      \
- * LINATTN_ENOMEM; LINATTN_EDENOM.  Several threads may query one state. */  \
+ * Errors: -1 state NULL; -2 layout; -3 n < 0; -4 q NULL; -5 ldq; -7 ldout   \
+ * (out not NULL); -9 ldnum (num not NULL); -10 out, num and den all NULL;   \
+ * LINATTN_ESIZE; LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_ENONFINITE.        \
+ * Several threads may query one state. */                                   \
 LINATTN_API int X(state_query)(const X(state) *state, int layout, int64_t n,  \
                                const R *q, int64_t ldq, R *out,               \
                                int64_t ldout, R *num, int64_t ldnum, R *den,  \
@@ -493,7 +496,8 @@ LINATTN_API int X(state_query)(const X(state) *state, int layout, int64_t n,  \
  * O(block (m + e) + m e), independent of nq and nk.                         \
  * Errors: -1 plan NULL; -2 layout; -3 nq < 0; -4 nk < 0; -5 q NULL;         \
  * -6 ldq; -7 k NULL; -8 ldk; -9 v NULL; -10 ldv; -11 out NULL; -12 ldout;   \
- * LINATTN_ESIZE; LINATTN_ENOMEM; LINATTN_EDENOM (as state_query).           \
+ * LINATTN_ESIZE; LINATTN_ENOMEM; LINATTN_EDENOM (as state_query);          \
+ * LINATTN_ENONFINITE.                                                        \
  * Thread-safe. */                                                            \
 LINATTN_API int X(attention)(const X(plan) *plan, int layout, int64_t nq,     \
                              int64_t nk, const R *q, int64_t ldq, const R *k, \
@@ -543,10 +547,14 @@ LINATTN_API int X(naive)(const X(plan) *plan, int layout, int64_t nq,         \
  * Exact softmax attention, out = softmax(scale Q K^T) V, row by row with    \
  * the row maximum subtracted (no overflow).  The reference that the         \
  * kernelized maps approximate; scale is usually 1/sqrt(d).  Memory          \
- * O(rows nk).  NaN input propagates to the rows it touches.                 \
+ * O(rows nk).  NaN input propagates to the rows it touches.  A row whose   \
+ * largest score is infinite (scale q.k beyond the floating-point range, or \
+ * infinite input) has no computable weights: LINATTN_EDENOM, with the rows  \
+ * before it written, it untouched, and later rows holding their result or   \
+ * their previous contents (as at linattn_d_state_query).                    \
  * Errors: -1 layout; -2 nq < 0; -3 nk < 1; -4 d < 1; -5 e < 1; -6 scale not \
  * finite; -7 q; -8 ldq; -9 k; -10 ldk; -11 v; -12 ldv; -13 out; -14 ldout;  \
- * LINATTN_ESIZE; LINATTN_ENOMEM.  Thread-safe. */                            \
+ * LINATTN_ESIZE; LINATTN_ENOMEM; LINATTN_EDENOM.  Thread-safe. */           \
 LINATTN_API int X(softmax)(int layout, int64_t nq, int64_t nk, int64_t d,     \
                            int64_t e, R scale, const R *q, int64_t ldq,       \
                            const R *k, int64_t ldk, const R *v, int64_t ldv,  \

@@ -261,21 +261,25 @@ int X(naive_causal)(const X(plan) *plan, int layout, int64_t n, const real *q,
                          ldout, bad_row);
 }
 
-/* a[i, :] = exp(a[i, :] - max_j a[i, j]) for rows x nk scores. */
-static void softmax_weights(real *a, int64_t rows, int64_t nk)
+/* a[i, :] = exp(a[i, :] - max_j a[i, j]) for rows x nk scores; returns
+ * the first row whose maximum is infinite (rows when none is): its
+ * weights cannot be formed (scores beyond the floating-point range, or
+ * infinite input), and that row and the later ones are left as scores. */
+static int64_t softmax_weights(real *a, int64_t rows, int64_t nk)
 {
     for (int64_t i = 0; i < rows; i++) {
         real *row = a + i * nk, mx = row[0];
         for (int64_t j = 1; j < nk; j++)
-            mx = row[j] > mx ? row[j] : mx;
-        /* A NaN score propagates through exp and the sums by itself; an
-         * infinite maximum is not subtracted (inf - inf would invent NaN
-         * where the input had none). */
-        if (isfinite(mx))
+            mx = row[j] > mx || row[j] != row[j] ? row[j] : mx;
+        if (isinf(mx))
+            return i;
+        /* A NaN score propagates through exp and the sums by itself. */
+        if (mx == mx)
             for (int64_t j = 0; j < nk; j++)
                 row[j] -= mx;
         XI(exp_inplace)(row, nk);
     }
+    return rows;
 }
 
 /* Softmax attention on query rows [lo, hi). */
@@ -292,11 +296,13 @@ static int64_t softmax_range(void *ctx, int t, int64_t lo, int64_t hi)
             qb = (XI(view)){w->phiq, j->d, 0};
         }
         XI(gemm)(0, 1, rows, nk, j->d, j->scale, qb, j->pk, 0, w->a, nk);
-        softmax_weights(w->a, rows, nk);
-        row_sums(w->a, rows, nk, w->dd);
+        int64_t good = softmax_weights(w->a, rows, nk);
+        row_sums(w->a, good, nk, w->dd);
         XI(write_rows)(j->plan, (XI(view)){w->a, nk, 0}, j->v, nk, w->dd,
-                       rows, j->layout, r, j->out, j->ldout, NULL, 0, NULL,
+                       good, j->layout, r, j->out, j->ldout, NULL, 0, NULL,
                        w->dd + j->rows_max, w->y);
+        if (good < rows)
+            return r + good;
     }
     return INT64_MAX;
 }
@@ -363,9 +369,9 @@ int X(softmax)(int layout, int64_t nq, int64_t nk, int64_t d, int64_t e,
     norm.e = e;
     score_job job = {&norm, layout, 0, nk, d, e, rows_max, scale, {q, ldq, cm},
                      kv, vv, out, ldout, ws, NULL};
-    linattn_i_parallel_ranges(nt, nq, softmax_range, &job);
+    int64_t bad = linattn_i_parallel_ranges(nt, nq, softmax_range, &job);
     free_score_ws(ws, nt);
     free(kcopy);
     free(vcopy);
-    return 0;
+    return bad < nq ? LINATTN_EDENOM : 0;
 }

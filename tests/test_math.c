@@ -902,6 +902,26 @@ START_TEST(few_rows_at_a_time)
 }
 END_TEST
 
+/* Softmax whose scores overflow for finite input: row 1's largest score
+ * (big * big) is beyond the floating-point range, so its weights cannot be
+ * formed: EDENOM, row 0 written (scores 2 and big: all weight on value 5),
+ * row 1 untouched; with the rows swapped nothing is written. */
+START_TEST(softmax_score_overflow)
+{
+    real big = sizeof(real) == sizeof(float) ? (real)1e20 : (real)1e200;
+    real q[2] = {1, big}, k[2] = {2, big}, v[2] = {3, 5};
+    real out[2] = {-777, -777};
+    ck_assert_int_eq(P(softmax)(ROW, 2, 2, 1, 1, 1, q, 1, k, 1, v, 1, out, 1),
+                     LINATTN_EDENOM);
+    ck_assert(out[0] == 5 && out[1] == -777);
+    q[0] = big, q[1] = 1;
+    out[0] = -777;
+    ck_assert_int_eq(P(softmax)(ROW, 2, 2, 1, 1, 1, q, 1, k, 1, v, 1, out, 1),
+                     LINATTN_EDENOM);
+    ck_assert(out[0] == -777 && out[1] == -777);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("math " PREC);
@@ -924,6 +944,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, causal_matches_naive_and_reference, 0, 18);
     tcase_add_test(tc, streaming_and_causality);
     tcase_add_test(tc, few_rows_at_a_time);
+    tcase_add_test(tc, softmax_score_overflow);
     tcase_add_test(tc, outputs_together_and_self_merge);
 #ifdef _OPENMP
     tcase_add_test(tc, thread_counts_agree);
