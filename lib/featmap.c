@@ -219,13 +219,51 @@ static void chunk_rows(map_fn f, XI(view) x, int64_t d, int64_t lo,
 }
 
 /* Chunk c of rows [0, rows): rows [c C, min((c + 1) C, rows)). */
-static void chunk_of(map_fn f, XI(view) x, int64_t d, int64_t rows,
-                     int64_t c, real *out, const XI(stats) *st,
-                     acc_t *partial)
+static void run_chunk(XI(chunk_fn) f, const void *ctx, int64_t rows,
+                      int64_t c, int64_t width, acc_t *partial)
 {
     int64_t lo = c * LINATTN_CHUNK;
-    int64_t hi = lo + LINATTN_CHUNK < rows ? lo + LINATTN_CHUNK : rows;
-    chunk_rows(f, x, d, lo, hi, out, st, partial ? partial + c * d : NULL);
+    f(ctx, lo, lo + LINATTN_CHUNK < rows ? lo + LINATTN_CHUNK : rows,
+      partial ? partial + c * width : NULL);
+}
+
+void XI(over_chunks)(int64_t rows, int64_t width, XI(chunk_fn) f,
+                    const void *ctx, const XI(stats) *st)
+{
+    int64_t nchunks = (rows + LINATTN_CHUNK - 1) / LINATTN_CHUNK;
+    acc_t *partial = st && st->colsum ? st->partial : NULL;
+    /* Fixed chunks, whatever the thread count, and their column sums added
+     * in chunk order: the results do not depend on OMP_NUM_THREADS.  The
+     * parallel region is entered only when it splits: libgomp sets up a
+     * team even for an if(0) region, which one-token calls would pay on
+     * every token. */
+    if (nchunks > 1 && rows * width >= LINATTN_PAR_MIN && linattn_i_may_thread()) {
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+        for (int64_t c = 0; c < nchunks; c++)
+            run_chunk(f, ctx, rows, c, width, partial);
+    } else {
+        for (int64_t c = 0; c < nchunks; c++)
+            run_chunk(f, ctx, rows, c, width, partial);
+    }
+    for (int64_t c = 0; partial && c < nchunks; c++)
+        for (int64_t j = 0; j < width; j++)
+            st->colsum[j] += partial[c * width + j];
+}
+
+typedef struct {
+    map_fn f;
+    XI(view) x;
+    int64_t d;
+    real *out;
+    const XI(stats) *st;
+} phi_ctx;
+
+static void phi_chunk(const void *ctx, int64_t lo, int64_t hi, acc_t *part)
+{
+    const phi_ctx *c = ctx;
+    chunk_rows(c->f, c->x, c->d, lo, hi, c->out, c->st, part);
 }
 
 int64_t XI(stats_partial_len)(const X(plan) *plan, int64_t rows)
@@ -240,27 +278,8 @@ void XI(phi_rows)(const X(plan) *plan, XI(view) x, int64_t rows, real *out,
         XI(kmap_rows)(plan, x, rows, out, st);
         return;
     }
-    map_fn f = map_of(plan->map);
-    int64_t d = plan->d, nchunks = (rows + LINATTN_CHUNK - 1) / LINATTN_CHUNK;
-    acc_t *partial = st && st->colsum ? st->partial : NULL;
-    /* Fixed chunks, whatever the thread count, and their column sums added
-     * in chunk order: the results do not depend on OMP_NUM_THREADS.  The
-     * parallel region is entered only when it splits: libgomp sets up a
-     * team even for an if(0) region, which one-token calls would pay on
-     * every token. */
-    if (nchunks > 1 && rows * d >= LINATTN_PAR_MIN && linattn_i_may_thread()) {
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static)
-#endif
-        for (int64_t c = 0; c < nchunks; c++)
-            chunk_of(f, x, d, rows, c, out, st, partial);
-    } else {
-        for (int64_t c = 0; c < nchunks; c++)
-            chunk_of(f, x, d, rows, c, out, st, partial);
-    }
-    for (int64_t c = 0; partial && c < nchunks; c++)
-        for (int64_t j = 0; j < d; j++)
-            st->colsum[j] += partial[c * d + j];
+    phi_ctx ctx = {map_of(plan->map), x, plan->d, out, st};
+    XI(over_chunks)(rows, plan->d, phi_chunk, &ctx, st);
 }
 
 int XI(all_finite)(XI(view) x, int64_t rows, int64_t cols)

@@ -86,6 +86,16 @@ typedef struct {
 
 int64_t XI(stats_partial_len)(const X(plan) *plan, int64_t rows);
 
+/* f(ctx, lo, hi, part) over the fixed chunks [lo, hi) of LINATTN_CHUNK
+ * rows of [0, rows), split over the OpenMP team when rows * width is
+ * large; part is the chunk's column-sum partial (width entries) when st
+ * asks for column sums, NULL otherwise, and the partials are added to
+ * st->colsum in chunk order, so results do not depend on the team. */
+typedef void (*XI(chunk_fn))(const void *ctx, int64_t lo, int64_t hi,
+                             acc_t *part);
+void XI(over_chunks)(int64_t rows, int64_t width, XI(chunk_fn) f,
+                     const void *ctx, const XI(stats) *st);
+
 /* phi of rows [0, rows) of x into out (rows x m, row major, ld m), and the
  * statistics st asks for (st may be NULL).  For the identity map out may
  * be NULL: then nothing is written and the statistics read x itself.

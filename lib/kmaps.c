@@ -233,43 +233,33 @@ static void query_rows(const X(plan) *p, XI(view) x, int64_t lo, int64_t hi,
     }
 }
 
-/* The chunks of a block of rows, over the OpenMP team when large: fixed
- * chunks whose column sums are added in chunk order, so that results do
- * not depend on the thread count. */
+/* The chunks of a block of rows (XI(over_chunks)), each followed by its
+ * statistics while it is in cache. */
 typedef void (*chunk_fn)(const X(plan) *p, const void *ctx, int64_t lo,
                          int64_t hi, real *out);
 
-static void one_chunk(const X(plan) *p, int64_t rows, int64_t c, real *out,
-                      chunk_fn f, const void *ctx, const XI(stats) *st,
-                      acc_t *partial)
+typedef struct {
+    const X(plan) *p;
+    chunk_fn f;
+    const void *ctx;
+    real *out;
+    const XI(stats) *st;
+} kchunk_ctx;
+
+static void kmap_chunk(const void *ctx, int64_t lo, int64_t hi, acc_t *part)
 {
-    int64_t m = p->m, lo = c * LINATTN_CHUNK;
-    int64_t hi = lo + LINATTN_CHUNK < rows ? lo + LINATTN_CHUNK : rows;
-    f(p, ctx, lo, hi, out);
-    if (st)
-        XI(stats_range)((XI(view)){out, m, 0}, m, lo, hi, st,
-                        partial ? partial + c * m : NULL);
+    const kchunk_ctx *k = ctx;
+    int64_t m = k->p->m;
+    k->f(k->p, k->ctx, lo, hi, k->out);
+    if (k->st)
+        XI(stats_range)((XI(view)){k->out, m, 0}, m, lo, hi, k->st, part);
 }
 
 static void over_chunks(const X(plan) *p, int64_t rows, real *out,
                         chunk_fn f, const void *ctx, const XI(stats) *st)
 {
-    int64_t m = p->m, nchunks = (rows + LINATTN_CHUNK - 1) / LINATTN_CHUNK;
-    acc_t *partial = st && st->colsum ? st->partial : NULL;
-    /* The region is entered only when it splits (see featmap.c). */
-    if (nchunks > 1 && rows * m >= LINATTN_PAR_MIN && linattn_i_may_thread()) {
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static)
-#endif
-        for (int64_t c = 0; c < nchunks; c++)
-            one_chunk(p, rows, c, out, f, ctx, st, partial);
-    } else {
-        for (int64_t c = 0; c < nchunks; c++)
-            one_chunk(p, rows, c, out, f, ctx, st, partial);
-    }
-    for (int64_t c = 0; partial && c < nchunks; c++)
-        for (int64_t j = 0; j < m; j++)
-            st->colsum[j] += partial[c * m + j];
+    kchunk_ctx k = {p, f, ctx, out, st};
+    XI(over_chunks)(rows, p->m, kmap_chunk, &k, st);
 }
 
 static void query_chunk(const X(plan) *p, const void *ctx, int64_t lo,
