@@ -340,9 +340,8 @@ typedef struct X(state_s) X(state);                                           \
  * Errors: -1 plan NULL; -2 unknown map (or LINATTN_MAP_CUSTOM); -3 d < 1;    \
  * -4 e < 1; -5 an option out of range (m, block or chunk < 0, denom, eps < 0,\
  * not finite, or not representable in the plan's precision, draw,           \
- * input_scale); LINATTN_ESIZE; LINATTN_ENOMEM (also when LAPACK's QR         \
- * fails, which only its workspace can make it do).  *plan is set only on     \
- * success.  Thread-safe. */                                                  \
+ * input_scale); LINATTN_ESIZE; LINATTN_ENOMEM (also for the workspace of   \
+ * W's QR).  *plan is set only on success.  Thread-safe. */                                                  \
 LINATTN_API int X(plan_create)(X(plan) **plan, int map, int64_t d,            \
                                int64_t e, const linattn_opts *opts);          \
                                                                               \

@@ -14,12 +14,12 @@
  *   LINATTN_DRAW_IID          independent N(0, 1) entries.
  *
  * A last block of fewer than d rows takes the first columns of its Q.
- * The QR is LAPACK's (dgeqrf, dorgqr) on column-major blocks: the
- * generator's numbers are laid out so that a column-major Q is the
- * row-major block of W, no transposed copy.  Which normal lands where:
- * doc/rng.md.
+ * The QR is a Householder QR of this file's (householder_q) on
+ * column-major blocks, in fixed-order IEEE arithmetic so that W has the
+ * same bits on every platform; the generator's numbers are laid out so
+ * that a column-major Q is the row-major block of W.  Which normal lands
+ * where, and the QR step by step: doc/rng.md.
  */
-#include <lapacke.h>
 #include <math.h>
 #include <stdlib.h>
 #include "draw.h"
@@ -27,48 +27,82 @@
 #include "rng.h"
 #include "validate.h"
 
+/* Q of the QR factorization G = Q R of the n x n column-major g (which is
+ * overwritten), with the columns of Q multiplied by sign(R(j, j)), into the
+ * column-major q.  Householder reflections H_k = I - 2 v_k v_k^T / v_k^T v_k
+ * with v_k = x - alpha e_k, alpha = -sign(x_k) |x| for the column x below
+ * row k; Q = H_0 H_1 ... H_{n-1} applied to the identity.  Every sum runs
+ * over increasing row index, in plain IEEE double without contraction
+ * (EXACT_FP_FLAGS): the same bits on every platform, which a BLAS-backed
+ * LAPACK QR cannot promise (tests/test_maps compares with LAPACKE's QR).
+ * v holds the reflectors (n x n), vv their squared norms, rd R's diagonal. */
+static void householder_q(double *g, int64_t n, double *v, double *vv,
+                          double *rd, double *q)
+{
+    for (int64_t k = 0; k < n; k++) {
+        double *x = g + k * n, *vk = v + k * n, ss = 0, t = 0;
+        for (int64_t i = k; i < n; i++)
+            ss += x[i] * x[i];
+        double alpha = x[k] < 0 ? sqrt(ss) : -sqrt(ss);
+        for (int64_t i = 0; i < n; i++)
+            vk[i] = i < k ? 0 : x[i];
+        vk[k] -= alpha;
+        for (int64_t i = k; i < n; i++)
+            t += vk[i] * vk[i];
+        vv[k] = t;
+        rd[k] = alpha;
+        for (int64_t j = k + 1; j < n && t > 0; j++) {
+            double *gj = g + j * n, dot = 0;
+            for (int64_t i = k; i < n; i++)
+                dot += vk[i] * gj[i];
+            double f = (dot + dot) / t;
+            for (int64_t i = k; i < n; i++)
+                gj[i] -= f * vk[i];
+        }
+    }
+    for (int64_t i = 0; i < n * n; i++)
+        q[i] = i % (n + 1) == 0;
+    /* Columns j < k of H_{k+1} ... H_{n-1} I are still e_j: H_k leaves
+     * them alone too. */
+    for (int64_t k = n - 1; k >= 0; k--) {
+        const double *vk = v + k * n;
+        for (int64_t j = k; j < n && vv[k] > 0; j++) {
+            double *qj = q + j * n, dot = 0;
+            for (int64_t i = k; i < n; i++)
+                dot += vk[i] * qj[i];
+            double f = (dot + dot) / vv[k];
+            for (int64_t i = k; i < n; i++)
+                qj[i] -= f * vk[i];
+        }
+    }
+    for (int64_t j = 0; j < n; j++)
+        if (rd[j] < 0)
+            for (int64_t i = 0; i < n; i++)
+                q[i + j * n] = -q[i + j * n];
+}
+
 /* The orthogonal blocks of W into w (rows x d, row major, unscaled). */
 static int ortho_blocks(uint64_t seed, int64_t rows, int64_t d, double *w)
 {
     double *g = linattn_i_alloc(d * d, sizeof *g);
-    double *tau = linattn_i_alloc(d, sizeof *tau);
-    double *sign = linattn_i_alloc(d, sizeof *sign);
-    double *work = NULL, query = 0;
-    lapack_int n = (lapack_int)d, lwork = -1;
+    double *v = linattn_i_alloc(d * d, sizeof *v);
+    double *q = linattn_i_alloc(d * d, sizeof *q);
+    double *vr = linattn_i_alloc(2 * d, sizeof *vr);
     int status = LINATTN_ENOMEM;
-    /* workspace sizes of both routines, asked for once */
-    if (!g || !tau || !sign ||
-        LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, n, n, g, n, tau, &query, -1))
-        goto done;
-    double need = query;
-    if (LAPACKE_dorgqr_work(LAPACK_COL_MAJOR, n, n, n, g, n, tau, &query, -1))
-        goto done;
-    need = query > need ? query : need;
-    lwork = need > (double)d ? (lapack_int)need : n;
-    work = linattn_i_alloc(lwork, sizeof *work);
-    if (!work)
-        goto done;
-    for (int64_t b = 0; b * d < rows; b++) {
-        int64_t take = rows - b * d < d ? rows - b * d : d;
-        linattn_i_normals(seed, LINATTN_RNG_STREAM_GAUSS,
-                          (uint64_t)b * (uint64_t)(d * d), d * d, g);
-        /* Only a workspace allocation inside LAPACKE could fail here. */
-        if (LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, n, n, g, n, tau, work, lwork))
-            goto done;
-        for (int64_t j = 0; j < d; j++)
-            sign[j] = g[j + j * d] < 0 ? -1.0 : 1.0;
-        if (LAPACKE_dorgqr_work(LAPACK_COL_MAJOR, n, n, n, g, n, tau, work,
-                                lwork))
-            goto done;
-        for (int64_t j = 0; j < take; j++) {
-            double *row = w + (b * d + j) * d;
-            for (int64_t t = 0; t < d; t++)
-                row[t] = sign[j] * g[t + j * d];
+    if (g && v && q && vr) {
+        for (int64_t b = 0; b * d < rows; b++) {
+            int64_t take = rows - b * d < d ? rows - b * d : d;
+            linattn_i_normals(seed, LINATTN_RNG_STREAM_GAUSS,
+                              (uint64_t)b * (uint64_t)(d * d), d * d, g);
+            householder_q(g, d, v, vr, vr + d, q);
+            /* column j of the column-major Q is row b d + j of W */
+            for (int64_t j = 0; j < take; j++)
+                for (int64_t t = 0; t < d; t++)
+                    w[(b * d + j) * d + t] = q[t + j * d];
         }
+        status = 0;
     }
-    status = 0;
-done:
-    free(g), free(tau), free(sign), free(work);
+    free(g), free(v), free(q), free(vr);
     return status;
 }
 

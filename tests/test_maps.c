@@ -11,6 +11,7 @@
  * feature rows; unbiasedness against exp(x.y) with a confidence interval.
  */
 #include <stdio.h>
+#include <lapacke.h>
 #include "testutil.h"
 #ifdef _OPENMP
 #include <omp.h>
@@ -385,9 +386,27 @@ START_TEST(orthogonal_blocks)
                     else if (i == j)
                         ck_assert(rij > 0.01L);
                 }
+            /* against LAPACK's QR of the same block, sign-fixed */
+            double tau[6], ql[36];
+            memcpy(ql, g, sizeof ql);
+            ck_assert_int_eq(LAPACKE_dgeqrf(LAPACK_COL_MAJOR, 6, 6, ql, 6, tau), 0);
+            double sgn[6];
+            for (int j = 0; j < d; j++)
+                sgn[j] = ql[j + j * d] < 0 ? -1 : 1;
+            ck_assert_int_eq(LAPACKE_dorgqr(LAPACK_COL_MAJOR, 6, 6, 6, ql, 6, tau), 0);
+            for (int64_t j = 0; j < take; j++)
+                for (int t = 0; t < d; t++)
+                    ck_assert(fabs(q[j * d + t] - sgn[j] * ql[t + j * d]) <= 1e-13);
         }
         free(w);
     }
+    /* The draw's arithmetic is fixed-order IEEE double: these bits (the
+     * values doc/rng.md lists) on every platform and BLAS. */
+    int64_t rows;
+    double *w = weights_of(LINATTN_MAP_FAVOR, d, m, LINATTN_DRAW_ORTHO_FIXED, seed, &rows);
+    ck_assert(w[0] == 0x1.11fbafebc84bfp+0 && w[7] == 0x1.41320909fb4d4p+0);
+    ck_assert(w[41] == -0x1.70e81bd32f02bp-6 && w[89] == 0x1.360eb16adc8ccp+0);
+    free(w);
 }
 END_TEST
 #endif
