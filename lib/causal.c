@@ -371,19 +371,16 @@ int XI(causal_run)(const X(plan) *plan, int layout, int64_t n, const real *q,
                               states[t - 1].shift, states[t - 1].tokens > 0,
                               &a, &b);
             ws[t].has = ws[t - 1].has || states[t - 1].tokens > 0;
+            /* (in float b, the working copy the queries read, follows) */
             for (int64_t i = 0; i < m; i++)
-                for (int64_t j = 0; j < ld; j++)
-                    ws[t].acc[i * ws[t].ldacc + j] =
-                        a * ws[t - 1].acc[i * ws[t - 1].ldacc + j] +
-                        b * states[t - 1].acc[i * ld + j];
+                for (int64_t j = 0; j < ld; j++) {
+                    acc_t x = a * ws[t - 1].acc[i * ws[t - 1].ldacc + j] +
+                              b * states[t - 1].acc[i * ld + j];
+                    ws[t].acc[i * ws[t].ldacc + j] = x;
+                    ws[t].b[i * ws[t].ldb + j] = (real)x;
+                }
         }
     }
-#if LINATTN_ACC_WIDER
-    for (int t = 1; !st && t < nt; t++)
-        for (int64_t i = 0; i < plan->m; i++)
-            for (int64_t j = 0; j < plan->e + 1; j++)
-                ws[t].b[i * ws[t].ldb + j] = (real)ws[t].acc[i * ws[t].ldacc + j];
-#endif
     if (!st)
         bad = linattn_i_parallel_ranges(nt, n, range_chunks, &job);
     for (int t = 0; t < have; t++)
