@@ -719,7 +719,201 @@ LINATTN_API int X(batched_naive_causal)(const X(plan) *plan, int layout,      \
         int64_t batch, int64_t heads, int64_t n, const R *q,                  \
         const linattn_strides *sq, const R *k, const linattn_strides *sk,     \
         const R *v, const linattn_strides *sv, R *out,                        \
-        const linattn_strides *sout, linattn_where *bad);
+        const linattn_strides *sout, linattn_where *bad);                     \
+                                                                              \
+/* ---- Training: gradients (doc/gradients.md).  The forward calls below    \
+ * are attention and causal that also hand back the normalizers den (n      \
+ * numbers, as state_query writes them: eps included; with the maps that    \
+ * carry exponentials scaled by the row's shift factors, which the backward \
+ * calls reproduce).  A backward call takes the forward's inputs, its out   \
+ * and den, and G = dL/dout, and writes dQ, dK, dV (and, on request, dW and \
+ * db of the map's projection), recomputing features block by block: extra \
+ * memory O(block (m + e) + m e) per thread, or O(C (m + e + C) + m e) for  \
+ * the causal ones, whatever n.  With g_i = G_i / den_i and h_i =           \
+ * -(G_i . out_i) / den_i: dphi(q_i) = S^T g_i + z h_i, dS = sum_i phi(q_i) \
+ * g_i^T, dz = sum_i phi(q_i) h_i, dphi(k_j) = dS v_j + dz, dv_j = dS^T     \
+ * phi(k_j) (sums over j <= i, i >= j when causal), then the map's          \
+ * Jacobian.  Results agree across thread counts to rounding.  Outputs may  \
+ * not overlap inputs or one another.  Every check (including den against   \
+ * the plan's normalizer policy) runs before anything is written: a call    \
+ * that returns non-zero writes no gradient. ---- */                        \
+                                                                              \
+/* int linattn_d_attention_forward(const linattn_d_plan *plan, int layout,  \
+ *         int64_t nq, int64_t nk, const double *q, int64_t ldq,            \
+ *         const double *k, int64_t ldk, const double *v, int64_t ldv,      \
+ *         double *out, int64_t ldout, double *den, int64_t *bad_row)       \
+ * linattn_d_attention, and den[i] (nq entries, stride 1) = the normalizer  \
+ * of row i that out_i was divided by.  Statuses and memory as               \
+ * linattn_d_attention (on LINATTN_EDENOM den holds the rows that out       \
+ * does).  Errors: those of linattn_d_attention (-1 .. -12); -13 den NULL   \
+ * (nq > 0).  Thread-safe. */                                               \
+LINATTN_API int X(attention_forward)(const X(plan) *plan, int layout,         \
+                                     int64_t nq, int64_t nk, const R *q,      \
+                                     int64_t ldq, const R *k, int64_t ldk,    \
+                                     const R *v, int64_t ldv, R *out,         \
+                                     int64_t ldout, R *den, int64_t *bad_row);\
+                                                                              \
+/* int linattn_d_causal_forward(const linattn_d_plan *plan, int layout,     \
+ *         int64_t n, const double *q, int64_t ldq, const double *k,        \
+ *         int64_t ldk, const double *v, int64_t ldv, double *out,          \
+ *         int64_t ldout, double *den, int64_t *bad_row)                    \
+ * linattn_d_causal, and den (n entries) as linattn_d_attention_forward.    \
+ * Errors: those of linattn_d_causal (-1 .. -11); -12 den NULL (n > 0).     \
+ * Thread-safe. */                                                          \
+LINATTN_API int X(causal_forward)(const X(plan) *plan, int layout, int64_t n, \
+                                  const R *q, int64_t ldq, const R *k,        \
+                                  int64_t ldk, const R *v, int64_t ldv,       \
+                                  R *out, int64_t ldout, R *den,              \
+                                  int64_t *bad_row);                          \
+                                                                              \
+/* int linattn_d_attention_backward(const linattn_d_plan *plan, int layout, \
+ *         int64_t nq, int64_t nk, const double *q, int64_t ldq,            \
+ *         const double *k, int64_t ldk, const double *v, int64_t ldv,      \
+ *         const double *out, int64_t ldout, const double *den,             \
+ *         const double *g, int64_t ldg, double *dq, int64_t lddq,          \
+ *         double *dk, int64_t lddk, double *dv, int64_t lddv,              \
+ *         double *dw, int64_t lddw, double *db, int64_t *bad_row)          \
+ * Gradients of L through out = linattn_d_attention(Q, K, V): dq = dL/dQ    \
+ * (nq x d), dk = dL/dK (nk x d), dv = dL/dV (nk x e), given G = dL/dout    \
+ * (g, nq x e), and out and den as linattn_d_attention_forward wrote them   \
+ * (all matrices in layout).  dw (rows x d, rows as linattn_d_plan_weights  \
+ * says, in layout, lddw) = dL/dW for the maps with a W (W as given or      \
+ * drawn, before input_scale; NULL: not computed), db (rows) = dL/db for    \
+ * custom maps (NULL: not computed): sums over the query and key rows.      \
+ * ReLU's derivative at 0 is taken as 0.  O((nq + nk) m e) work, about 2.5  \
+ * times the forward's (the keys' state and features are recomputed).      \
+ * With eps > 0 and a map with exponentials the result is the gradient      \
+ * with the shift factors held fixed (doc/gradients.md).                    \
+ * LINATTN_EDENOM: den[r] breaks the plan's policy (checked before any      \
+ * work; r in *bad_row if not NULL).  Errors: -1 plan NULL; -2 layout;      \
+ * -3 nq < 0; -4 nk < 0; -5 q; -6 ldq; -7 k; -8 ldk; -9 v; -10 ldv;         \
+ * -11 out; -12 ldout; -13 den NULL; -14 g; -15 ldg; -16 dq; -17 lddq;      \
+ * -18 dk; -19 lddk; -20 dv; -21 lddv; -22 dw not NULL for a map without W; \
+ * -23 lddw; -24 db not NULL for a map that is not custom; LINATTN_ESIZE;   \
+ * LINATTN_ENONFINITE (opts.check_finite: q, k, v, out, den, g);            \
+ * LINATTN_ENOMEM; LINATTN_EDENOM.  Thread-safe. */                         \
+LINATTN_API int X(attention_backward)(const X(plan) *plan, int layout,        \
+        int64_t nq, int64_t nk, const R *q, int64_t ldq, const R *k,          \
+        int64_t ldk, const R *v, int64_t ldv, const R *out, int64_t ldout,    \
+        const R *den, const R *g, int64_t ldg, R *dq, int64_t lddq, R *dk,    \
+        int64_t lddk, R *dv, int64_t lddv, R *dw, int64_t lddw, R *db,        \
+        int64_t *bad_row);                                                    \
+                                                                              \
+/* int linattn_d_causal_backward(const linattn_d_plan *plan, int layout,    \
+ *         int64_t n, const double *q, int64_t ldq, const double *k,        \
+ *         int64_t ldk, const double *v, int64_t ldv, const double *out,    \
+ *         int64_t ldout, const double *den, const double *g, int64_t ldg,  \
+ *         double *dq, int64_t lddq, double *dk, int64_t lddk, double *dv,  \
+ *         int64_t lddv, double *dw, int64_t lddw, double *db,              \
+ *         int64_t *bad_row)                                                \
+ * Gradients through out = linattn_d_causal(Q, K, V), as                    \
+ * linattn_d_attention_backward with nq = nk = n; out and den as            \
+ * linattn_d_causal_forward wrote them.  By chunks of C rows: a forward     \
+ * sweep (dQ, with the prefix states) and a reverse one (dK, dV, with the   \
+ * suffix sums of phi(q_i) [g_i h_i]), the triangles reading only entries   \
+ * j <= i: dq_i depends on row i and the keys and values j <= i only, dk_j  \
+ * and dv_j on key j and the rows i >= j only.  dv serves as scratch        \
+ * between the sweeps.  Errors: -1 plan; -2 layout; -3 n < 0; -4 q; -5 ldq; \
+ * -6 k; -7 ldk; -8 v; -9 ldv; -10 out; -11 ldout; -12 den; -13 g; -14 ldg; \
+ * -15 dq; -16 lddq; -17 dk; -18 lddk; -19 dv; -20 lddv; -21 dw; -22 lddw;  \
+ * -23 db; LINATTN_ESIZE; LINATTN_ENONFINITE; LINATTN_ENOMEM;              \
+ * LINATTN_EDENOM.  Thread-safe. */                                         \
+LINATTN_API int X(causal_backward)(const X(plan) *plan, int layout,           \
+        int64_t n, const R *q, int64_t ldq, const R *k, int64_t ldk,          \
+        const R *v, int64_t ldv, const R *out, int64_t ldout, const R *den,   \
+        const R *g, int64_t ldg, R *dq, int64_t lddq, R *dk, int64_t lddk,    \
+        R *dv, int64_t lddv, R *dw, int64_t lddw, R *db, int64_t *bad_row);   \
+                                                                              \
+/* int linattn_d_features_backward(const linattn_d_plan *plan, int layout,  \
+ *         int64_t n, const double *x, int64_t ldx, const double *dphi,     \
+ *         int64_t lddphi, double *dx, int64_t lddx, double *dw,            \
+ *         int64_t lddw, double *db)                                        \
+ * The map's vector-Jacobian product: dx_i = J_phi(x_i)^T dphi_i for the    \
+ * n x d rows x and n x m adjoints dphi of linattn_d_features' phi (no      \
+ * shift: where phi over- or underflows, so may dx), dw and db as in        \
+ * linattn_d_attention_backward (summed over the rows).  Errors: -1 plan    \
+ * NULL; -2 layout; -3 n < 0; -4 x; -5 ldx; -6 dphi; -7 lddphi; -8 dx;      \
+ * -9 lddx; -10 dw (NULL or a map with W); -11 lddw; -12 db (NULL or a      \
+ * custom map); LINATTN_ESIZE; LINATTN_ENOMEM.  Thread-safe. */             \
+LINATTN_API int X(features_backward)(const X(plan) *plan, int layout,         \
+        int64_t n, const R *x, int64_t ldx, const R *dphi, int64_t lddphi,    \
+        R *dx, int64_t lddx, R *dw, int64_t lddw, R *db);                     \
+                                                                              \
+/* int linattn_d_batched_attention_forward(const linattn_d_plan *plan,      \
+ *         int layout, int64_t batch, int64_t heads, int64_t nq,            \
+ *         int64_t nk, const double *q, const linattn_strides *sq,          \
+ *         const double *k, const linattn_strides *sk, const double *v,     \
+ *         const linattn_strides *sv, double *out,                          \
+ *         const linattn_strides *sout, double *den, linattn_where *bad)    \
+ * linattn_d_attention_forward on each problem: linattn_d_batched_attention \
+ * with den, a dense array (problem (b, h)'s nq normalizers at              \
+ * den + (b heads + h) nq) that may not meet an input or out.  Threads and  \
+ * statuses as linattn_d_batched_attention.  Errors: -1 .. -14 as           \
+ * linattn_d_batched_attention; -15 den (NULL, or meeting another array);   \
+ * LINATTN_ESIZE; LINATTN_ENONFINITE; LINATTN_ENOMEM; LINATTN_EDENOM.       \
+ * Thread-safe. */                                                          \
+LINATTN_API int X(batched_attention_forward)(const X(plan) *plan, int layout, \
+        int64_t batch, int64_t heads, int64_t nq, int64_t nk, const R *q,     \
+        const linattn_strides *sq, const R *k, const linattn_strides *sk,     \
+        const R *v, const linattn_strides *sv, R *out,                        \
+        const linattn_strides *sout, R *den, linattn_where *bad);             \
+                                                                              \
+/* int linattn_d_batched_causal_forward(plan, layout, batch, heads, n, q,   \
+ *         sq, k, sk, v, sv, out, sout, den, bad)                           \
+ * linattn_d_causal_forward on each problem (den as above, n per problem). \
+ * Errors: -1 .. -13 as linattn_d_batched_causal; -14 den; LINATTN_ESIZE;   \
+ * LINATTN_ENONFINITE; LINATTN_ENOMEM; LINATTN_EDENOM.  Thread-safe. */     \
+LINATTN_API int X(batched_causal_forward)(const X(plan) *plan, int layout,    \
+        int64_t batch, int64_t heads, int64_t n, const R *q,                  \
+        const linattn_strides *sq, const R *k, const linattn_strides *sk,     \
+        const R *v, const linattn_strides *sv, R *out,                        \
+        const linattn_strides *sout, R *den, linattn_where *bad);             \
+                                                                              \
+/* int linattn_d_batched_attention_backward(const linattn_d_plan *plan,     \
+ *         int layout, int64_t batch, int64_t heads, int64_t nq,            \
+ *         int64_t nk, const double *q, const linattn_strides *sq,          \
+ *         const double *k, const linattn_strides *sk, const double *v,     \
+ *         const linattn_strides *sv, const double *out,                    \
+ *         const linattn_strides *sout, const double *den,                  \
+ *         const double *g, const linattn_strides *sg, double *dq,          \
+ *         const linattn_strides *sdq, double *dk,                          \
+ *         const linattn_strides *sdk, double *dv,                          \
+ *         const linattn_strides *sdv, double *dw, int64_t lddw,            \
+ *         double *db, linattn_where *bad)                                  \
+ * linattn_d_attention_backward on each problem (den dense as in            \
+ * linattn_d_batched_attention_forward); dw and db are summed over all      \
+ * problems (the plan is shared), written only when every problem          \
+ * succeeded.  The outputs dq, dk, dv may not meet an input or one          \
+ * another.  Threads as linattn_d_batched_attention; every check (den of    \
+ * every problem included: LINATTN_EDENOM names problem and row in *bad)    \
+ * runs before anything is written.  Errors: -1 plan; -2 layout; -3 batch;  \
+ * -4 heads; -5 nq; -6 nk; -7 q; -8 sq; -9 k; -10 sk; -11 v; -12 sv;        \
+ * -13 out; -14 sout; -15 den; -16 g; -17 sg; -18 dq; -19 sdq; -20 dk;      \
+ * -21 sdk; -22 dv; -23 sdv; -24 dw; -25 lddw; -26 db; LINATTN_ESIZE;       \
+ * LINATTN_ENONFINITE; LINATTN_ENOMEM; LINATTN_EDENOM.  Thread-safe. */     \
+LINATTN_API int X(batched_attention_backward)(const X(plan) *plan,            \
+        int layout, int64_t batch, int64_t heads, int64_t nq, int64_t nk,     \
+        const R *q, const linattn_strides *sq, const R *k,                    \
+        const linattn_strides *sk, const R *v, const linattn_strides *sv,     \
+        const R *out, const linattn_strides *sout, const R *den, const R *g,  \
+        const linattn_strides *sg, R *dq, const linattn_strides *sdq, R *dk,  \
+        const linattn_strides *sdk, R *dv, const linattn_strides *sdv, R *dw, \
+        int64_t lddw, R *db, linattn_where *bad);                             \
+                                                                              \
+/* int linattn_d_batched_causal_backward(plan, layout, batch, heads, n, q,  \
+ *         sq, k, sk, v, sv, out, sout, den, g, sg, dq, sdq, dk, sdk, dv,   \
+ *         sdv, dw, lddw, db, bad)                                          \
+ * linattn_d_causal_backward on each problem, as                            \
+ * linattn_d_batched_attention_backward with n for nq and nk (positions     \
+ * from -5 on one less: -5 n, -6 q, ..., -25 db).  Thread-safe. */          \
+LINATTN_API int X(batched_causal_backward)(const X(plan) *plan, int layout,   \
+        int64_t batch, int64_t heads, int64_t n, const R *q,                  \
+        const linattn_strides *sq, const R *k, const linattn_strides *sk,     \
+        const R *v, const linattn_strides *sv, const R *out,                  \
+        const linattn_strides *sout, const R *den, const R *g,                \
+        const linattn_strides *sg, R *dq, const linattn_strides *sdq, R *dk,  \
+        const linattn_strides *sdk, R *dv, const linattn_strides *sdv, R *dw, \
+        int64_t lddw, R *db, linattn_where *bad);
 
 #define LINATTN_MANGLE_DOUBLE(name) linattn_d_##name
 #define LINATTN_MANGLE_FLOAT(name) linattn_s_##name

@@ -65,6 +65,16 @@ int XI(attention_run)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
                       const real *v, int64_t ldv, real *out, int64_t ldout,
                       int64_t *bad_row)
 {
+    return XI(attention_run_den)(plan, layout, nq, nk, q, ldq, k, ldk, v, ldv,
+                                 out, ldout, NULL, bad_row);
+}
+
+int XI(attention_run_den)(const X(plan) *plan, int layout, int64_t nq,
+                          int64_t nk, const real *q, int64_t ldq,
+                          const real *k, int64_t ldk, const real *v,
+                          int64_t ldv, real *out, int64_t ldout, real *den,
+                          int64_t *bad_row)
+{
     if (nq == 0)
         return 0;
     int st;
@@ -79,7 +89,7 @@ int XI(attention_run)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
     if (!st)
         st = XI(state_query_checked)(&state, layout, nq,
                                      (XI(view)){q, ldq, cm}, out, ldout, NULL,
-                                     0, NULL, bad_row);
+                                     0, den, bad_row);
     free(mem);
     return st;
 }

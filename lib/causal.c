@@ -126,7 +126,7 @@ static int alloc_causal_ws(causal_ws *w, const X(plan) *plan, int64_t c)
  * GEMM, the diagonal blocks by explicit loops.  (A and y may share a
  * buffer, in disjoint columns.) */
 LINATTN_CLONES
-static void XI(triangle_times)(const real *a, int64_t lda, const real *vaug,
+void XI(triangle_times)(const real *a, int64_t lda, const real *vaug,
                                int64_t rows, int64_t ld, real *y, int64_t ldy)
 {
     for (int64_t i0 = 0; i0 < rows; i0 += TRIANGLE_BLOCK) {
@@ -239,10 +239,12 @@ static void move_shift(const X(plan) *plan, causal_ws *w, int64_t rows)
 }
 
 /* Rows [0, n) causally; returns -1 or the first row whose normalizer
- * breaks the policy (rows before it written, none after). */
+ * breaks the policy (rows before it written, none after).  den_out (if
+ * not NULL) gets the rows' normalizers as well. */
 static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
                              int layout, int64_t n, XI(view) q, XI(view) k,
-                             XI(view) v, real *out, int64_t ldout)
+                             XI(view) v, real *out, int64_t ldout,
+                             real *den_out)
 {
     int64_t m = plan->m, e = plan->e, ld = e + 1, ldb = w->ldb;
     real *den = w->dd, *inv = w->dd + c;
@@ -274,6 +276,8 @@ static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
             inv[i] = 1 / den[i];
         XI(put_rows)(cm ? out + r : out + r * ldout, cm, ldout, w->r, 0, ldb,
                      good, e, inv);
+        if (den_out)
+            memcpy(den_out + r, den, (size_t)good * sizeof(real));
         if (good < rows)
             return r + good;
         /* The state moves past this chunk: [S z] += phi(K_c)^T [V_c 1]. */
@@ -302,6 +306,7 @@ typedef struct {
     XI(view) q, k, v;
     real *out;
     int64_t ldout;
+    real *den;
 } causal_job;
 
 static int64_t range_chunks(void *ctx, int t, int64_t lo, int64_t hi)
@@ -311,7 +316,8 @@ static int64_t range_chunks(void *ctx, int t, int64_t lo, int64_t hi)
     real *out = cm ? j->out + lo : j->out + lo * j->ldout;
     int64_t bad = causal_serial(j->plan, &j->ws[t], j->c, j->layout, hi - lo,
                                 XI(view_rows)(j->q, lo), XI(view_rows)(j->k, lo),
-                                XI(view_rows)(j->v, lo), out, j->ldout);
+                                XI(view_rows)(j->v, lo), out, j->ldout,
+                                j->den ? j->den + lo : NULL);
     return bad >= 0 ? lo + bad : INT64_MAX;
 }
 
@@ -331,6 +337,15 @@ int XI(causal_run)(const X(plan) *plan, int layout, int64_t n, const real *q,
                    int64_t ldq, const real *k, int64_t ldk, const real *v,
                    int64_t ldv, real *out, int64_t ldout, int64_t *bad_row)
 {
+    return XI(causal_run_den)(plan, layout, n, q, ldq, k, ldk, v, ldv, out,
+                              ldout, NULL, bad_row);
+}
+
+int XI(causal_run_den)(const X(plan) *plan, int layout, int64_t n,
+                       const real *q, int64_t ldq, const real *k, int64_t ldk,
+                       const real *v, int64_t ldv, real *out, int64_t ldout,
+                       real *den, int64_t *bad_row)
+{
     if (n == 0)
         return 0;
     int st = 0;
@@ -348,7 +363,7 @@ int XI(causal_run)(const X(plan) *plan, int layout, int64_t n, const real *q,
     int64_t bad = INT64_MAX;
     int cm = layout == LINATTN_COL_MAJOR;
     causal_job job = {plan, ws, states, nt, layout, c, {q, ldq, cm},
-                      {k, ldk, cm}, {v, ldv, cm}, out, ldout};
+                      {k, ldk, cm}, {v, ldv, cm}, out, ldout, den};
     if (have < nt) {
         st = LINATTN_ENOMEM;
     } else if (nt > 1) {

@@ -50,9 +50,15 @@ const char *linattn_strerror(int status)
         "argument 9 is invalid",  "argument 10 is invalid",
         "argument 11 is invalid", "argument 12 is invalid",
         "argument 13 is invalid", "argument 14 is invalid",
-        "argument 15 is invalid", "argument 16 is invalid"};
+        "argument 15 is invalid", "argument 16 is invalid",
+        "argument 17 is invalid", "argument 18 is invalid",
+        "argument 19 is invalid", "argument 20 is invalid",
+        "argument 21 is invalid", "argument 22 is invalid",
+        "argument 23 is invalid", "argument 24 is invalid",
+        "argument 25 is invalid", "argument 26 is invalid",
+        "argument 27 is invalid"};
     if (status < 0) {
-        int i = status >= -16 ? -status - 1 : -1;
+        int i = status >= -27 ? -status - 1 : -1;
         return i >= 0 ? bad_arg[i] : "an argument is invalid";
     }
     switch (status) {

@@ -268,6 +268,22 @@ int XI(attention_run)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
 int XI(causal_run)(const X(plan) *plan, int layout, int64_t n, const real *q,
                    int64_t ldq, const real *k, int64_t ldk, const real *v,
                    int64_t ldv, real *out, int64_t ldout, int64_t *bad_row);
+/* The same, handing back the normalizers as well (den, nq or n entries;
+ * NULL: not asked), as state_query does (eps included, shifted maps'
+ * factors in): what the backward calls take (grad.h). */
+int XI(attention_run_den)(const X(plan) *plan, int layout, int64_t nq,
+                          int64_t nk, const real *q, int64_t ldq,
+                          const real *k, int64_t ldk, const real *v,
+                          int64_t ldv, real *out, int64_t ldout, real *den,
+                          int64_t *bad_row);
+int XI(causal_run_den)(const X(plan) *plan, int layout, int64_t n,
+                       const real *q, int64_t ldq, const real *k, int64_t ldk,
+                       const real *v, int64_t ldv, real *out, int64_t ldout,
+                       real *den, int64_t *bad_row);
+/* y (rows x ld, ldy) += tril(A) X for a rows x rows A (lda) and X (rows x
+ * ld, ld ld), reading only A[i][j] and row j of X with j <= i (causal.c). */
+void XI(triangle_times)(const real *a, int64_t lda, const real *vaug,
+                        int64_t rows, int64_t ld, real *y, int64_t ldy);
 int XI(naive_run)(const X(plan) *plan, int causal, int layout, int64_t nq,
                   int64_t nk, const real *q, int64_t ldq, const real *k,
                   int64_t ldk, const real *v, int64_t ldv, real *out,

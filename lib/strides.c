@@ -115,7 +115,8 @@ int linattn_i_check_batched(int layout, int64_t batch, int64_t heads,
         if (st)
             return st;
     }
-    /* An output's bytes against each input's, as address ranges. */
+    /* An output's bytes against every other matrix's (inputs, and the
+     * other outputs of calls with several), as address ranges. */
     for (int i = 0; i < count; i++) {
         const linattn_i_bmat *o = &mats[i];
         int64_t olast = o->output ? last_offset(layout, batch, heads, o) : -1;
@@ -124,7 +125,7 @@ int linattn_i_check_batched(int layout, int64_t batch, int64_t heads,
         uintptr_t olo = (uintptr_t)o->p, ohi = olo + (uintptr_t)(olast + 1) * elem;
         for (int j = 0; j < count; j++) {
             const linattn_i_bmat *a = &mats[j];
-            int64_t last = a->output ? -1 : last_offset(layout, batch, heads, a);
+            int64_t last = j == i ? -1 : last_offset(layout, batch, heads, a);
             if (last < 0 || (uint64_t)last >= UINT64_MAX / elem)
                 continue;
             uintptr_t lo = (uintptr_t)a->p, hi = lo + (uintptr_t)(last + 1) * elem;

@@ -70,9 +70,10 @@ typedef struct {
 /* The checks of a batched call's matrices (elements of elem bytes), in
  * this order: per matrix the pointer (-pos), then its strides (-(pos + 1):
  * NULL, leading dimension, a negative stride, an output's problems
- * overlapping); then an output's address range meeting an input's (-pos
- * of the output); then LINATTN_ESIZE (a row length beyond BLAS, or a
- * matrix not addressable in int64).  Returns the first failure, or 0. */
+ * overlapping); then an output's address range meeting another
+ * matrix's, input or output (-pos of the output); then LINATTN_ESIZE (a
+ * row length beyond BLAS, or a matrix not addressable in int64).  Returns
+ * the first failure, or 0. */
 int linattn_i_check_batched(int layout, int64_t batch, int64_t heads,
                             size_t elem, const linattn_i_bmat *mats,
                             int count);

@@ -1,0 +1,292 @@
+/*
+ * gradutil.c -- what the backward passes share: argument checks, the
+ * adjoints [g h] of numerators and normalizers, GEMMs into the caller's
+ * matrices, and accumulators (m x (e + 1) sums, dW and db) kept in
+ * acc_t as the states are.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "grad.h"
+#include "kernels.h"
+#include "validate.h"
+
+int XI(den_ok)(const X(plan) *plan, real den)
+{
+    if (!isfinite(den))
+        return 0;
+    return plan->denom == LINATTN_DENOM_NONZERO ? den != 0 : den > 0;
+}
+
+int64_t XI(den_first_bad)(const X(plan) *plan, const real *den, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (!XI(den_ok)(plan, den[i]))
+            return i;
+    return n;
+}
+
+/* x(i, c) of a view. */
+static inline real at(XI(view) x, int64_t i, int64_t c)
+{
+    return x.colmajor ? x.p[i + c * x.ld] : x.p[i * x.ld + c];
+}
+
+void XI(gh_rows)(const X(plan) *plan, XI(view) g, XI(view) out,
+                 const real *den, int64_t rows, real *gh)
+{
+    int64_t e = plan->e, ld = e + 1;
+    for (int64_t i = 0; i < rows; i++) {
+        real *row = gh + i * ld, inv = 1 / den[i], dot = 0;
+        for (int64_t c = 0; c < e; c++)
+            row[c] = at(g, i, c);
+        for (int64_t c = 0; c < e; c++)
+            dot += row[c] * at(out, i, c);
+        /* one reciprocal per row, unless it overflows (a tiny
+         * normalizer): then divide */
+        if (isfinite(inv)) {
+            LINATTN_SIMD
+            for (int64_t c = 0; c < e; c++)
+                row[c] *= inv;
+            row[e] = -dot * inv;
+        } else {
+            for (int64_t c = 0; c < e; c++)
+                row[c] /= den[i];
+            row[e] = -dot / den[i];
+        }
+    }
+}
+
+XI(view) XI(fit_view)(XI(view) v, int64_t rows, int64_t cols, real *buf)
+{
+    if (linattn_i_ld_fits(v.ld))
+        return v;
+    XI(copy_rows)(v, 0, rows, cols, buf);
+    return (XI(view)){buf, cols, 0};
+}
+
+void XI(gemm_to)(int trans_a, int trans_b, int64_t rows, int64_t cols,
+                 int64_t inner, XI(view) a, XI(view) b, int cm, real *dst,
+                 int64_t ld, real *y)
+{
+    if (rows == 0 || cols == 0)
+        return;
+    if (linattn_i_ld_fits(ld)) {
+        XI(gemm_c)(cm, trans_a, trans_b, rows, cols, inner, 1, a, b, 0, dst,
+                   ld);
+        return;
+    }
+    XI(gemm)(trans_a, trans_b, rows, cols, inner, 1, a, b, 0, y, cols);
+    XI(put_rows)(dst, cm, ld, y, 0, cols, rows, cols, NULL);
+}
+
+/* ---- accumulators ---- */
+
+int XI(accum_alloc)(XI(accum) *s, int64_t len)
+{
+    memset(s, 0, sizeof *s);
+    s->len = len;
+    s->acc = linattn_i_alloc(len, sizeof(acc_t));
+#if LINATTN_ACC_WIDER
+    s->w = linattn_i_alloc(len, sizeof(real));
+    s->part = linattn_i_alloc(len, sizeof(real));
+    if (!s->acc || !s->w || !s->part) {
+        XI(accum_free)(s);
+        return LINATTN_ENOMEM;
+    }
+#else
+    s->w = s->acc;
+    if (!s->acc)
+        return LINATTN_ENOMEM;
+#endif
+    XI(accum_zero)(s);
+    return 0;
+}
+
+void XI(accum_free)(XI(accum) *s)
+{
+    free(s->acc);
+#if LINATTN_ACC_WIDER
+    free(s->w);
+    free(s->part);
+#endif
+    memset(s, 0, sizeof *s);
+}
+
+void XI(accum_zero)(XI(accum) *s)
+{
+    memset(s->acc, 0, (size_t)s->len * sizeof(acc_t));
+#if LINATTN_ACC_WIDER
+    memset(s->w, 0, (size_t)s->len * sizeof(real));
+#endif
+    s->shift = 0;
+    s->has = 0;
+}
+
+void XI(accum_gemm)(XI(accum) *s, int trans_a, int trans_b, int64_t m,
+                    int64_t cols, int64_t inner, XI(view) a, XI(view) b)
+{
+    if (inner == 0)
+        return;
+#if LINATTN_ACC_WIDER
+    XI(gemm)(trans_a, trans_b, m, cols, inner, 1, a, b, 0, s->part, cols);
+    LINATTN_SIMD
+    for (int64_t i = 0; i < s->len; i++) {
+        acc_t t = s->acc[i] + s->part[i];
+        s->acc[i] = t;
+        s->w[i] = (real)t;
+    }
+#else
+    XI(gemm)(trans_a, trans_b, m, cols, inner, 1, a, b, 1, s->acc, cols);
+#endif
+}
+
+void XI(accum_scale)(XI(accum) *s, acc_t f)
+{
+    if (f == 1)
+        return;
+    for (int64_t i = 0; i < s->len; i++)
+        s->acc[i] *= f;
+    XI(accum_publish)(s);
+}
+
+void XI(accum_publish)(XI(accum) *s)
+{
+#if LINATTN_ACC_WIDER
+    for (int64_t i = 0; i < s->len; i++)
+        s->w[i] = (real)s->acc[i];
+#else
+    (void)s;
+#endif
+}
+
+/* ---- dW and db ---- */
+
+int XI(pgrad_open)(XI(pgrad) *pg, const X(plan) *plan, int want_dw,
+                   int want_db)
+{
+    int64_t h = plan->wrows, d = plan->d;
+    pg->dw = want_dw ? linattn_i_alloc(h * d, sizeof(acc_t)) : NULL;
+    pg->db = want_db ? linattn_i_alloc(h, sizeof(acc_t)) : NULL;
+    if ((want_dw && !pg->dw) || (want_db && !pg->db)) {
+        XI(pgrad_free)(pg, 1);
+        return LINATTN_ENOMEM;
+    }
+    if (pg->dw)
+        memset(pg->dw, 0, (size_t)(h * d) * sizeof(acc_t));
+    if (pg->db)
+        memset(pg->db, 0, (size_t)h * sizeof(acc_t));
+    return 0;
+}
+
+int XI(pgrad_alloc)(XI(pgrad) *parts, int nt, const X(plan) *plan,
+                    const XI(pgrad) *pg)
+{
+    for (int t = 0; t < nt; t++)
+        if (XI(pgrad_open)(&parts[t], plan, pg->dw != NULL, pg->db != NULL)) {
+            XI(pgrad_free)(parts, t);
+            return LINATTN_ENOMEM;
+        }
+    return 0;
+}
+
+void XI(pgrad_free)(XI(pgrad) *parts, int nt)
+{
+    for (int t = 0; t < nt; t++) {
+        free(parts[t].dw);
+        free(parts[t].db);
+        parts[t].dw = parts[t].db = NULL;
+    }
+}
+
+void XI(pgrad_fold)(const X(plan) *plan, const XI(pgrad) *pg,
+                    const XI(pgrad) *parts, int nt)
+{
+    int64_t h = plan->wrows, d = plan->d;
+    for (int t = 0; t < nt; t++) {
+        for (int64_t i = 0; pg->dw && i < h * d; i++)
+            pg->dw[i] += parts[t].dw[i];
+        for (int64_t i = 0; pg->db && i < h; i++)
+            pg->db[i] += parts[t].db[i];
+    }
+}
+
+void XI(pgrad_write)(const X(plan) *plan, const XI(pgrad) *pg, int layout,
+                     real *dw, int64_t lddw, real *db)
+{
+    int64_t h = plan->wrows, d = plan->d;
+    for (int64_t i = 0; dw && i < h; i++)
+        for (int64_t t = 0; t < d; t++) {
+            real x = (real)pg->dw[i * d + t];
+            if (layout == LINATTN_COL_MAJOR)
+                dw[i + t * lddw] = x;
+            else
+                dw[i * lddw + t] = x;
+        }
+    for (int64_t i = 0; db && i < h; i++)
+        db[i] = (real)pg->db[i];
+}
+
+/* ---- argument checks ---- */
+
+int XI(pgrad_args)(const X(plan) *plan, int layout, const real *dw,
+                   int64_t lddw, const real *db, int pos)
+{
+    int64_t h = plan->wrows;
+    if (dw && !h)
+        return -pos; /* the map has no W */
+    if (dw) {
+        int st = linattn_i_matrix_arg(layout, h, plan->d, dw, lddw, pos);
+        if (st)
+            return st;
+    }
+    if (db && plan->map != LINATTN_MAP_CUSTOM)
+        return -(pos + 2); /* only the custom maps have a b */
+    if (dw && linattn_i_matrix_fits(layout, h, plan->d, lddw))
+        return LINATTN_ESIZE;
+    return 0;
+}
+
+int XI(backward_args)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
+                      const real *q, int64_t ldq, const real *k, int64_t ldk,
+                      const real *v, int64_t ldv, const real *out,
+                      int64_t ldout, const real *den, const real *g,
+                      int64_t ldg, const real *dq, int64_t lddq,
+                      const real *dk, int64_t lddk, const real *dv,
+                      int64_t lddv, const real *dw, int64_t lddw,
+                      const real *db, int pos, int64_t *bad_row)
+{
+    int64_t d = plan->d, e = plan->e;
+    /* den is an nq x 1 matrix whose leading dimension the call implies */
+    int64_t ldden = layout == LINATTN_COL_MAJOR ? (nq > 1 ? nq : 1) : 1;
+    const linattn_i_mat mats[] = {
+        {nq, d, q, ldq, pos, 0},         {nk, d, k, ldk, pos + 2, 0},
+        {nk, e, v, ldv, pos + 4, 0},     {nq, e, out, ldout, pos + 6, 0},
+        {nq, 1, den, ldden, pos + 8, 0}, {nq, e, g, ldg, pos + 9, 0},
+        {nq, d, dq, lddq, pos + 11, 0},  {nk, d, dk, lddk, pos + 13, 0},
+        {nk, e, dv, lddv, pos + 15, 0}};
+    int st = linattn_i_check_mats(layout, mats, 9);
+    if (st < 0)
+        return st;
+    int pst = XI(pgrad_args)(plan, layout, dw, lddw, db, pos + 17);
+    if (pst < 0)
+        return pst;
+    if (st || pst)
+        return st ? st : pst;
+    int cm = layout == LINATTN_COL_MAJOR;
+    if (plan->check_finite &&
+        (!XI(all_finite)((XI(view)){q, ldq, cm}, nq, d) ||
+         !XI(all_finite)((XI(view)){k, ldk, cm}, nk, d) ||
+         !XI(all_finite)((XI(view)){v, ldv, cm}, nk, e) ||
+         !XI(all_finite)((XI(view)){out, ldout, cm}, nq, e) ||
+         !XI(all_finite)((XI(view)){den, nq, 0}, 1, nq) ||
+         !XI(all_finite)((XI(view)){g, ldg, cm}, nq, e)))
+        return LINATTN_ENONFINITE;
+    int64_t bad = XI(den_first_bad)(plan, den, nq);
+    if (bad < nq) {
+        if (bad_row)
+            *bad_row = bad;
+        return LINATTN_EDENOM;
+    }
+    return 0;
+}
