@@ -187,4 +187,28 @@ static inline void ref_features(const refmap *r, const long double *x,
     }
 }
 
+/* Rows of large norm: random directions, norms uniform in
+ * [0.6, 1] BIG_NORM. */
+#ifdef TEST_SINGLE
+#define BIG_NORM 20.0
+#define BIG_TOL 1e-3
+#define CUSTOM_SCALE 12.0
+#else
+#define BIG_NORM 50.0
+#define BIG_TOL 1e-9
+#define CUSTOM_SCALE 30.0
+#endif
+static inline tmat big_rows(int64_t n, int64_t d, uint64_t *seed)
+{
+    tmat x = tmat_rand(ROW, n, d, 0, -1, 1, seed);
+    for (int64_t i = 0; i < n; i++) {
+        double nn = 0, want = BIG_NORM * (0.6 + 0.4 * test_uniform(seed));
+        for (int64_t t = 0; t < d; t++)
+            nn += (double)x.a[i * d + t] * x.a[i * d + t];
+        for (int64_t t = 0; t < d; t++)
+            x.a[i * d + t] = (real)(x.a[i * d + t] * want / sqrt(nn));
+    }
+    return x;
+}
+
 #endif

@@ -468,6 +468,100 @@ START_TEST(causal_invariants_bitwise)
 }
 END_TEST
 
+/* The custom exp map's scale (exp(u), |u| up to 750 in double, 120 in
+ * float: beyond the range either way; at refmaps.h's CUSTOM_SCALE the
+ * float gradient's error reached 4e-3: the gradient of exp attention
+ * amplifies the rounding of u, |u| times the unit roundoff per feature,
+ * by the scale) and the tolerance (measured: 7e-14 and 6e-6). */
+#ifdef TEST_SINGLE
+#define GRAD_CUSTOM_SCALE 6.0
+#define GRAD_BIG_TOL 1e-4
+#else
+#define GRAD_CUSTOM_SCALE 15.0
+#define GRAD_BIG_TOL 1e-10
+#endif
+
+/* Inputs whose exponentials leave the floating-point range without the
+ * shifts (refmaps.h's big rows, input scale 1): finite gradients, equal
+ * to the long double reference (unshifted, where the range is wide) to
+ * GRAD_BIG_TOL; TRIG (whose signed estimates are noise there) finite
+ * only. */
+START_TEST(large_norms_gradients)
+{
+    static const mapcase big[] = {
+        {LINATTN_MAP_FAVOR, 0, "favor"},
+        {LINATTN_MAP_FAVOR_HYP, 0, "favor-hyp"},
+        {LINATTN_MAP_CUSTOM, LINATTN_ACT_EXP, "custom-exp"},
+        {LINATTN_MAP_TRIG, 0, "trig"}};
+    const mapcase *c = &big[_i % 4];
+    int causal = _i / 4;
+    int64_t n = 70, d = 4, e = 3;
+    uint64_t seed = 59 + (uint64_t)(_i % 4); /* test_maps' unit-scale inputs */
+    linattn_opts o;
+    linattn_opts_init(&o);
+    o.block = 16;
+    o.chunk = 8;
+    o.input_scale = c->map == LINATTN_MAP_CUSTOM ? GRAD_CUSTOM_SCALE : 1;
+    P(plan) *p = plan_for(c, d, e, &o);
+    problem x = problem_new(c, p, ROW, n, n, 9);
+    tmat_free(&x.q), tmat_free(&x.k);
+    x.q = big_rows(n, d, &seed);
+    x.k = big_rows(n, d, &seed);
+    ck_assert_int_eq(lib_grad(p, c, causal, &x), 0);
+    const tmat *gr[3] = {&x.dq, &x.dk, &x.dv};
+    for (int i = 0; i < 3; i++)
+        for (int64_t r = 0; r < gr[i]->rows; r++)
+            for (int64_t t = 0; t < gr[i]->cols; t++)
+                ck_assert(isfinite(*tmat_at(gr[i], r, t)));
+    if (c->map != LINATTN_MAP_TRIG) {
+        refmap r = ref_of(c, p, (long double)o.input_scale);
+        refgrad g = ref_grad(&r, causal, 0, &x.q, &x.k, &x.v, &x.g);
+        double err = fmax(fmax(rel_err(&x.dq, g.dq), rel_err(&x.dk, g.dk)),
+                          rel_err(&x.dv, g.dv));
+        if (getenv("GRAD_VERBOSE"))
+            printf("large norms %s causal %d: %.3e\n", c->name, causal, err);
+        ck_assert_msg(err < GRAD_BIG_TOL, "%s causal %d: %.3e", c->name,
+                      causal, err);
+        refgrad_free(&g);
+        ref_free(&r);
+    }
+    problem_free(&x);
+    P(plan_destroy)(p);
+}
+END_TEST
+
+/* One thread and two agree to rounding (the rows split over threads:
+ * partial sums of d[S z], dW, db, and the causal ranges' states). */
+START_TEST(thread_counts_agree)
+{
+#ifdef _OPENMP
+    int saved = omp_get_max_threads();
+    for (int mi = 0; mi < NMAPS; mi += 5)
+        for (int causal = 0; causal < 2; causal++) {
+            mapcase c = map_case(mi);
+            linattn_opts o;
+            linattn_opts_init(&o);
+            o.block = 64;
+            o.chunk = 16;
+            P(plan) *p = grad_plan(&c, 5, 4, &o);
+            problem x[2];
+            for (int t = 0; t < 2; t++) {
+                omp_set_num_threads(t + 1);
+                x[t] = problem_new(&c, p, COL, 600, causal ? 600 : 550, 17);
+                ck_assert_int_eq(lib_grad(p, &c, causal, &x[t]), 0);
+            }
+            double err = fmax(fmax(rel_diff(&x[0].dq, &x[1].dq),
+                                   rel_diff(&x[0].dk, &x[1].dk)),
+                              rel_diff(&x[0].dv, &x[1].dv));
+            ck_assert_msg(err <= TOL, "%s causal %d: %.3e", c.name, causal, err);
+            problem_free(&x[0]), problem_free(&x[1]);
+            P(plan_destroy)(p);
+        }
+    omp_set_num_threads(saved);
+#endif
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("gradients (" PREC ")");
@@ -480,6 +574,8 @@ static Suite *suite(void)
     tcase_add_test(tc, finite_differences);
 #endif
     tcase_add_test(tc, causal_invariants_bitwise);
+    tcase_add_loop_test(tc, large_norms_gradients, 0, 8);
+    tcase_add_test(tc, thread_counts_agree);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,229 @@
+/*
+ * bench_grad.c -- the backward calls against the forward calls, and the
+ * backward's peak memory beyond its inputs and gradients.
+ *
+ *   bench_grad                 n = 2^20, d = e = 64, double, elu+1:
+ *                              the issue's point (target ratio <= 2.5)
+ *   bench_grad --map identity  any map: identity, elu1, relu, favor, ...
+ *
+ * Options: --n K (log2 n, default 20), --reps R (default 5), --map M,
+ * --d D, --e E, --mem-n K1,K2 (the sizes the memory is measured at,
+ * default 16,20).  Each repetition times the forward call
+ * (attention_forward, causal_forward) and the backward call back to back,
+ * non-causal then causal; times are medians, ratios medians of the
+ * per-repetition ratios (the machine is shared and drifts).  The memory
+ * rise is measured with every input and gradient already resident: what
+ * the call itself allocates and touches (bench_peak_*).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#include "linattn.h"
+#include "machine.h"
+#include "timing.h"
+
+#ifdef LINATTN_HAVE_OPENBLAS_GET_PARALLEL
+char *openblas_get_corename(void);
+#endif
+
+#define MAX_REPS 51
+
+static const struct {
+    const char *name;
+    int map;
+} maps[] = {{"identity", LINATTN_MAP_IDENTITY}, {"elu1", LINATTN_MAP_ELU1},
+            {"relu", LINATTN_MAP_RELU},         {"favor", LINATTN_MAP_FAVOR},
+            {"hyp", LINATTN_MAP_FAVOR_HYP},     {"trig", LINATTN_MAP_TRIG},
+            {"taylor", LINATTN_MAP_TAYLOR}};
+#define NMAPS ((int)(sizeof maps / sizeof *maps))
+
+typedef struct {
+    int lg, reps, map, mem_lg[2];
+    int64_t d, e;
+    const char *name;
+} config;
+
+static void die(int st, const char *what)
+{
+    if (st) {
+        fprintf(stderr, "bench_grad: %s: %s\n", what, linattn_strerror(st));
+        exit(1);
+    }
+}
+
+/* One problem's arrays, row major, touched (resident) before timing. */
+typedef struct {
+    int64_t n;
+    double *q, *k, *v, *g, *out, *den, *dq, *dk, *dv;
+} arrays;
+
+static double *zeros(int64_t count)
+{
+    double *a = calloc((size_t)count, sizeof *a);
+    if (!a) {
+        fprintf(stderr, "bench_grad: out of memory\n");
+        exit(1);
+    }
+    for (int64_t i = 0; i < count; i++)
+        a[i] = 0; /* resident */
+    return a;
+}
+
+static arrays arrays_new(int64_t n, int64_t d, int64_t e)
+{
+    uint64_t s = 1;
+    arrays a = {n, bench_random(n * d, &s), bench_random(n * d, &s),
+                bench_random(n * e, &s), bench_random(n * e, &s),
+                zeros(n * e), zeros(n), zeros(n * d), zeros(n * d),
+                zeros(n * e)};
+    return a;
+}
+
+static void arrays_free(arrays *a)
+{
+    free(a->q), free(a->k), free(a->v), free(a->g), free(a->out);
+    free(a->den), free(a->dq), free(a->dk), free(a->dv);
+}
+
+static int forward(const linattn_d_plan *p, int causal, arrays *a, int64_t d,
+                   int64_t e)
+{
+    int64_t n = a->n;
+    if (causal)
+        return linattn_d_causal_forward(p, LINATTN_ROW_MAJOR, n, a->q, d, a->k,
+                                        d, a->v, e, a->out, e, a->den, NULL);
+    return linattn_d_attention_forward(p, LINATTN_ROW_MAJOR, n, n, a->q, d,
+                                       a->k, d, a->v, e, a->out, e, a->den,
+                                       NULL);
+}
+
+static int backward(const linattn_d_plan *p, int causal, arrays *a, int64_t d,
+                    int64_t e)
+{
+    int64_t n = a->n;
+    if (causal)
+        return linattn_d_causal_backward(p, LINATTN_ROW_MAJOR, n, a->q, d, a->k,
+                                         d, a->v, e, a->out, e, a->den, a->g,
+                                         e, a->dq, d, a->dk, d, a->dv, e, NULL,
+                                         1, NULL, NULL);
+    return linattn_d_attention_backward(p, LINATTN_ROW_MAJOR, n, n, a->q, d,
+                                        a->k, d, a->v, e, a->out, e, a->den,
+                                        a->g, e, a->dq, d, a->dk, d, a->dv, e,
+                                        NULL, 1, NULL, NULL);
+}
+
+/* Interleaved timing of forward and backward, non-causal and causal. */
+static void timing(const config *c, const linattn_d_plan *p)
+{
+    int64_t n = (int64_t)1 << c->lg;
+    arrays a = arrays_new(n, c->d, c->e);
+    double tf[2][MAX_REPS], tb[2][MAX_REPS], ratio[2][MAX_REPS];
+    for (int r = -1; r < c->reps; r++)
+        for (int causal = 0; causal < 2; causal++) {
+            double t0 = bench_now();
+            die(forward(p, causal, &a, c->d, c->e), "forward");
+            double t1 = bench_now();
+            die(backward(p, causal, &a, c->d, c->e), "backward");
+            double t2 = bench_now();
+            if (r >= 0) { /* the first round warms up */
+                tf[causal][r] = t1 - t0, tb[causal][r] = t2 - t1;
+                ratio[causal][r] = tb[causal][r] / tf[causal][r];
+            }
+        }
+    printf("%-10s %8s %12s %12s %14s\n", "path", "n", "forward_s", "backward_s",
+           "backward/fwd");
+    for (int causal = 0; causal < 2; causal++)
+        printf("%-10s %8lld %12.4f %12.4f %14.2f\n",
+               causal ? "causal" : "noncausal", (long long)n,
+               bench_median(tf[causal], c->reps), bench_median(tb[causal], c->reps),
+               bench_median(ratio[causal], c->reps));
+    arrays_free(&a);
+}
+
+/* The peak resident rise of one backward call at n = 2^lg. */
+static int64_t backward_peak(const linattn_d_plan *p, int causal, int lg,
+                             int64_t d, int64_t e)
+{
+    arrays a = arrays_new((int64_t)1 << lg, d, e);
+    die(forward(p, causal, &a, d, e), "forward");
+    die(backward(p, causal, &a, d, e), "backward"); /* BLAS's buffers */
+    bench_peak_begin();
+    die(backward(p, causal, &a, d, e), "backward");
+    int64_t rise = bench_peak_end();
+    arrays_free(&a);
+    return rise;
+}
+
+static int parse(int argc, char **argv, config *c)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long x;
+        if (!strcmp(o, "--n") && v && bench_parse_int(v, 1, 30, &x))
+            c->lg = (int)x, i++;
+        else if (!strcmp(o, "--reps") && v && bench_parse_int(v, 1, MAX_REPS, &x))
+            c->reps = (int)x, i++;
+        else if (!strcmp(o, "--d") && v && bench_parse_int(v, 1, 1024, &x))
+            c->d = x, i++;
+        else if (!strcmp(o, "--e") && v && bench_parse_int(v, 1, 1024, &x))
+            c->e = x, i++;
+        else if (!strcmp(o, "--mem-n") && v &&
+                 sscanf(v, "%d,%d", &c->mem_lg[0], &c->mem_lg[1]) == 2 &&
+                 c->mem_lg[0] >= 1 && c->mem_lg[0] <= 30 && c->mem_lg[1] >= 1 &&
+                 c->mem_lg[1] <= 30)
+            i++;
+        else if (!strcmp(o, "--map") && v) {
+            int k = 0;
+            while (k < NMAPS && strcmp(v, maps[k].name))
+                k++;
+            if (k == NMAPS)
+                return 0;
+            c->map = maps[k].map, c->name = maps[k].name, i++;
+        } else
+            return 0;
+    }
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    config c = {20, 5, LINATTN_MAP_ELU1, {16, 20}, 64, 64, "elu1"};
+    if (!parse(argc, argv, &c)) {
+        fprintf(stderr,
+                "usage: %s [--n K] [--reps R] [--map identity|elu1|relu|favor|"
+                "hyp|trig|taylor]\n          [--d D] [--e E] [--mem-n K1,K2]\n",
+                argv[0]);
+        return 2;
+    }
+    bench_malloc_returns_memory();
+    linattn_opts o;
+    linattn_opts_init(&o);
+    if (c.map == LINATTN_MAP_IDENTITY || c.map == LINATTN_MAP_TRIG)
+        o.denom = LINATTN_DENOM_NONZERO;
+    linattn_d_plan *p;
+    die(linattn_d_plan_create(&p, c.map, c.d, c.e, &o), "plan");
+    int64_t m;
+    linattn_d_plan_dims(p, NULL, &m, NULL);
+    const char *core = "unknown";
+#ifdef LINATTN_HAVE_OPENBLAS_GET_PARALLEL
+    core = openblas_get_corename();
+#endif
+    printf("bench_grad: map %s, d = %lld, e = %lld, m = %lld, double, %d "
+           "threads, BLAS core %s\n", c.name, (long long)c.d, (long long)c.e,
+           (long long)m, bench_max_threads(), core);
+    timing(&c, p);
+    printf("\npeak memory of one backward call beyond its inputs and "
+           "gradients (bytes)\n%-10s %12s %12s\n", "path", "n = 2^a", "n = 2^b");
+    for (int causal = 0; causal < 2; causal++)
+        printf("%-10s %12lld %12lld   (a = %d, b = %d)\n",
+               causal ? "causal" : "noncausal",
+               (long long)backward_peak(p, causal, c.mem_lg[0], c.d, c.e),
+               (long long)backward_peak(p, causal, c.mem_lg[1], c.d, c.e),
+               c.mem_lg[0], c.mem_lg[1]);
+    linattn_d_plan_destroy(p);
+    return 0;
+}
