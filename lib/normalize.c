@@ -14,9 +14,12 @@
 #include "validate.h"
 
 int64_t XI(good_rows)(const X(plan) *plan, real *den, int64_t rows,
-                      int check)
+                      int check, int64_t count0, int64_t step)
 {
     int nonzero = plan->denom == LINATTN_DENOM_NONZERO;
+    if (plan->denom == LINATTN_DENOM_COUNT)
+        for (int64_t i = 0; i < rows; i++)
+            den[i] = (real)(count0 + i * step);
     for (int64_t i = 0; i < rows; i++)
         den[i] += plan->eps;
     for (int64_t i = 0; check && i < rows; i++)
