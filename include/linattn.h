@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * linattn.h -- linear attention and kernelized approximations of softmax
  * attention on BLAS.
@@ -83,13 +84,9 @@
 extern "C" {
 #endif
 
-#define LINATTN_VERSION_MAJOR 0
-#define LINATTN_VERSION_MINOR 1
-#define LINATTN_VERSION_PATCH 0
-/* MAJOR*10000 + MINOR*100 + PATCH, comparable with linattn_version(). */
-#define LINATTN_VERSION_NUMBER \
-    (LINATTN_VERSION_MAJOR * 10000 + LINATTN_VERSION_MINOR * 100 + \
-     LINATTN_VERSION_PATCH)
+/* LINATTN_VERSION_MAJOR, _MINOR, _PATCH, and LINATTN_VERSION_NUMBER =
+ * MAJOR*10000 + MINOR*100 + PATCH (comparable with linattn_version()). */
+#include "linattn_version.h"
 
 #if defined(LINATTN_BUILDING) && defined(__GNUC__)
 #define LINATTN_API __attribute__((visibility("default")))

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * approx.c -- how far a plan's kernelized attention is from exact softmax
  * attention on given inputs (linattn_d_approx_error): the measuring tool of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * causal.c -- causal linear attention, out_i from keys j <= i only, as
  * chunked GEMMs.  For each chunk c of C rows, with (S, z) the state of all

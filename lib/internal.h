@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * internal.h -- the objects behind the opaque handles, and the helpers the
  * precision-generic files share.  Not installed.

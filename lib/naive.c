@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * naive.c -- the quadratic baselines: the same kernel maths rescanned for
  * every query (linattn_d_naive) and exact softmax attention

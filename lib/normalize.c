@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * normalize.c -- numerators and normalizers into outputs, with the plan's
  * normalizer policy.  Shared by the factored and the naive paths so that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plan.c -- plan creation: checks the options once, so that executing a
  * plan needs no further option checks, draws or copies the map's W, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * state_small.c -- updates and queries of a few rows (token-by-token
  * decoding) without workspace allocation or BLAS.

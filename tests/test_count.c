@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_count.c -- the normalizer by token count (LINATTN_DENOM_COUNT),
  * compiled once per precision.
