@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_grad.c -- the backward calls against the forward calls, and the
  * backward's peak memory beyond its inputs and gradients.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * backward.c -- gradients of non-causal linear attention, and the forward
  * call that hands back the normalizers they need.

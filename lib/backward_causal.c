@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * backward_causal.c -- gradients of causal linear attention, chunked as
  * the forward (causal.c), and the forward call that hands back the

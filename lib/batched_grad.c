@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * batched_grad.c -- the training calls over batch x heads problems: the
  * forward calls that hand back normalizers and the backward calls, with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * featgrad.c -- the feature maps' backward pass: dx = J_phi(x)^T a, and for
  * maps with a projection W also dL/dW and dL/db.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * grad.h -- what the gradient files share (featgrad.c, gradutil.c,
  * backward.c, backward_causal.c, batched_grad.c).  Not installed.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gradutil.c -- what the backward passes share: argument checks, the
  * adjoints [g h] of numerators and normalizers, GEMMs into the caller's
@@ -36,11 +37,14 @@ void XI(gh_rows)(const X(plan) *plan, XI(view) g, XI(view) out,
                  const real *den, int64_t rows, real *gh)
 {
     int64_t e = plan->e, ld = e + 1;
+    /* LINATTN_DENOM_COUNT: den is the count of keys, which no feature
+     * moves: h = 0 (and so dz = 0) */
+    int count = plan->denom == LINATTN_DENOM_COUNT;
     for (int64_t i = 0; i < rows; i++) {
         real *row = gh + i * ld, inv = 1 / den[i], dot = 0;
         for (int64_t c = 0; c < e; c++)
             row[c] = at(g, i, c);
-        for (int64_t c = 0; c < e; c++)
+        for (int64_t c = 0; !count && c < e; c++)
             dot += row[c] * at(out, i, c);
         /* one reciprocal per row, unless it overflows (a tiny
          * normalizer): then divide */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * gradref.h -- the reference of test_grad: the gradients of linear
  * attention written from the quadratic formula in long double, by plain
@@ -7,6 +8,8 @@
  *     A_ij = phi(q_i) . phi(k_j)  (j <= i when causal)
  *     den_i = sum_j A_ij + eps,  out_i = sum_j A_ij v_j / den_i
  *     dA_ij = G_i . (v_j - out_i) / den_i
+ *     (LINATTN_DENOM_COUNT: den_i = the count of keys + eps, dA_ij =
+ *     G_i . v_j / den_i)
  *     dphi(q_i) = sum_j dA_ij phi(k_j),  dphi(k_j) = sum_i dA_ij phi(q_i)
  *     dv_j = sum_i A_ij G_i / den_i,  dx = J(x)^T dphi(x)
  *     dW = sum over query and key rows of (Ju^T dphi) (s x)^T,  db = Ju^T dphi
@@ -35,14 +38,14 @@ static inline int map_exact(const mapcase *c)
 }
 
 /* A plan for case c with options o (the identity and TRIG take the
- * signed normalizer policy). */
+ * signed normalizer policy instead of the default). */
 static inline P(plan) *grad_plan(const mapcase *c, int64_t d, int64_t e,
                                  const linattn_opts *o)
 {
     if (!map_exact(c))
         return plan_for(c, d, e, o);
     linattn_opts opts = *o;
-    if (c->map == LINATTN_MAP_IDENTITY)
+    if (c->map == LINATTN_MAP_IDENTITY && opts.denom == LINATTN_DENOM_POSITIVE)
         opts.denom = LINATTN_DENOM_NONZERO;
     P(plan) *p = NULL;
     ck_assert_int_eq(P(plan_create)(&p, c->map, d, e, &opts), 0);
@@ -224,10 +227,12 @@ static inline long double *ref_feature_rows(const refmap *r, const tmat *x)
     return f;
 }
 
-/* The whole reference for attention (causal: j <= i, nq = nk). */
-static inline refgrad ref_grad(const refmap *r, int causal, long double eps,
-                               const tmat *q, const tmat *k, const tmat *v,
-                               const tmat *g)
+/* The whole reference for attention (causal: j <= i, nq = nk; count:
+ * LINATTN_DENOM_COUNT, den_i = the keys row i sees + eps, which no input
+ * moves: dA_ij = G_i . v_j / den_i). */
+static inline refgrad ref_grad(const refmap *r, int causal, int count,
+                               long double eps, const tmat *q, const tmat *k,
+                               const tmat *v, const tmat *g)
 {
     int64_t nq = q->rows, nk = k->rows, d = r->d, m = r->m, e = v->cols;
     int64_t h = r->rows;
@@ -255,13 +260,16 @@ static inline refgrad ref_grad(const refmap *r, int causal, long double eps,
             for (int64_t c = 0; c < e; c++)
                 o.out[i * e + c] += s * *tmat_at(v, j, c);
         }
+        if (count)
+            den = seen + eps;
         o.den[i] = den;
         for (int64_t c = 0; c < e; c++)
             o.out[i * e + c] /= den;
         for (int64_t j = 0; j < seen; j++) {
             long double da = 0;
             for (int64_t c = 0; c < e; c++)
-                da += *tmat_at(g, i, c) * (*tmat_at(v, j, c) - o.out[i * e + c]);
+                da += *tmat_at(g, i, c) *
+                      (*tmat_at(v, j, c) - (count ? 0 : o.out[i * e + c]));
             da /= den;
             for (int64_t t = 0; t < m; t++) {
                 dfq[i * m + t] += da * fk[j * m + t];

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * refmaps.h -- the kernelized feature maps evaluated by their formulas
  * (doc/maps.md) in long double, from a plan's W: the reference of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tbat.h -- batched test matrices for the suites of the batched calls
  * (test_batched, test_grad_batched): problems laid out in memory as the

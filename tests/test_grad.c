@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_grad.c -- gradients for training (doc/gradients.md), compiled once
  * per precision.  Independent computations throughout:
@@ -35,6 +36,14 @@ static linattn_opts small_opts(double eps)
     o.eps = eps;
     o.seed = 7;
     return o;
+}
+
+/* The maps whose features carry stabilizing shifts. */
+static int is_shifted(const mapcase *c)
+{
+    return c->map == LINATTN_MAP_FAVOR || c->map == LINATTN_MAP_FAVOR_HYP ||
+           c->map == LINATTN_MAP_TRIG ||
+           (c->map == LINATTN_MAP_CUSTOM && c->act == LINATTN_ACT_EXP);
 }
 
 /* Inputs for a map: the identity gets positive ones (its normalizers
@@ -154,15 +163,15 @@ START_TEST(backward_matches_reference)
     for (int mi = 0; mi < NMAPS; mi++)
         for (int causal = 0; causal < 2; causal++)
             for (int layout = ROW; layout <= COL; layout++)
-                for (int ke = 0; ke < 2; ke++) {
+                for (int ke = 0; ke < 3; ke++) {
                     mapcase c = map_case(mi);
-                    int shifted = c.map == LINATTN_MAP_FAVOR ||
-                                  c.map == LINATTN_MAP_FAVOR_HYP ||
-                                  c.map == LINATTN_MAP_TRIG ||
-                                  (c.map == LINATTN_MAP_CUSTOM &&
-                                   c.act == LINATTN_ACT_EXP);
+                    int shifted = is_shifted(&c), count = ke == 2;
+                    if (count && shifted)
+                        continue; /* refused for these maps */
                     double eps = ke && !shifted ? 0.25 : 0;
                     linattn_opts o = small_opts(eps);
+                    if (count)
+                        o.denom = LINATTN_DENOM_COUNT;
                     P(plan) *p = grad_plan(&c, D, E, &o);
                     int64_t nq = causal ? NC : NQ, nk = causal ? NC : NK;
                     problem x = problem_new(&c, p, layout, nq, nk, 11 + mi);
@@ -172,11 +181,12 @@ START_TEST(backward_matches_reference)
                                causal, layout, st);
                     ck_assert_int_eq(st, 0);
                     refmap r = grad_ref_of(&c, p, D);
-                    refgrad g = ref_grad(&r, causal, eps, &x.q, &x.k, &x.v, &x.g);
+                    refgrad g = ref_grad(&r, causal, count, eps, &x.q, &x.k,
+                                         &x.v, &x.g);
                     double err = compare(&x, &g, &c, D, shifted);
                     if (err > TOL || getenv("GRAD_VERBOSE"))
-                        printf("%s causal %d layout %d eps %g: %.3e\n", c.name,
-                               causal, layout, eps, err);
+                        printf("%s causal %d layout %d eps %g count %d: "
+                               "%.3e\n", c.name, causal, layout, eps, count, err);
                     ck_assert(err <= TOL);
                     ck_assert(tmat_padding_intact(&x.dq));
                     ck_assert(tmat_padding_intact(&x.dk));
@@ -329,20 +339,22 @@ static double fd_params(const mapcase *c, int causal, problem *x,
 }
 
 /* Central differences of the library's forward calls, every map and
- * path, both layouts, eps 0 (the exponential maps) and 0.25 (the others):
- * relative error <= 1e-6. */
+ * path, both layouts, eps 0 (the exponential maps) and 0.25 (the others),
+ * and the count normalizer (the maps that take it): relative error
+ * <= 1e-6. */
 START_TEST(finite_differences)
 {
     for (int mi = 0; mi < NMAPS; mi++)
         for (int causal = 0; causal < 2; causal++)
-            for (int layout = ROW; layout <= COL; layout++) {
+            for (int pol = 0; pol < 3; pol++) {
                 mapcase c = map_case(mi);
-                int shifted = c.map == LINATTN_MAP_FAVOR ||
-                              c.map == LINATTN_MAP_FAVOR_HYP ||
-                              c.map == LINATTN_MAP_TRIG ||
-                              (c.map == LINATTN_MAP_CUSTOM &&
-                               c.act == LINATTN_ACT_EXP);
+                int shifted = is_shifted(&c), count = pol == 2;
+                int layout = pol == 1 ? COL : ROW;
+                if (count && shifted)
+                    continue;
                 linattn_opts o = small_opts(shifted ? 0 : 0.25);
+                if (count)
+                    o.denom = LINATTN_DENOM_COUNT;
                 P(plan) *p = grad_plan(&c, D, E, &o);
                 int64_t nq = causal ? 19 : NQ, nk = causal ? 19 : NK;
                 problem x = problem_new(&c, p, layout, nq, nk, 40 + mi);
@@ -359,8 +371,9 @@ START_TEST(finite_differences)
                 }
                 for (int i = 0; i < 4; i++) {
                     if (err[i] > 1e-6 || getenv("GRAD_VERBOSE"))
-                        printf("fd %s causal %d layout %d grad %d: %.3e\n",
-                               c.name, causal, layout, i, err[i]);
+                        printf("fd %s causal %d layout %d count %d grad %d: "
+                               "%.3e\n", c.name, causal, layout, count, i,
+                               err[i]);
                     ck_assert(err[i] <= 1e-6);
                 }
                 problem_free(&x);
@@ -515,7 +528,7 @@ START_TEST(large_norms_gradients)
                 ck_assert(isfinite(*tmat_at(gr[i], r, t)));
     if (c->map != LINATTN_MAP_TRIG) {
         refmap r = ref_of(c, p, (long double)o.input_scale);
-        refgrad g = ref_grad(&r, causal, 0, &x.q, &x.k, &x.v, &x.g);
+        refgrad g = ref_grad(&r, causal, 0, 0, &x.q, &x.k, &x.v, &x.g);
         double err = fmax(fmax(rel_err(&x.dq, g.dq), rel_err(&x.dk, g.dk)),
                           rel_err(&x.dv, g.dv));
         if (getenv("GRAD_VERBOSE"))

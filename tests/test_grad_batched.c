@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_grad_batched.c -- the batched training calls, compiled once per
  * precision: forward (out, den) and backward (dq, dk, dv) bit for bit the
@@ -262,7 +263,7 @@ START_TEST(batched_against_reference)
             tmat v = tbat_problem(&s.v, b, h), g = tbat_problem(&s.g, b, h);
             tmat dq = tbat_problem(&s.dq, b, h), dk = tbat_problem(&s.dk, b, h);
             tmat dv = tbat_problem(&s.dv, b, h);
-            refgrad rg = ref_grad(&r, causal, 0, &q, &k, &v, &g);
+            refgrad rg = ref_grad(&r, causal, 0, 0, &q, &k, &v, &g);
             ck_assert(rel_err(&dq, rg.dq) <= TOL);
             ck_assert(rel_err(&dk, rg.dk) <= TOL);
             ck_assert(rel_err(&dv, rg.dv) <= TOL);

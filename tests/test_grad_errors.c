@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_grad_errors.c -- every error path of the training calls (forward
  * with normalizers, backward, features_backward), compiled once per
