@@ -150,10 +150,14 @@ static void XI(triangle_t_times)(const real *a, int64_t lda, const real *x,
 /* Rows of the view v into vaug (ld e + 1), ones in the last column. */
 static void augment(XI(view) v, int64_t rows, int64_t e, real *vaug)
 {
-    XI(copy_rows)(v, 0, rows, e, vaug); /* ld e: spread below */
-    for (int64_t i = rows - 1; i >= 0; i--) {
-        memmove(vaug + i * (e + 1), vaug + i * e, (size_t)e * sizeof(real));
-        vaug[i * (e + 1) + e] = 1;
+    for (int64_t i = 0; i < rows; i++) {
+        real *row = vaug + i * (e + 1);
+        if (v.colmajor)
+            for (int64_t c = 0; c < e; c++)
+                row[c] = v.p[i + c * v.ld];
+        else
+            memcpy(row, v.p + i * v.ld, (size_t)e * sizeof(real));
+        row[e] = 1;
     }
 }
 

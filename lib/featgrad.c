@@ -69,18 +69,20 @@ static inline real relu_pass(real a, real f)
     return f > 0 ? a : (f != f ? f : 0);
 }
 
-/* Elementwise maps: dx = a times the derivative, in place. */
+/* Elementwise maps: y = a times the derivative (y may be a). */
 LINATTN_CLONES
-static void XI(elementwise_back)(int map, real *a, const real *f,
-                                 int64_t count)
+static void XI(elementwise_back)(int map, real *y, const real *a,
+                                 const real *f, int64_t count)
 {
     if (map == LINATTN_MAP_ELU1) {
         LINATTN_SIMD
         for (int64_t i = 0; i < count; i++)
-            a[i] *= elu1_slope(f[i]);
+            y[i] = a[i] * elu1_slope(f[i]);
     } else if (map == LINATTN_MAP_RELU) {
         for (int64_t i = 0; i < count; i++)
-            a[i] = relu_pass(a[i], f[i]);
+            y[i] = relu_pass(a[i], f[i]);
+    } else if (y != a) {
+        memcpy(y, a, (size_t)count * sizeof(real));
     }
 }
 
@@ -190,8 +192,16 @@ void XI(phi_backward)(const X(plan) *plan, XI(view) x, int64_t rows,
     if (rows == 0)
         return;
     if (XI(map_is_elementwise)(plan)) {
-        XI(elementwise_back)(plan->map, a, f, rows * m);
-        XI(put_rows)(dx, cm, lddx, a, 0, m, rows, d, NULL);
+        /* row major: straight into the caller's rows */
+        if (!cm && lddx == d)
+            XI(elementwise_back)(plan->map, dx, a, f, rows * m);
+        for (int64_t i = 0; !cm && lddx != d && i < rows; i++)
+            XI(elementwise_back)(plan->map, dx + i * lddx, a + i * m,
+                                 f + i * m, m);
+        if (cm) {
+            XI(elementwise_back)(plan->map, a, a, f, rows * m);
+            XI(put_rows)(dx, cm, lddx, a, 0, m, rows, d, NULL);
+        }
         return;
     }
     if (plan->map == LINATTN_MAP_TAYLOR) {

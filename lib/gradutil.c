@@ -27,37 +27,55 @@ int64_t XI(den_first_bad)(const X(plan) *plan, const real *den, int64_t n)
     return n;
 }
 
-/* x(i, c) of a view. */
-static inline real at(XI(view) x, int64_t i, int64_t c)
+/* [g h] rows from rows of G and out (row major, strides ldg, ldo): the
+ * common case, vectorized. */
+LINATTN_CLONES
+static void XI(gh_contig)(real *gh, const real *g, int64_t ldg,
+                          const real *o, int64_t ldo, const real *den,
+                          int64_t rows, int64_t e, int count)
 {
-    return x.colmajor ? x.p[i + c * x.ld] : x.p[i * x.ld + c];
+    for (int64_t i = 0; i < rows; i++) {
+        const real *gi = g + i * ldg, *oi = o + i * ldo;
+        real *row = gh + i * (e + 1), inv = 1 / den[i], acc = 0;
+        if (!count) { /* (den is the count of keys: nothing moves it) */
+            LINATTN_SIMD_SUM
+            for (int64_t c = 0; c < e; c++)
+                acc += gi[c] * oi[c];
+        }
+        if (!isfinite(inv)) { /* a tiny normalizer: divide instead */
+            for (int64_t c = 0; c < e; c++)
+                row[c] = gi[c] / den[i];
+            row[e] = -acc / den[i];
+            continue;
+        }
+        LINATTN_SIMD
+        for (int64_t c = 0; c < e; c++)
+            row[c] = gi[c] * inv;
+        row[e] = -acc * inv;
+    }
 }
 
 void XI(gh_rows)(const X(plan) *plan, XI(view) g, XI(view) out,
                  const real *den, int64_t rows, real *gh)
 {
     int64_t e = plan->e, ld = e + 1;
-    /* LINATTN_DENOM_COUNT: den is the count of keys, which no feature
-     * moves: h = 0 (and so dz = 0) */
     int count = plan->denom == LINATTN_DENOM_COUNT;
+    if (!g.colmajor && !out.colmajor) {
+        XI(gh_contig)(gh, g.p, g.ld, out.p, out.ld, den, rows, e, count);
+        return;
+    }
+    /* column major (either): strided reads; consecutive rows share
+     * their cache lines */
     for (int64_t i = 0; i < rows; i++) {
-        real *row = gh + i * ld, inv = 1 / den[i], dot = 0;
+        real *row = gh + i * ld, acc = 0, inv = 1 / den[i];
         for (int64_t c = 0; c < e; c++)
-            row[c] = at(g, i, c);
+            row[c] = g.colmajor ? g.p[i + c * g.ld] : g.p[i * g.ld + c];
         for (int64_t c = 0; !count && c < e; c++)
-            dot += row[c] * at(out, i, c);
-        /* one reciprocal per row, unless it overflows (a tiny
-         * normalizer): then divide */
-        if (isfinite(inv)) {
-            LINATTN_SIMD
-            for (int64_t c = 0; c < e; c++)
-                row[c] *= inv;
-            row[e] = -dot * inv;
-        } else {
-            for (int64_t c = 0; c < e; c++)
-                row[c] /= den[i];
-            row[e] = -dot / den[i];
-        }
+            acc += row[c] * (out.colmajor ? out.p[i + c * out.ld]
+                                          : out.p[i * out.ld + c]);
+        for (int64_t c = 0; c < e; c++)
+            row[c] = isfinite(inv) ? row[c] * inv : row[c] / den[i];
+        row[e] = isfinite(inv) ? -acc * inv : -acc / den[i];
     }
 }
 
