@@ -15,6 +15,10 @@
  * check-hard builds the library for it with the BLAS integer limit lowered
  * to 64, so that leading dimensions just above it drive the paths that
  * copy blocks through workspace (that build aborts if one reaches BLAS).
+ * The backward calls too: their matrices, the normalizers (from the
+ * input, so bad ones are refused as EDENOM before anything is written),
+ * dW and db on maps with and without them; a refused backward call must
+ * leave every gradient untouched.
  * The batched calls are fuzzed too: batch and head strides that are
  * natural, padded, zero, small (interleaving or overlapping), negative or
  * beyond int64, against an oracle that enumerates every element (an output
@@ -111,6 +115,71 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
 
 #define SENTINEL -12345.0
 
+/* The backward calls (entries 9, 10 of HARNESS): Q, K, V, out, den, G
+ * in, dq, dk, dv and (sometimes) dW, db out; den from the input, so that
+ * bad normalizers are refused (EDENOM, before anything is written). */
+#define GRAD_FN(P, R)                                                         \
+    static void P##_grad(reader *r, const linattn_##P##_plan *plan,           \
+                         int causal, int layout, int64_t d, int64_t e,        \
+                         int64_t nq, int64_t nk, int custom, P##mat *q,       \
+                         P##mat *k, P##mat *v, P##mat *out)                   \
+    {                                                                         \
+        int64_t rows = 0;                                                     \
+        linattn_##P##_plan_weights(plan, LINATTN_ROW_MAJOR, NULL, 0, &rows);  \
+        P##mat g = P##matrix(r, layout, nq, e, e, 0);                         \
+        P##mat dq = P##matrix(r, layout, nq, d, d, 1);                        \
+        P##mat dk = P##matrix(r, layout, nk, d, d, 1);                        \
+        P##mat dv = P##matrix(r, layout, nk, e, e, 1);                        \
+        P##mat dw = P##matrix(r, layout, rows, d, d, 1);                      \
+        R den[64], db[16];                                                    \
+        for (int i = 0; i < 64; i++)                                          \
+            den[i] = (R)(take(r) % 8 ? 0.5 + take(r) : take_value(r));        \
+        for (int i = 0; i < 16; i++)                                          \
+            db[i] = (R)SENTINEL;                                              \
+        int den_null = take(r) % 16 == 0, with_w = take(r) % 2;               \
+        int with_b = take(r) % 2;                                             \
+        R *pdw = with_w ? dw.a : NULL, *pdb = with_b ? db : NULL;             \
+        int64_t bad = -7;                                                     \
+        int st = causal                                                       \
+            ? linattn_##P##_causal_backward(plan, layout, nq, q->a, q->ld,    \
+                  k->a, k->ld, v->a, v->ld, out->a, out->ld,                  \
+                  den_null ? NULL : den, g.a, g.ld, dq.a, dq.ld, dk.a, dk.ld, \
+                  dv.a, dv.ld, pdw, dw.ld, pdb, &bad)                         \
+            : linattn_##P##_attention_backward(plan, layout, nq, nk, q->a,    \
+                  q->ld, k->a, k->ld, v->a, v->ld, out->a, out->ld,           \
+                  den_null ? NULL : den, g.a, g.ld, dq.a, dq.ld, dk.a, dk.ld, \
+                  dv.a, dv.ld, pdw, dw.ld, pdb, &bad);                        \
+        int lay = layout == LINATTN_ROW_MAJOR || layout == LINATTN_COL_MAJOR; \
+        int args_ok = lay && nq >= 0 && nk >= 0 &&                            \
+                      arg_ok(layout, nq, d, q->a, q->ld) &&                   \
+                      arg_ok(layout, nk, d, k->a, k->ld) &&                   \
+                      arg_ok(layout, nk, e, v->a, v->ld) &&                   \
+                      arg_ok(layout, nq, e, out->a, out->ld) &&               \
+                      (!den_null || nq == 0) &&                               \
+                      arg_ok(layout, nq, e, g.a, g.ld) &&                     \
+                      arg_ok(layout, nq, d, dq.a, dq.ld) &&                   \
+                      arg_ok(layout, nk, d, dk.a, dk.ld) &&                   \
+                      arg_ok(layout, nk, e, dv.a, dv.ld) &&                   \
+                      (!pdw || (rows > 0 && arg_ok(layout, rows, d, pdw,      \
+                                                   dw.ld))) &&                \
+                      (!pdb || custom);                                       \
+        if (st >= 0 && !args_ok)                                              \
+            abort(); /* a bad argument got through */                         \
+        /* a backward call that returns non-zero writes no gradient, and   \
+         * EDENOM names a row of the call */                                 \
+        if (st && (!P##untouched(&dq) || !P##untouched(&dk) ||                \
+                   !P##untouched(&dv) || !P##untouched(&dw)))                 \
+            abort();                                                          \
+        for (int i = 0; st && i < 16; i++)                                    \
+            if (db[i] != (R)SENTINEL)                                         \
+                abort();                                                      \
+        if (st != LINATTN_EDENOM && bad != -7)                                \
+            abort();                                                          \
+        if (st == LINATTN_EDENOM && (bad < 0 || bad >= nq))                   \
+            abort();                                                          \
+        free(g.a), free(dq.a), free(dk.a), free(dv.a), free(dw.a);            \
+    }
+
 #define HARNESS(P, R)                                                         \
     typedef struct {                                                          \
         R *a;                                                                 \
@@ -148,17 +217,19 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
         return 1;                                                             \
     }                                                                         \
                                                                               \
+    GRAD_FN(P, R)                                                             \
+                                                                              \
     static void P##_run(reader *r)                                             \
     {                                                                         \
         static const int layouts[4] = {LINATTN_ROW_MAJOR, LINATTN_COL_MAJOR,  \
                                        LINATTN_ROW_MAJOR, 7};                 \
         static const double epss[6] = {0, 1e-3, -1, NAN, INFINITY, 1e39};     \
-        int entry = (int)(take(r) % 9);                                       \
+        int entry = (int)(take(r) % 11); /* 9, 10: backward */                \
         int layout = layouts[take(r) % 4];                                    \
         int map = (int)(take(r) % 10); /* 0, 9 unknown; 8 custom */           \
         int64_t d = take_size(r, 6), e = take_size(r, 6);                     \
         int64_t nq = take_size(r, 40), nk = take_size(r, 40);                 \
-        if (entry == 6 || entry == 7) /* causal: one sequence */              \
+        if (entry == 6 || entry == 7 || entry == 10) /* causal */            \
             nk = nq;                                                          \
         linattn_opts o;                                                       \
         linattn_opts_init(&o);                                                \
@@ -209,7 +280,14 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
         int64_t m = 0;                                                        \
         linattn_##P##_plan_dims(plan, NULL, &m, NULL);                        \
         int64_t oc = entry == 5 ? m : e;                                      \
-        P##mat out = P##matrix(r, layout, nq, oc, oc, 1);                     \
+        P##mat out = P##matrix(r, layout, nq, oc, oc, entry < 9);             \
+        if (entry >= 9) {                                                     \
+            P##_grad(r, plan, entry == 10, layout, d, e, nq, nk,              \
+                     map == LINATTN_MAP_CUSTOM, &q, &k, &v, &out);            \
+            free(q.a), free(k.a), free(v.a), free(out.a);                     \
+            linattn_##P##_plan_destroy(plan);                                 \
+            return;                                                           \
+        }                                                                     \
         P##mat num = P##matrix(r, layout, nq, oc, oc, 1);                     \
         R den[64];                                                            \
         for (int i = 0; i < 64; i++)                                          \
