@@ -264,7 +264,7 @@ static void forward_sweep(const X(plan) *plan, cws *w, int64_t c, int cm,
         } else {
             memset(w->a, 0, (size_t)(rows * m) * sizeof(real));
         }
-        XI(triangle_times)(w->sp, c, w->fk, rows, m, w->a, m);
+        XI(tril_times)(w->sp, c, w->fk, rows, m, w->a, m);
         XI(phi_backward)(plan, XI(view_rows)(rg->q, r), rows, w->fq, w->a, cm,
                          cm ? rg->dq + r : rg->dq + r * lddq, lddq, &w->fw, pg);
         if (part) { /* D of this range at the shift of its first row */

@@ -127,7 +127,7 @@ static int alloc_causal_ws(causal_ws *w, const X(plan) *plan, int64_t c)
  * GEMM, the diagonal blocks by explicit loops.  (A and y may share a
  * buffer, in disjoint columns.) */
 LINATTN_CLONES
-void XI(triangle_times)(const real *a, int64_t lda, const real *vaug,
+static void XI(triangle_times)(const real *a, int64_t lda, const real *vaug,
                                int64_t rows, int64_t ld, real *y, int64_t ldy)
 {
     for (int64_t i0 = 0; i0 < rows; i0 += TRIANGLE_BLOCK) {
@@ -146,6 +146,14 @@ void XI(triangle_times)(const real *a, int64_t lda, const real *vaug,
             }
         }
     }
+}
+
+/* The same for other files (backward_causal.c): a cloned function is
+ * called only from its own file (clang 14 names its resolver there). */
+void XI(tril_times)(const real *a, int64_t lda, const real *x, int64_t rows,
+                    int64_t ld, real *y, int64_t ldy)
+{
+    XI(triangle_times)(a, lda, x, rows, ld, y, ldy);
 }
 
 /* Rows [lo, hi) of the view v into rows of vaug (ld e + 1), ones in the

@@ -286,8 +286,8 @@ int XI(causal_run_den)(const X(plan) *plan, int layout, int64_t n,
                        real *den, int64_t *bad_row);
 /* y (rows x ld, ldy) += tril(A) X for a rows x rows A (lda) and X (rows x
  * ld, ld ld), reading only A[i][j] and row j of X with j <= i (causal.c). */
-void XI(triangle_times)(const real *a, int64_t lda, const real *vaug,
-                        int64_t rows, int64_t ld, real *y, int64_t ldy);
+void XI(tril_times)(const real *a, int64_t lda, const real *x, int64_t rows,
+                    int64_t ld, real *y, int64_t ldy);
 int XI(naive_run)(const X(plan) *plan, int causal, int layout, int64_t nq,
                   int64_t nk, const real *q, int64_t ldq, const real *k,
                   int64_t ldk, const real *v, int64_t ldv, real *out,
