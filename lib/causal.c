@@ -331,6 +331,43 @@ int XI(causal_run)(const X(plan) *plan, int layout, int64_t n, const real *q,
                    int64_t ldq, const real *k, int64_t ldk, const real *v,
                    int64_t ldv, real *out, int64_t ldout, int64_t *bad_row)
 {
+    return XI(causal_from)(plan, NULL, 0, layout, n, q, ldq, k, ldk, v, ldv,
+                           out, ldout, bad_row);
+}
+
+/* The first range's carried state starts as from (acc at shift; has: it
+ * holds tokens), as if its chunks had run before. */
+static void seed_ws(const X(plan) *plan, causal_ws *w, const X(state) *from)
+{
+    int64_t m = plan->m, ld = plan->e + 1;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < ld; j++) {
+            acc_t x = from->acc[i * ld + j];
+            w->acc[i * w->ldacc + j] = x;
+            w->b[i * w->ldb + j] = (real)x;
+        }
+    w->shift = from->shift;
+    w->has = from->tokens > 0;
+}
+
+/* The carried state after the last range's chunks, back into st. */
+static void absorb_ws(const X(plan) *plan, const causal_ws *w, X(state) *st,
+                      int64_t n)
+{
+    int64_t m = plan->m, ld = plan->e + 1;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < ld; j++)
+            st->acc[i * ld + j] = w->acc[i * w->ldacc + j];
+    st->shift = w->shift;
+    st->tokens += n;
+    XI(state_publish)(st);
+}
+
+int XI(causal_from)(const X(plan) *plan, X(state) *from, int absorb,
+                    int layout, int64_t n, const real *q, int64_t ldq,
+                    const real *k, int64_t ldk, const real *v, int64_t ldv,
+                    real *out, int64_t ldout, int64_t *bad_row)
+{
     if (n == 0)
         return 0;
     int st = 0;
@@ -349,6 +386,8 @@ int XI(causal_run)(const X(plan) *plan, int layout, int64_t n, const real *q,
     int cm = layout == LINATTN_COL_MAJOR;
     causal_job job = {plan, ws, states, nt, layout, c, {q, ldq, cm},
                       {k, ldk, cm}, {v, ldv, cm}, out, ldout};
+    if (have == nt && from)
+        seed_ws(plan, &ws[0], from);
     if (have < nt) {
         st = LINATTN_ENOMEM;
     } else if (nt > 1) {
@@ -383,6 +422,8 @@ int XI(causal_run)(const X(plan) *plan, int layout, int64_t n, const real *q,
     }
     if (!st)
         bad = linattn_i_parallel_ranges(nt, n, range_chunks, &job);
+    if (!st && bad >= n && absorb)
+        absorb_ws(plan, &ws[nt - 1], from, n);
     for (int t = 0; t < have; t++)
         free_causal_ws(&ws[t]);
     free(mem);
