@@ -1,0 +1,3 @@
+#!/bin/sh
+# The MPI tests with 1 rank(s): tests/mpi/run.sh.
+exec "$(dirname "$0")/run.sh" 1
