@@ -404,11 +404,15 @@ START_TEST(segments_equal_whole)
     ck_assert(tmat_padding_intact(&seg));
     /* the reference from the plan's features, by plain loops */
     real *fq = malloc((size_t)(n * m) * sizeof *fq), *fk = malloc((size_t)(n * m) * sizeof *fk);
-    P(features)(p, layout, n, q.a, q.ld, fq, m);
-    P(features)(p, layout, n, k.a, k.ld, fk, m);
+    int64_t ldf = layout == COL ? n : m;
+    ck_assert_int_eq(P(features)(p, layout, n, q.a, q.ld, fq, ldf), 0);
+    ck_assert_int_eq(P(features)(p, layout, n, k.a, k.ld, fk, ldf), 0);
     long double *lq = malloc((size_t)(n * m) * sizeof *lq), *lk = malloc((size_t)(n * m) * sizeof *lk);
-    for (int64_t i = 0; i < n * m; i++)
-        lq[i] = fq[i], lk[i] = fk[i];
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t t = 0; t < m; t++) {
+            int64_t at = layout == COL ? i + t * n : i * m + t;
+            lq[i * m + t] = fq[at], lk[i * m + t] = fk[at];
+        }
     long double *ref = malloc((size_t)(n * e) * sizeof *ref);
     ref_linear_phi(lq, lk, m, 1, &v, n, ref);
     ck_assert_msg(rel_err(&seg, ref) < 10 * TOL, "map %d: %g", map, rel_err(&seg, ref));

@@ -22,6 +22,16 @@ if "$launcher" --version 2>&1 | grep -qE "Open MPI|OpenRTE|open-mpi"; then
     flags="--oversubscribe $flags"
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
+# Sanitizer builds (make check-hard sets ASAN_OPTIONS): leak detection
+# stays on, scoped to our code by lsan.supp, which suppresses leaks whose
+# allocation stack passes through Open MPI (see there); the slow unwinder
+# gives the whole stacks the suppressions are matched against.
+if [ -n "${ASAN_OPTIONS:-}" ]; then
+    supp=$(cd "$(dirname "$0")" && pwd)/lsan.supp
+    export ASAN_OPTIONS="$ASAN_OPTIONS:fast_unwind_on_malloc=0"
+    export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$supp:print_suppressions=0"
+    export OMPI_MCA_mca_base_component_disable_dlclose=1
+fi
 # Two threads per rank would oversubscribe the cores np times over.
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 run="${LIBTOOL:+$LIBTOOL --mode=execute}"
