@@ -5,8 +5,9 @@
 # the test instead of hanging it.  Prints one closing line in Check's
 # format for the whole set (.ci/run counts it).
 #
-# Environment (make check sets them): MPIEXEC, the launcher; LIBTOOL, to
-# run the uninstalled programs; MPI_TEST_TIMEOUT (seconds, default 300).
+# Environment (make check sets them): MPIEXEC, the launcher (run through
+# launch.sh); LIBTOOL, to run the uninstalled programs; MPI_TEST_TIMEOUT
+# (seconds, default 300).
 np=${1:?usage: run.sh NP}
 # the build tree's tests/mpi: where make check runs us from
 build=${MPI_TEST_DIR:-tests/mpi}
@@ -15,23 +16,7 @@ if ! command -v "$launcher" >/dev/null 2>&1; then
     echo "run.sh: no MPI launcher ($launcher): skipped" >&2
     exit 77
 fi
-flags="-np $np"
-# Open MPI refuses more ranks than cores unless told, and refuses root
-# unless told (CI runs as root); MPICH's launcher needs neither.
-if "$launcher" --version 2>&1 | grep -qE "Open MPI|OpenRTE|open-mpi"; then
-    flags="--oversubscribe $flags"
-    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-fi
-# Sanitizer builds (make check-hard sets ASAN_OPTIONS): leak detection
-# stays on, scoped to our code by lsan.supp, which suppresses leaks whose
-# allocation stack passes through Open MPI (see there); the slow unwinder
-# gives the whole stacks the suppressions are matched against.
-if [ -n "${ASAN_OPTIONS:-}" ]; then
-    supp=$(cd "$(dirname "$0")" && pwd)/lsan.supp
-    export ASAN_OPTIONS="$ASAN_OPTIONS:fast_unwind_on_malloc=0"
-    export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$supp:print_suppressions=0"
-    export OMPI_MCA_mca_base_component_disable_dlclose=1
-fi
+launch="$(dirname "$0")/launch.sh"
 # Two threads per rank would oversubscribe the cores np times over.
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 run="${LIBTOOL:+$LIBTOOL --mode=execute}"
@@ -40,7 +25,7 @@ for prog in test_mpi_d test_mpi_s test_mpi_single; do
     [ -x "$build/$prog" ] || continue
     log=$(mktemp)
     # shellcheck disable=SC2086
-    timeout -k 10 "${MPI_TEST_TIMEOUT:-300}" $run "$launcher" $flags \
+    timeout -k 10 "${MPI_TEST_TIMEOUT:-300}" $run sh "$launch" "$np" \
         "$build/$prog" > "$log" 2>&1
     rc=$?
     # one closing line per np (below): the programs' own are indented
