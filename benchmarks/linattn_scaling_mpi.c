@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * linattn-scaling-mpi -- the scaling study across MPI ranks (doc/mpi.md).
  * Run it under mpirun; every rank holds an equal block of the rows.

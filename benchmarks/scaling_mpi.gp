@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # scaling_mpi.gp -- draws a linattn-scaling-mpi CSV: left, strong scaling
 # (seconds per call against ranks, log-log: the call, its local compute,
 # its communication, and the ideal T1 / P); right, the efficiency of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * linattn_mpi.h -- sequence-parallel linear attention across MPI ranks
  * (liblinattn_mpi, on liblinattn).
@@ -107,7 +108,8 @@ extern "C" {
  *         double *out, int64_t ldout, int64_t *bad_row)                     \
  * Distributed non-causal attention: every rank's queries attend to the     \
  * keys of every rank, out_i = phi(q_i)^T S / (phi(q_i)^T z + eps) with S,  \
- * z summed over all ranks' keys.  This rank holds nq queries (Q nq x d,    \
+ * z summed over all ranks' keys (LINATTN_DENOM_COUNT: the count is every  \
+ * rank's nk added).  This rank holds nq queries (Q nq x d,                 \
  * out nq x e) and nk keys (K nk x d, V nk x e), in layout.  Local state,   \
  * one MPI_Allreduce of 8 (m (e + 1) + 5) bytes, local queries; work        \
  * O((nq + nk) m e) per rank, memory as linattn_d_attention.                \
@@ -128,7 +130,8 @@ LINATTN_MPI_API int MX(attention)(const X(plan) *plan, MPI_Comm comm,         \
  *         int layout, int64_t n, const double *q, int64_t ldq,              \
  *         const double *k, int64_t ldk, const double *v, int64_t ldv,       \
  *         double *out, int64_t ldout, int64_t *bad_row)                     \
- * Distributed causal attention: global row i sees the global keys j <= i. \
+ * Distributed causal attention: global row i sees the global keys j <= i \
+ * (LINATTN_DENOM_COUNT: its count is i + 1, i global).                    \
  * This rank holds n rows of Q, K (n x d), V and out (n x e).  Each rank    \
  * but the last builds the state of its keys; one MPI_Exscan of 8 (m (e +   \
  * 1) + 5) bytes gives rank r the state of every earlier rank's keys (the   \

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * checks.c -- the argument checks of the one-call paths, without the
  * call: a collective caller (liblinattn_mpi) agrees on every rank's

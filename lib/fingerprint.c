@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fingerprint.c -- a 64-bit hash of a whole plan, so that processes can
  * compare plans cheaply (liblinattn_mpi refuses plans that differ across

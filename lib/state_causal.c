@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * state_causal.c -- causal attention continuing from a state: the causal
  * chunks (causal.c) with the carried state starting from the caller's

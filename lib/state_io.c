@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * state_io.c -- a state's accumulator in and out (export/import), and the
  * plan a state belongs to: what a reduction of states computed elsewhere

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * agree.c -- readiness and agreement: every rank returns the same status
  * (PETSc's collective semantics), decided by small reductions.

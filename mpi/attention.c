@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * attention.c -- distributed non-causal attention: each problem's local
  * state, one MPI_Allreduce of all of them, then the local queries.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * causal.c -- distributed causal attention: each rank but the last builds
  * its problems' local states, one MPI_Exscan gives rank r the states of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * checkpoint.c -- collective checkpoint/restart of a state that every
  * rank holds: one file, written atomically by rank 0, read once by rank 0

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * frame.c -- what every distributed call does around its work: workspace
  * up front (so that a shortage is agreed on like an argument error), the

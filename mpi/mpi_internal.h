@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mpi_internal.h -- what the distributed calls share, precision-free:
  * readiness checks, agreement on statuses, and the reduction of states

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mprec.h -- the precision switch of liblinattn_mpi, as lib/prec.h is
  * liblinattn's: every precision-generic file here is compiled twice,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * reduce.c -- sums of states over ranks, as one MPI reduction of elements
  * (mpi_internal.h) with a user-defined operation.

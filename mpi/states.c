@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * states.c -- the state collectives: the sum of states over all ranks,
  * and their exclusive prefix, many states in one reduction.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_distrib.c -- the serial building blocks of distributed and
  * segmented runs, compiled once per precision: plan fingerprints, a
@@ -440,6 +441,59 @@ START_TEST(segments_equal_whole)
 }
 END_TEST
 
+/* Under LINATTN_DENOM_COUNT a continued segment divides by the state's
+ * tokens + i + 1: segments equal the whole causal call, and plain loops
+ * over the plan's features divided by the global count. */
+START_TEST(segments_under_count)
+{
+    int map = _i % 2 ? LINATTN_MAP_RELU : LINATTN_MAP_ELU1, layout = _i / 2 ? COL : ROW;
+    int64_t n = 61, d = 3, e = 2, cut = 25, m = d;
+    linattn_opts o;
+    linattn_opts_init(&o);
+    o.denom = LINATTN_DENOM_COUNT;
+    o.chunk = 6;
+    o.block = 16;
+    P(plan) *p = plan_with(map, d, e, &o);
+    uint64_t seed = 900 + (uint64_t)_i;
+    tmat q = tmat_rand(layout, n, d, 1, -1, 1, &seed);
+    tmat k = tmat_rand(layout, n, d, 0, -1, 1, &seed);
+    tmat v = tmat_rand(layout, n, e, 2, -1, 1, &seed);
+    tmat whole = tmat_like(&q, n, e, 0), seg = tmat_like(&q, n, e, 0);
+    ck_assert_int_eq(P(causal)(p, layout, n, q.a, q.ld, k.a, k.ld, v.a, v.ld,
+                               whole.a, whole.ld, NULL), 0);
+    P(state) *s;
+    P(state_create)(&s, p);
+    int64_t lo[3] = {0, cut, n};
+    for (int c = 0; c < 2; c++) {
+        int64_t at = lo[c], rows = lo[c + 1] - at;
+        tmat vq = q, vk = k, vv = v, vo = seg;
+        vq.a += layout == COL ? at : at * q.ld, vk.a += layout == COL ? at : at * k.ld;
+        vv.a += layout == COL ? at : at * v.ld, vo.a += layout == COL ? at : at * seg.ld;
+        ck_assert_int_eq(P(state_causal)(s, layout, rows, vq.a, q.ld, vk.a, k.ld, vv.a,
+                                         v.ld, vo.a, seg.ld, 1, NULL), 0);
+    }
+    ck_assert_msg(rel_diff(&seg, &whole) < TOL, "%g", rel_diff(&seg, &whole));
+    long double *fq = ref_phi_rows(map, &q), *fk = ref_phi_rows(map, &k);
+    long double *ref = malloc((size_t)(n * e) * sizeof *ref);
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t c = 0; c < e; c++) {
+            long double sum = 0;
+            for (int64_t j = 0; j <= i; j++) {
+                long double a = 0;
+                for (int64_t t = 0; t < m; t++)
+                    a += fq[i * m + t] * fk[j * m + t];
+                sum += a * *tmat_at(&v, j, c);
+            }
+            ref[i * e + c] = sum / (long double)(i + 1);
+        }
+    ck_assert_msg(rel_err(&seg, ref) < 10 * TOL, "%g", rel_err(&seg, ref));
+    free(fq), free(fk), free(ref);
+    P(state_destroy)(s);
+    P(plan_destroy)(p);
+    tmat_free(&q), tmat_free(&k), tmat_free(&v), tmat_free(&whole), tmat_free(&seg);
+}
+END_TEST
+
 /* Changing the tokens after position p (in a later segment) leaves the
  * outputs 0..p bit-identical, for every map, in one and two threads'
  * worth of rows per segment. */
@@ -691,6 +745,7 @@ static Suite *suite(void)
     tcase_add_test(tc, import_errors_leave_state);
     tcase_add_loop_test(tc, from_zero_is_causal, 0, 6);
     tcase_add_loop_test(tc, segments_equal_whole, 0, 6);
+    tcase_add_loop_test(tc, segments_under_count, 0, 4);
     tcase_add_loop_test(tc, causality_across_segments, 0, 3);
     tcase_add_test(tc, state_causal_failures_leave_state);
     tcase_add_test(tc, state_causal_argument_errors);

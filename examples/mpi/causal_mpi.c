@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * causal_mpi.c -- causal linear attention over a long sequence split
  * across MPI ranks, with a collective checkpoint to continue from.

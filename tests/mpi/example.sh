@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The MPI example (examples/mpi/causal_mpi) end to end: two segments
 # (a fresh start, then a restart from its collective checkpoint) on 1 and
 # on 3 ranks; the checksums of both segments must agree to 10 digits

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/mpi/launch.sh NP PROGRAM [ARGS...] -- runs PROGRAM on NP ranks of
 # this machine with $MPIEXEC (default mpiexec), adding what Open MPI needs
 # here: --oversubscribe (more ranks than cores) and, as root (CI), its two

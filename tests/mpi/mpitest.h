@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mpitest.h -- a small test harness for programs under mpirun.
  *

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/mpi/run.sh NP -- the MPI test programs under mpirun with NP ranks
 # (make check runs np1.sh .. np4.sh, each calling this).  Each program
 # runs under a timeout, so that a rank left waiting in a collective fails

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_mpi.c -- liblinattn_mpi under mpirun (np 1 to 4), compiled once per
  * precision.  Every rank generates the same global sequence, takes its
@@ -130,7 +131,10 @@ static const map_case map_cases[] = {
     {LINATTN_MAP_ELU1, LINATTN_DENOM_POSITIVE, 0, -2, 2},
     {LINATTN_MAP_IDENTITY, LINATTN_DENOM_NONZERO, 0, 0.05, 1},
     {LINATTN_MAP_FAVOR, LINATTN_DENOM_POSITIVE, 1, -1, 1},
+    /* the count of keys a row sees: global nk, global i + 1 */
+    {LINATTN_MAP_ELU1, LINATTN_DENOM_COUNT, 0, -2, 2},
 };
+#define MAP_CASES 4
 
 /* Global Q, K, V of n rows; FAVOR's keys scaled by a factor that rises
  * and falls along the rows (norms up to about 4: exponents that differ by
@@ -192,13 +196,13 @@ static void same_weights_on_every_rank(void)
 }
 
 /* Distributed non-causal and causal attention equal the serial call on
- * the concatenated sequence, for 3 maps x 2 layouts x 4 splits (queries
+ * the concatenated sequence, for 4 map cases x 2 layouts x 4 splits (queries
  * and keys split differently for the non-causal call); rows of other
  * ranks are not written. */
 static void distributed_equals_serial(void)
 {
     int64_t n = 61, d = 3, e = 4;
-    for (int mi = 0; mi < 3; mi++)
+    for (int mi = 0; mi < MAP_CASES; mi++)
         for (int layout = ROW; layout <= COL; layout++)
             for (int split = 0; split < SPLITS; split++) {
                 const map_case *mc = &map_cases[mi];
@@ -247,7 +251,7 @@ static void causality_across_ranks(void)
 {
     int64_t n = 57, d = 3, e = 2;
     static const int64_t ps[] = {0, 20, 37, 55};
-    for (int mi = 0; mi < 3; mi += 2)
+    for (int mi = 0; mi < MAP_CASES; mi++)
         for (int split = 0; split < 2; split++)
             for (int pi = 0; pi < 4; pi++) {
                 const map_case *mc = &map_cases[mi];
@@ -290,7 +294,7 @@ static void causality_across_ranks(void)
 static void batched_equals_serial(void)
 {
     int64_t B = 2, H = 3, n = 29, d = 2, e = 3;
-    for (int mi = 0; mi < 3; mi++)
+    for (int mi = 0; mi < MAP_CASES; mi++)
         for (int split = 0; split < SPLITS; split++) {
             const map_case *mc = &map_cases[mi];
             P(plan) *p = make_plan(mc->map, d, e, 11, mc->scale, mc->denom, 0);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_mpi_single.c -- a program that initializes MPI with plain MPI_Init
  * (MPI_THREAD_SINGLE with Open MPI): every call of liblinattn_mpi returns
