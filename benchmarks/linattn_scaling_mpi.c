@@ -233,10 +233,34 @@ static figures run_case(const options *o, linattn_d_plan *plan, int causal,
     return f;
 }
 
+/* The machine's alpha and beta as MPI_Allreduce sees them: the median
+ * time of an 8-byte and of a bytes-long sum, back to back after a
+ * barrier (slowest rank). */
+static void allreduce_times(int64_t bytes, double *small, double *large)
+{
+    enum { REPS = 101 };
+    int64_t count = (bytes + 7) / 8;
+    double *buf = calloc((size_t)count, sizeof *buf), *res = calloc((size_t)count, sizeof *res);
+    double t8[REPS], tb[REPS];
+    for (int r = 0; r < REPS; r++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        MPI_Allreduce(buf, res, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        t8[r] = slowest(MPI_Wtime() - t0);
+        MPI_Barrier(MPI_COMM_WORLD);
+        t0 = MPI_Wtime();
+        MPI_Allreduce(buf, res, (int)count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        tb[r] = slowest(MPI_Wtime() - t0);
+    }
+    *small = bench_median(t8, REPS);
+    *large = bench_median(tb, REPS);
+    free(buf), free(res);
+}
+
 static const char *header =
     "mode,path,map,d,e,m,heads,ranks,threads_per_rank,n_global,n_per_rank,"
     "time_s,time_min_s,compute_s,comm_s,reduce_s,bytes_reduce,bytes_call,"
-    "efficiency,overlap_extra_s,cpu,blas_core\n";
+    "efficiency,overlap_extra_s,allreduce_8B_s,allreduce_payload_s,cpu,blas_core\n";
 
 int main(int argc, char **argv)
 {
@@ -293,11 +317,14 @@ int main(int argc, char **argv)
         if (fresh)
             fputs(header, csv);
     }
+    double a8, ab;
+    allreduce_times(bytes_reduce, &a8, &ab);
     if (rank == 0)
         printf("linattn-scaling-mpi: %d rank(s) x %d thread(s), %s, d = %lld, e = %lld, "
-               "m = %lld, %d head(s), %s, BLAS core %s\n",
+               "m = %lld, %d head(s), %s, BLAS core %s; MPI_Allreduce of 8 bytes "
+               "%.3g s, of %lld bytes %.3g s\n",
                size, threads, map_name(o.map), (long long)o.d, (long long)o.e,
-               (long long)m, o.heads, cpu, core);
+               (long long)m, o.heads, cpu, core, a8, (long long)bytes_reduce, ab);
     for (int mode = 0; mode < 2; mode++) {
         if (!(mode ? o.weak : o.strong))
             continue;
@@ -319,12 +346,12 @@ int main(int argc, char **argv)
                        f.comm, f.reduce, (long long)bytes_reduce, eff);
                 if (csv)
                     fprintf(csv, "%s,%s,%s,%lld,%lld,%lld,%d,%d,%d,%lld,%lld,%.6g,%.6g,%.6g,"
-                            "%.6g,%.6g,%lld,%lld,%.4f,%.6g,%s,%s\n",
+                            "%.6g,%.6g,%lld,%lld,%.4f,%.6g,%.6g,%.6g,%s,%s\n",
                             mname, pname, map_name(o.map), (long long)o.d, (long long)o.e,
                             (long long)m, o.heads, size, threads, (long long)ng,
                             (long long)n, f.time, f.time_min, f.compute, f.comm, f.reduce,
                             (long long)bytes_reduce, (long long)bytes_call, eff,
-                            f.overlap_extra, cpu, core);
+                            f.overlap_extra, a8, ab, cpu, core);
                 fflush(stdout);
             }
         }

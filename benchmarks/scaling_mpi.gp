@@ -12,7 +12,7 @@ if (!exists("png")) png = "scaling-mpi.png"
 
 rows(mode, path) = sprintf("< awk -F, 'NR > 1 && $1 == \"%s\" && $2 == \"%s\"' '%s' | sort -t, -k8n", mode, path, csv)
 t1(mode, path) = real(system(sprintf("awk -F, 'NR > 1 && $1 == \"%s\" && $2 == \"%s\" && $8 == 1 {print $12}' '%s' | tail -1", mode, path, csv)))
-setting = system(sprintf("awk -F, 'NR == 2 {printf \"%%s, d = %%s, e = %%s, m = %%s, %%s head(s), %%s thread(s) per rank, %%s\", $3, $4, $5, $6, $7, $9, $21}' '%s'", csv))
+setting = system(sprintf("awk -F, 'NR == 2 {printf \"%%s, d = %%s, e = %%s, m = %%s, %%s head(s), %%s thread(s) per rank, %%s\", $3, $4, $5, $6, $7, $9, $23}' '%s'", csv))
 nstrong = system(sprintf("awk -F, 'NR > 1 && $1 == \"strong\" {print $10; exit}' '%s'", csv))
 nweak = system(sprintf("awk -F, 'NR > 1 && $1 == \"weak\" {print $11; exit}' '%s'", csv))
 
@@ -24,12 +24,13 @@ set grid xtics ytics lc rgb "#dddddd"
 set logscale x 2
 set xlabel "ranks P"
 set xtics 1, 2, 1024
+set offsets graph 0.08, graph 0.08, 0, 0
 
 set logscale y 10
 set format y "10^{%T}"
 set ylabel "seconds per call (median, slowest rank)"
 set title sprintf("strong scaling, n = %s", nstrong)
-set key top right box opaque
+set key bottom left box opaque
 ta = t1("strong", "attention")
 tc = t1("strong", "causal")
 plot rows("strong", "attention") using 8:12 with linespoints lw 2 pt 7 lc rgb "#1f77b4" title "attention: call", \
