@@ -36,6 +36,7 @@ typedef struct {
     int64_t d, e, m;
     int64_t strong_n, weak_n; /* global n (strong), rows per rank (weak) */
     int strong, weak, attention, causal;
+    int interleave; /* time the one-rank baseline in the same repetitions */
     const char *csv;
 } options;
 
@@ -48,13 +49,16 @@ static void usage(void)
                 "usage: mpirun -np P linattn-scaling-mpi [--mode strong|weak|both]\n"
                 "  [--paths attention,causal] [--n LOG2 (strong, default 20)]\n"
                 "  [--n-per-rank LOG2 (weak, default 18)] [--d D] [--e E] [--m M]\n"
-                "  [--map elu1|identity|relu|favor] [--heads H] [--reps R] [--csv FILE]\n");
+                "  [--map elu1|identity|relu|favor] [--heads H] [--reps R] [--csv FILE]\n"
+                "  [--baseline interleaved|csv (the one-rank time of the efficiency:\n"
+                "   rank 0 alone in the same repetitions, default; or the CSV's\n"
+                "   one-rank rows)]\n");
 }
 
 static int parse(int argc, char **argv, options *o)
 {
     *o = (options){LINATTN_MAP_ELU1, 5, 1, 64, 64, 0, 1 << 20, 1 << 18,
-                   1, 1, 1, 1, NULL};
+                   1, 1, 1, 1, 1, NULL};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long x;
@@ -84,6 +88,10 @@ static int parse(int argc, char **argv, options *o)
                      : !strcmp(v, "favor")    ? LINATTN_MAP_FAVOR
                                               : 0;
             if (!o->map)
+                return usage(), 2;
+        } else if (!strcmp(a, "--baseline")) {
+            o->interleave = !strcmp(v, "interleaved");
+            if (!o->interleave && strcmp(v, "csv"))
                 return usage(), 2;
         } else if (!strcmp(a, "--csv")) {
             o->csv = v;
@@ -155,11 +163,40 @@ static double baseline(const options *o, const char *mode, const char *path,
 
 typedef struct {
     double time, time_min, compute, comm, reduce, overlap_extra;
+    double efficiency; /* median of per-repetition ratios, or NaN */
 } figures;
 
-/* One case: mode, path, rows on this rank (all ranks hold the same). */
+/* The one-rank call on rank 0 alone (MPI_COMM_SELF) over nb rows: the
+ * baseline of the efficiency, timed in the same repetitions as the
+ * distributed call so that the machine's drift cancels in their ratio.
+ * The other ranks wait at the barriers. */
+static double one_rank_time(const linattn_d_plan *plan, int causal, int64_t H,
+                            int64_t nb, int64_t d, int64_t e, double *q,
+                            double *k, double *v, double *out)
+{
+    double t = 0;
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+        linattn_strides sqk = {d, 0, nb * d}, sv = {e, 0, nb * e};
+        double t0 = MPI_Wtime();
+        int s = causal
+            ? linattn_mpi_d_batched_causal(plan, MPI_COMM_SELF, LINATTN_ROW_MAJOR, 1, H, nb,
+                                           q, &sqk, k, &sqk, v, &sv, out, &sv, NULL)
+            : linattn_mpi_d_batched_attention(plan, MPI_COMM_SELF, LINATTN_ROW_MAJOR, 1, H,
+                                              nb, nb, q, &sqk, k, &sqk, v, &sv, out, &sv,
+                                              NULL);
+        if (s)
+            die("one-rank call", s);
+        t = MPI_Wtime() - t0;
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    return t;
+}
+
+/* One case: mode, path, rows on this rank (all ranks hold the same), and
+ * the rows of the one-rank baseline (nb; 0: none). */
 static figures run_case(const options *o, linattn_d_plan *plan, int causal,
-                        int64_t n)
+                        int64_t n, int64_t nb)
 {
     int64_t d = o->d, e = o->e, H = o->heads;
     uint64_t seed = 1000 + (uint64_t)rank;
@@ -171,9 +208,17 @@ static figures run_case(const options *o, linattn_d_plan *plan, int causal,
     for (int64_t h = 0; h < H; h++)
         linattn_d_state_create(&st[h], plan);
     int reps = o->reps;
-    double *t = malloc((size_t)(4 * reps + 8) * sizeof *t);
-    double *tc = t + reps, *tm = t + 2 * reps, *tr = t + 3 * reps;
-    figures f = {0, INFINITY, 0, 0, 0, 0};
+    double *t = malloc((size_t)(5 * reps + 8) * sizeof *t);
+    double *tc = t + reps, *tm = t + 2 * reps, *tr = t + 3 * reps, *te = t + 4 * reps;
+    figures f = {0, INFINITY, 0, 0, 0, 0, NAN};
+    /* rank 0's arrays for the baseline (the same values would do: only
+     * the time is kept) */
+    double *bq = NULL, *bk = NULL, *bv = NULL, *bo = NULL;
+    if (nb > 0 && rank == 0) {
+        uint64_t bs = 7;
+        bq = bench_random(H * nb * d + 1, &bs), bk = bench_random(H * nb * d + 1, &bs);
+        bv = bench_random(H * nb * e + 1, &bs), bo = bench_random(H * nb * e + 1, &bs);
+    }
     for (int r = 0; r < reps; r++) {
         /* the library's call */
         MPI_Barrier(MPI_COMM_WORLD);
@@ -187,6 +232,12 @@ static figures run_case(const options *o, linattn_d_plan *plan, int causal,
             die("distributed call", s);
         t[r] = slowest(MPI_Wtime() - t0);
         f.time_min = fmin(f.time_min, t[r]);
+        if (nb > 0) {
+            double t1 = one_rank_time(plan, causal, H, nb, d, e, bq, bk, bv, bo);
+            /* strong: T1 / (P TP); weak: T1 / TP, T1 on one rank's rows */
+            te[r] = t1 / (t[r] * (nb > n ? size : 1));
+            MPI_Bcast(&te[r], 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        }
         /* the same work in its parts */
         MPI_Barrier(MPI_COMM_WORLD);
         double a0 = MPI_Wtime();
@@ -223,6 +274,9 @@ static figures run_case(const options *o, linattn_d_plan *plan, int causal,
                                   out + h * n * e, e, NULL, NULL);
         f.overlap_extra += slowest(MPI_Wtime() - a0) / reps;
     }
+    if (nb > 0)
+        f.efficiency = bench_median(te, reps);
+    free(bq), free(bk), free(bv), free(bo);
     f.time = bench_median(t, reps);
     f.compute = bench_median(tc, reps);
     f.comm = bench_median(tm, reps);
@@ -335,10 +389,14 @@ int main(int argc, char **argv)
             if (!(causal ? o.causal : o.attention))
                 continue;
             const char *pname = causal ? "causal" : "attention";
-            double t1 = rank == 0 ? baseline(&o, mname, pname, ng, n, threads) : 0;
-            figures f = run_case(&o, plan, causal, n);
-            double eff = t1 > 0 ? (mode ? t1 / f.time : t1 / (size * f.time))
-                                : size == 1 ? 1 : NAN;
+            /* the baseline: interleaved one-rank calls (--baseline), else
+             * the one-rank rows of the CSV */
+            int64_t nb = o.interleave && size > 1 ? (mode ? n : ng) : 0;
+            double t1 = rank == 0 && !nb ? baseline(&o, mname, pname, ng, n, threads) : 0;
+            figures f = run_case(&o, plan, causal, n, nb);
+            double eff = nb ? f.efficiency
+                         : t1 > 0 ? (mode ? t1 / f.time : t1 / (size * f.time))
+                         : size == 1 ? 1 : NAN;
             if (rank == 0) {
                 printf("%-6s %-9s P = %d  n = %lld (%lld per rank): %.4g s (compute %.4g s, "
                        "comm %.3g s, reduction alone %.3g s, %lld bytes), efficiency %.3f\n",
