@@ -21,17 +21,7 @@ static int attention_work(const MI(job) *j, MPI_Comm comm, MI(work) *w,
 {
     int status = 0;
     int64_t first = -1, row = -1;
-    for (int64_t i = 0; i < j->problems; i++) {
-        X(state_reset)(w->state);
-        int st = X(state_update)(w->state, j->layout, j->nk,
-                                 MI(at)(j, j->k, &j->sk, j->nk, i), j->sk.ld,
-                                 MI(at)(j, j->v, &j->sv, j->nk, i), j->sv.ld);
-        if (st && !status)
-            status = st, first = i;
-        MI(pack)(w->state, w->len, st != 0, MI(elem)(w, w->elems, i));
-    }
-    if (j->problems > 0 &&
-        linattn_mpi_i_reduce(comm, w->elems, w->elems, j->problems, w->len, 0))
+    if (MI(reduce_local)(j, comm, w, 0, 0, &status, &first))
         return LINATTN_EMPI;
     /* A rank that could not build its state stops everyone before any
      * output is written; the sum is the same everywhere, so are these. */
@@ -60,11 +50,7 @@ int MX(attention)(const X(plan) *plan, MPI_Comm comm, int layout, int64_t nq,
                                 out, ldout);
     MI(job) j = {plan, layout, 1, 1, 1, nq, nk, q, k, v, out,
                  {ldq, 0, 0}, {ldk, 0, 0}, {ldv, 0, 0}, {ldout, 0, 0}};
-    int64_t problem = -1, row = -1;
-    st = MI(run)(&j, comm, st, 0, attention_work, &problem, &row);
-    if (st == LINATTN_EDENOM && bad_row)
-        *bad_row = row;
-    return st;
+    return MI(run)(&j, comm, st, 0, attention_work, bad_row, NULL);
 }
 
 int MX(batched_attention)(const X(plan) *plan, MPI_Comm comm, int layout,
@@ -78,9 +64,5 @@ int MX(batched_attention)(const X(plan) *plan, MPI_Comm comm, int layout,
                                         sq, k, sk, v, sv, out, sout);
     MI(job) j = MI(batched_job)(st, plan, layout, batch, heads, nq, nk, q, sq,
                                 k, sk, v, sv, out, sout);
-    int64_t problem = -1, row = -1;
-    st = MI(run)(&j, comm, st, 0, attention_work, &problem, &row);
-    if (st && problem >= 0 && bad)
-        *bad = (linattn_where){problem / heads, problem % heads, row};
-    return st;
+    return MI(run)(&j, comm, st, 0, attention_work, NULL, bad);
 }

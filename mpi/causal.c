@@ -26,19 +26,7 @@ static int causal_work(const MI(job) *j, MPI_Comm comm, MI(work) *w,
     int status = 0;
     int64_t first = -1, row = -1, n = j->nk;
     /* The last rank's state would reach no one: it sends an empty one. */
-    for (int64_t i = 0; i < j->problems; i++) {
-        int st = 0;
-        X(state_reset)(w->state);
-        if (rank < size - 1)
-            st = X(state_update)(w->state, j->layout, n,
-                                 MI(at)(j, j->k, &j->sk, n, i), j->sk.ld,
-                                 MI(at)(j, j->v, &j->sv, n, i), j->sv.ld);
-        if (st && !status)
-            status = st, first = i;
-        MI(pack)(w->state, w->len, st != 0, MI(elem)(w, w->elems, i));
-    }
-    if (j->problems > 0 &&
-        linattn_mpi_i_reduce(comm, w->elems, w->prefix, j->problems, w->len, 1))
+    if (MI(reduce_local)(j, comm, w, rank == size - 1, 1, &status, &first))
         return LINATTN_EMPI;
     /* A failure before this rank (in its prefix) or here: no rows. */
     int skip = status != 0;
@@ -69,11 +57,7 @@ int MX(causal)(const X(plan) *plan, MPI_Comm comm, int layout, int64_t n,
                              ldout);
     MI(job) j = {plan, layout, 1, 1, 1, n, n, q, k, v, out,
                  {ldq, 0, 0}, {ldk, 0, 0}, {ldv, 0, 0}, {ldout, 0, 0}};
-    int64_t problem = -1, row = -1;
-    st = MI(run)(&j, comm, st, 1, causal_work, &problem, &row);
-    if (st == LINATTN_EDENOM && bad_row)
-        *bad_row = row;
-    return st;
+    return MI(run)(&j, comm, st, 1, causal_work, bad_row, NULL);
 }
 
 int MX(batched_causal)(const X(plan) *plan, MPI_Comm comm, int layout,
@@ -87,9 +71,5 @@ int MX(batched_causal)(const X(plan) *plan, MPI_Comm comm, int layout,
                                      sk, v, sv, out, sout);
     MI(job) j = MI(batched_job)(st, plan, layout, batch, heads, n, n, q, sq, k,
                                 sk, v, sv, out, sout);
-    int64_t problem = -1, row = -1;
-    st = MI(run)(&j, comm, st, 1, causal_work, &problem, &row);
-    if (st && problem >= 0 && bad)
-        *bad = (linattn_where){problem / heads, problem % heads, row};
-    return st;
+    return MI(run)(&j, comm, st, 1, causal_work, NULL, bad);
 }

@@ -79,7 +79,7 @@ int MI(unpack)(X(state) *state, const double *el, int64_t more)
 }
 
 int MI(run)(const MI(job) *j, MPI_Comm comm, int status, int prefix,
-            MI(work_fn) f, int64_t *problem, int64_t *row)
+            MI(work_fn) f, int64_t *bad_row, linattn_where *bad)
 {
     int ready = linattn_mpi_i_ready(comm);
     if (ready)
@@ -89,8 +89,13 @@ int MI(run)(const MI(job) *j, MPI_Comm comm, int status, int prefix,
     int st = MI(begin)(j, comm, status < -1 ? status - 1 : status, prefix, &w);
     if (st)
         return st;
-    st = f(j, comm, &w, problem, row);
+    int64_t problem = -1, row = -1;
+    st = f(j, comm, &w, &problem, &row);
     MI(end)(&w);
+    if (st == LINATTN_EDENOM && bad_row)
+        *bad_row = row;
+    if (st && problem >= 0 && bad)
+        *bad = (linattn_where){problem / j->heads, problem % j->heads, row};
     return st;
 }
 
@@ -108,4 +113,25 @@ MI(job) MI(batched_job)(int status, const X(plan) *plan, int layout,
         j.sq = *sq, j.sk = *sk, j.sv = *sv, j.sout = *sout;
     }
     return j;
+}
+
+int MI(reduce_local)(const MI(job) *j, MPI_Comm comm, MI(work) *w, int skip,
+                     int exscan, int *status, int64_t *first)
+{
+    int64_t n = j->nk;
+    for (int64_t i = 0; i < j->problems; i++) {
+        int st = 0;
+        X(state_reset)(w->state);
+        if (!skip)
+            st = X(state_update)(w->state, j->layout, n,
+                                 MI(at)(j, j->k, &j->sk, n, i), j->sk.ld,
+                                 MI(at)(j, j->v, &j->sv, n, i), j->sv.ld);
+        if (st && !*status)
+            *status = st, *first = i;
+        MI(pack)(w->state, w->len, st != 0, MI(elem)(w, w->elems, i));
+    }
+    if (j->problems == 0)
+        return 0;
+    return linattn_mpi_i_reduce(comm, w->elems, exscan ? w->prefix : w->elems,
+                                j->problems, w->len, exscan);
 }

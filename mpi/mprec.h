@@ -75,6 +75,15 @@ void MI(pack)(const X(state) *state, int64_t len, int fail, double *el);
  * more, those about to be added) exceed int64. */
 int MI(unpack)(X(state) *state, const double *el, int64_t more);
 
+/* Each problem's state of this rank's keys (with skip, an empty one)
+ * into its element, then one reduction of them all: the sum into
+ * w->elems, or with exscan the exclusive prefix into w->prefix.  A
+ * problem whose state could not be built goes as an empty element marked
+ * failed; the first such is *status, *first.  Returns LINATTN_EMPI when
+ * MPI failed, else 0. */
+int MI(reduce_local)(const MI(job) *j, MPI_Comm comm, MI(work) *w, int skip,
+                     int exscan, int *status, int64_t *first);
+
 /* The work of a call after the agreement, ending with the final one:
  * returns the agreed status, and the failing problem and global row. */
 typedef int (*MI(work_fn))(const MI(job) *j, MPI_Comm comm, MI(work) *w,
@@ -82,9 +91,12 @@ typedef int (*MI(work_fn))(const MI(job) *j, MPI_Comm comm, MI(work) *w,
 
 /* A whole distributed call: readiness (LINATTN_EMPI, or -2 for comm,
  * without communication), then with status, the serial _check's (its
- * positions shifted past the communicator), MI(begin), f, MI(end). */
+ * positions shifted past the communicator), MI(begin), f, MI(end); then
+ * the failure's place: the global row into *bad_row on LINATTN_EDENOM
+ * (the single calls), the problem and row into *bad (the batched ones);
+ * either may be NULL. */
 int MI(run)(const MI(job) *j, MPI_Comm comm, int status, int prefix,
-            MI(work_fn) f, int64_t *problem, int64_t *row);
+            MI(work_fn) f, int64_t *bad_row, linattn_where *bad);
 
 /* The job of a batched call whose checks gave status (strides read only
  * when they passed). */
