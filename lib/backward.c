@@ -230,30 +230,7 @@ int X(attention_backward)(const X(plan) *plan, int layout, int64_t nq,
                           real *dv, int64_t lddv, real *dw, int64_t lddw,
                           real *db, int64_t *bad_row)
 {
-    if (!plan)
-        return -1;
-    if (!linattn_i_layout_ok(layout))
-        return -2;
-    if (nq < 0)
-        return -3;
-    if (nk < 0)
-        return -4;
-    int st = XI(backward_args)(plan, layout, nq, nk, q, ldq, k, ldk, v, ldv,
-                               out, ldout, den, g, ldg, dq, lddq, dk, lddk,
-                               dv, lddv, dw, lddw, db, 5, bad_row);
-    if (st)
-        return st;
-    XI(pgrad) pg;
-    if (XI(pgrad_open)(&pg, plan, dw != NULL, db != NULL))
-        return LINATTN_ENOMEM;
-    int cm = layout == LINATTN_COL_MAJOR;
-    st = XI(attention_backward_run)(plan, layout, nq, nk, (XI(view)){q, ldq, cm},
-                                    (XI(view)){k, ldk, cm}, (XI(view)){v, ldv, cm},
-                                    (XI(view)){out, ldout, cm}, den,
-                                    (XI(view)){g, ldg, cm}, dq, lddq, dk, lddk,
-                                    dv, lddv, &pg);
-    if (!st)
-        XI(pgrad_write)(plan, &pg, layout, dw, lddw, db);
-    XI(pgrad_free)(&pg, 1);
-    return st;
+    return XI(backward_call)(0, plan, layout, nq, nk, q, ldq, k, ldk, v, ldv,
+                             out, ldout, den, g, ldg, dq, lddq, dk, lddk, dv,
+                             lddv, dw, lddw, db, bad_row);
 }

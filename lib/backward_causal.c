@@ -147,20 +147,6 @@ static void XI(triangle_t_times)(const real *a, int64_t lda, const real *x,
     }
 }
 
-/* Rows of the view v into vaug (ld e + 1), ones in the last column. */
-static void augment(XI(view) v, int64_t rows, int64_t e, real *vaug)
-{
-    for (int64_t i = 0; i < rows; i++) {
-        real *row = vaug + i * (e + 1);
-        if (v.colmajor)
-            for (int64_t c = 0; c < e; c++)
-                row[c] = v.p[i + c * v.ld];
-        else
-            memcpy(row, v.p + i * v.ld, (size_t)e * sizeof(real));
-        row[e] = 1;
-    }
-}
-
 /* dV's entry (r, 0): the reverse sweep's note of a chunk's start shift. */
 static real *note_at(real *dv, int cm, int64_t lddv, int64_t r)
 {
@@ -216,7 +202,7 @@ static void chunk_inputs(const X(plan) *plan, cws *w, const range *rg,
     } else {
         XI(phi_rows)(plan, kb, rows, w->fk, NULL);
     }
-    augment(XI(view_rows)(rg->v, r), rows, plan->e, w->vaug);
+    XI(augment_rows)(XI(view_rows)(rg->v, r), rows, plan->e, w->vaug);
     XI(gh_rows)(plan, XI(view_rows)(rg->g, r), XI(view_rows)(rg->out, r),
                 rg->den + r, rows, w->gh);
 }
@@ -478,28 +464,7 @@ int X(causal_backward)(const X(plan) *plan, int layout, int64_t n,
                        int64_t lddk, real *dv, int64_t lddv, real *dw,
                        int64_t lddw, real *db, int64_t *bad_row)
 {
-    if (!plan)
-        return -1;
-    if (!linattn_i_layout_ok(layout))
-        return -2;
-    if (n < 0)
-        return -3;
-    int st = XI(backward_args)(plan, layout, n, n, q, ldq, k, ldk, v, ldv,
-                               out, ldout, den, g, ldg, dq, lddq, dk, lddk,
-                               dv, lddv, dw, lddw, db, 4, bad_row);
-    if (st)
-        return st;
-    XI(pgrad) pg;
-    if (XI(pgrad_open)(&pg, plan, dw != NULL, db != NULL))
-        return LINATTN_ENOMEM;
-    int cm = layout == LINATTN_COL_MAJOR;
-    st = XI(causal_backward_run)(plan, layout, n, (XI(view)){q, ldq, cm},
-                                 (XI(view)){k, ldk, cm}, (XI(view)){v, ldv, cm},
-                                 (XI(view)){out, ldout, cm}, den,
-                                 (XI(view)){g, ldg, cm}, dq, lddq, dk, lddk,
-                                 dv, lddv, &pg);
-    if (!st)
-        XI(pgrad_write)(plan, &pg, layout, dw, lddw, db);
-    XI(pgrad_free)(&pg, 1);
-    return st;
+    return XI(backward_call)(1, plan, layout, n, n, q, ldq, k, ldk, v, ldv,
+                             out, ldout, den, g, ldg, dq, lddq, dk, lddk, dv,
+                             lddv, dw, lddw, db, bad_row);
 }

@@ -156,24 +156,18 @@ static int batched(batch_job *j, int64_t batch, int pos, int keys_in_blas,
         return st;
     /* Problems over threads when there are enough of them, else one after
      * another with each call threading its rows. */
-    int nt = linattn_i_threads(problems, 1);
-    if (nt < linattn_i_threads(INT64_MAX, 1))
-        nt = 1;
-    int64_t first = nt > 1 ? linattn_i_parallel_ranges(nt, problems,
-                                                       run_problems, j)
-                           : run_problems(j, 0, 0, problems);
+    int nt = linattn_i_problem_threads(problems);
+    int64_t first = linattn_i_parallel_ranges(nt, problems, run_problems, j);
     if (first == INT64_MAX)
         return 0;
-    int t = 0;
-    while (nt > 1 && linattn_i_range_start(problems, nt, t + 1) <= first)
-        t++;
+    int t = linattn_i_range_of(problems, nt, first);
     if (bad)
         *bad = (linattn_where){first / j->heads, first % j->heads, j->row[t]};
     return j->status[t];
 }
 
 /* Positions 1-4 of every batched call: plan, layout, batch, heads. */
-static int leading_args(const X(plan) *plan, int layout, int64_t batch,
+int XI(batched_leading)(const X(plan) *plan, int layout, int64_t batch,
                         int64_t heads)
 {
     if (!plan)
@@ -197,7 +191,7 @@ static int batched_call(problem_fn run, int seq, int keys_in_blas,
                         const linattn_strides *sv, real *out,
                         const linattn_strides *sout, linattn_where *bad)
 {
-    int st = leading_args(plan, layout, batch, heads);
+    int st = XI(batched_leading)(plan, layout, batch, heads);
     if (st)
         return st;
     if (nq < 0)

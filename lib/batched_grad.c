@@ -171,9 +171,7 @@ static int batched(gjob *j, int64_t batch, int pos, real *dw, int64_t lddw,
     int64_t problems = batch * j->heads;
     if (st || problems == 0)
         return st;
-    int nt = linattn_i_threads(problems, 1);
-    if (nt < linattn_i_threads(INT64_MAX, 1))
-        nt = 1;
+    int nt = linattn_i_problem_threads(problems);
     XI(pgrad) parts[LINATTN_MAX_THREADS], total = {NULL, NULL};
     if (XI(pgrad_open)(&total, j->plan, dw != NULL, db != NULL))
         return LINATTN_ENOMEM;
@@ -185,8 +183,7 @@ static int batched(gjob *j, int64_t batch, int pos, real *dw, int64_t lddw,
     for (int t = 0; !split && t < nt; t++)
         parts[t] = total;
     j->pg = parts;
-    int64_t first = nt > 1 ? linattn_i_parallel_ranges(nt, problems, run_range, j)
-                           : run_range(j, 0, 0, problems);
+    int64_t first = linattn_i_parallel_ranges(nt, problems, run_range, j);
     if (split) {
         XI(pgrad_fold)(j->plan, &total, parts, nt);
         XI(pgrad_free)(parts, nt);
@@ -196,9 +193,7 @@ static int batched(gjob *j, int64_t batch, int pos, real *dw, int64_t lddw,
     XI(pgrad_free)(&total, 1);
     if (first == INT64_MAX)
         return 0;
-    int t = 0;
-    while (nt > 1 && linattn_i_range_start(problems, nt, t + 1) <= first)
-        t++;
+    int t = linattn_i_range_of(problems, nt, first);
     if (bad)
         *bad = (linattn_where){first / j->heads, first % j->heads, j->row[t]};
     return j->status[t];
@@ -209,14 +204,9 @@ static int batched(gjob *j, int64_t batch, int pos, real *dw, int64_t lddw,
 static int leading(const X(plan) *plan, int layout, int64_t batch,
                    int64_t heads, int64_t nq, int64_t nk, int seq)
 {
-    if (!plan)
-        return -1;
-    if (!linattn_i_layout_ok(layout))
-        return -2;
-    if (batch < 0)
-        return -3;
-    if (heads < 0)
-        return -4;
+    int st = XI(batched_leading)(plan, layout, batch, heads);
+    if (st)
+        return st;
     if (nq < 0)
         return -5;
     return !seq && nk < 0 ? -6 : 0;

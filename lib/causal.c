@@ -158,7 +158,7 @@ void XI(tril_times)(const real *a, int64_t lda, const real *x, int64_t rows,
 
 /* Rows [lo, hi) of the view v into rows of vaug (ld e + 1), ones in the
  * last column. */
-static void augment_rows(XI(view) v, int64_t rows, int64_t e, real *vaug)
+void XI(augment_rows)(XI(view) v, int64_t rows, int64_t e, real *vaug)
 {
     int64_t ld = e + 1;
     for (int64_t i = 0; i < rows; i++) {
@@ -266,7 +266,7 @@ static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
             running_keys(plan, w, XI(view_rows)(k, r), rows);
         else
             XI(phi_rows)(plan, XI(view_rows)(k, r), rows, w->phik, NULL);
-        augment_rows(XI(view_rows)(v, r), rows, e, w->vaug);
+        XI(augment_rows)(XI(view_rows)(v, r), rows, e, w->vaug);
         for (int64_t j = 0; j < rows; j++)
             for (int64_t i = 0; i < m; i++)
                 w->b[i * ldb + ld + j] = w->phik[j * m + i];

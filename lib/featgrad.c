@@ -270,13 +270,7 @@ int X(features_backward)(const X(plan) *plan, int layout, int64_t n,
     for (int64_t r = 0; r < n; r += block) {
         int64_t rows = n - r < block ? n - r : block;
         XI(view) xb = XI(view_rows)(xv, r);
-        /* phi itself (shift 0), as linattn_d_features gives it */
-        if (plan->shifted) {
-            XI(phi_pre)(plan, xb, rows, f, rexp);
-            XI(phi_post)(plan, f, rows, rexp, NULL, 0, NULL);
-        } else {
-            XI(phi_rows)(plan, xb, rows, f, NULL);
-        }
+        XI(phi_plain)(plan, xb, rows, f, rexp); /* as features() gives it */
         XI(copy_rows)(XI(view_rows)(av, r), 0, rows, m, a);
         XI(phi_backward)(plan, xb, rows, f, a, cm, cm ? dx + r : dx + r * lddx,
                          lddx, &w, &pg);

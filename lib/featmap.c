@@ -313,6 +313,17 @@ void XI(exp_inplace)(real *x, int64_t count)
     }
 }
 
+void XI(phi_plain)(const X(plan) *plan, XI(view) x, int64_t rows, real *out,
+                   double *rexp)
+{
+    if (plan->shifted) { /* shift 0 */
+        XI(phi_pre)(plan, x, rows, out, rexp);
+        XI(phi_post)(plan, out, rows, rexp, NULL, 0, NULL);
+    } else {
+        XI(phi_rows)(plan, x, rows, out, NULL);
+    }
+}
+
 int X(features)(const X(plan) *plan, int layout, int64_t n, const real *x,
                 int64_t ldx, real *phi, int64_t ldphi)
 {
@@ -338,12 +349,7 @@ int X(features)(const X(plan) *plan, int layout, int64_t n, const real *x,
     XI(view) xv = {x, ldx, layout == LINATTN_COL_MAJOR};
     for (int64_t r = 0; r < n; r += block) {
         int64_t rows = n - r < block ? n - r : block;
-        if (plan->shifted) { /* phi itself: shift 0 */
-            XI(phi_pre)(plan, XI(view_rows)(xv, r), rows, buf, rexp);
-            XI(phi_post)(plan, buf, rows, rexp, NULL, 0, NULL);
-        } else {
-            XI(phi_rows)(plan, XI(view_rows)(xv, r), rows, buf, NULL);
-        }
+        XI(phi_plain)(plan, XI(view_rows)(xv, r), rows, buf, rexp);
         int cm = layout == LINATTN_COL_MAJOR;
         XI(put_rows)(cm ? phi + r : phi + r * ldphi, cm, ldphi, buf, 0, m,
                      rows, m, NULL);

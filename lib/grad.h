@@ -126,6 +126,17 @@ int XI(causal_backward_run)(const X(plan) *plan, int layout, int64_t n,
                             int64_t lddq, real *dk, int64_t lddk, real *dv,
                             int64_t lddv, const XI(pgrad) *pg);
 
+/* The public backward calls (causal: nk = nq = n, positions one less from
+ * q on): the checks of positions 1-4, backward_args, then the run with
+ * dW and db accumulated and written on success. */
+int XI(backward_call)(int causal, const X(plan) *plan, int layout,
+                      int64_t nq, int64_t nk, const real *q, int64_t ldq,
+                      const real *k, int64_t ldk, const real *v, int64_t ldv,
+                      const real *out, int64_t ldout, const real *den,
+                      const real *g, int64_t ldg, real *dq, int64_t lddq,
+                      real *dk, int64_t lddk, real *dv, int64_t lddv,
+                      real *dw, int64_t lddw, real *db, int64_t *bad_row);
+
 /* The argument checks the backward calls share, from the matrices on:
  * Q (nq x d), K, V (nk x d, nk x e), out (nq x e) at positions pos,
  * pos + 2, ..., den (nq) at pos + 8, G (nq x e) at pos + 9, dq, dk, dv at

@@ -269,6 +269,47 @@ int XI(pgrad_args)(const X(plan) *plan, int layout, const real *dw,
     return 0;
 }
 
+int XI(backward_call)(int causal, const X(plan) *plan, int layout,
+                      int64_t nq, int64_t nk, const real *q, int64_t ldq,
+                      const real *k, int64_t ldk, const real *v, int64_t ldv,
+                      const real *out, int64_t ldout, const real *den,
+                      const real *g, int64_t ldg, real *dq, int64_t lddq,
+                      real *dk, int64_t lddk, real *dv, int64_t lddv,
+                      real *dw, int64_t lddw, real *db, int64_t *bad_row)
+{
+    if (!plan)
+        return -1;
+    if (!linattn_i_layout_ok(layout))
+        return -2;
+    if (nq < 0)
+        return -3;
+    if (!causal && nk < 0)
+        return -4;
+    int st = XI(backward_args)(plan, layout, nq, nk, q, ldq, k, ldk, v, ldv,
+                               out, ldout, den, g, ldg, dq, lddq, dk, lddk,
+                               dv, lddv, dw, lddw, db, causal ? 4 : 5,
+                               bad_row);
+    if (st)
+        return st;
+    XI(pgrad) pg;
+    if (XI(pgrad_open)(&pg, plan, dw != NULL, db != NULL))
+        return LINATTN_ENOMEM;
+    int cm = layout == LINATTN_COL_MAJOR;
+    XI(view) qv = {q, ldq, cm}, kv = {k, ldk, cm}, vv = {v, ldv, cm};
+    XI(view) ov = {out, ldout, cm}, gv = {g, ldg, cm};
+    if (causal)
+        st = XI(causal_backward_run)(plan, layout, nq, qv, kv, vv, ov, den, gv,
+                                     dq, lddq, dk, lddk, dv, lddv, &pg);
+    else
+        st = XI(attention_backward_run)(plan, layout, nq, nk, qv, kv, vv, ov,
+                                        den, gv, dq, lddq, dk, lddk, dv, lddv,
+                                        &pg);
+    if (!st)
+        XI(pgrad_write)(plan, &pg, layout, dw, lddw, db);
+    XI(pgrad_free)(&pg, 1);
+    return st;
+}
+
 int XI(backward_args)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
                       const real *q, int64_t ldq, const real *k, int64_t ldk,
                       const real *v, int64_t ldv, const real *out,

@@ -119,6 +119,11 @@ void XI(phi_post)(const X(plan) *plan, real *out, int64_t rows,
                   const double *rexp, const double *sh, double shift,
                   const XI(stats) *st);
 
+/* phi itself, without shifts (what linattn_d_features returns), of rows
+ * [0, rows) into out; rexp: workspace of rows entries (shifted maps). */
+void XI(phi_plain)(const X(plan) *plan, XI(view) x, int64_t rows, real *out,
+                   double *rexp);
+
 /* The kernelized maps' part of phi_rows (kmaps.c). */
 void XI(kmap_rows)(const X(plan) *plan, XI(view) x, int64_t rows, real *out,
                    const XI(stats) *st);
@@ -284,6 +289,9 @@ int XI(causal_run_den)(const X(plan) *plan, int layout, int64_t n,
                        const real *q, int64_t ldq, const real *k, int64_t ldk,
                        const real *v, int64_t ldv, real *out, int64_t ldout,
                        real *den, int64_t *bad_row);
+/* Rows [0, rows) of the view v into vaug (ld e + 1), ones in the last
+ * column: [V 1] (causal.c). */
+void XI(augment_rows)(XI(view) v, int64_t rows, int64_t e, real *vaug);
 /* y (rows x ld, ldy) += tril(A) X for a rows x rows A (lda) and X (rows x
  * ld, ld ld), reading only A[i][j] and row j of X with j <= i (causal.c). */
 void XI(tril_times)(const real *a, int64_t lda, const real *x, int64_t rows,
@@ -301,6 +309,10 @@ int XI(causal_from_den)(const X(plan) *plan, X(state) *from, int absorb,
                         const real *k, int64_t ldk, const real *v,
                         int64_t ldv, real *out, int64_t ldout, real *den,
                         int64_t *bad_row);
+/* The checks of positions 1-4 of every batched call: plan, layout,
+ * batch, heads (batched.c). */
+int XI(batched_leading)(const X(plan) *plan, int layout, int64_t batch,
+                        int64_t heads);
 int XI(naive_run)(const X(plan) *plan, int causal, int layout, int64_t nq,
                   int64_t nk, const real *q, int64_t ldq, const real *k,
                   int64_t ldk, const real *v, int64_t ldv, real *out,

@@ -58,6 +58,14 @@ typedef int64_t (*linattn_i_range_fn)(void *ctx, int t, int64_t lo,
 int64_t linattn_i_parallel_ranges(int nt, int64_t n, linattn_i_range_fn f,
                                   void *ctx);
 
+/* The threads of a batched call over problems: as many as the library
+ * uses when there are at least that many problems (each problem on one
+ * thread), else 1 (problems one after another, each splitting its rows). */
+int linattn_i_problem_threads(int64_t problems);
+
+/* The range (of nt over [0, n)) that holds index i. */
+int linattn_i_range_of(int64_t n, int nt, int64_t i);
+
 /* This thread's number inside a region opened with the count above. */
 int linattn_i_thread_num(void);
 

@@ -177,10 +177,12 @@ static inline void refgrad_free(refgrad *g)
     free(g->out), free(g->den);
 }
 
-/* dx_i = J(x_i)^T dphi_i for the rows of x, and their dW, db. */
-static inline void ref_back_rows(const refmap *r, const tmat *x,
-                                 const long double *dphi, long double *dx,
-                                 long double *dw, long double *db)
+/* Row by row of x: phi into f (n x m) when f is not NULL, and with dphi
+ * (n x m) dx_i = J(x_i)^T dphi_i into dx (n x d) and the rows' dW, db
+ * added to dw, db. */
+static inline void ref_rows(const refmap *r, const tmat *x, long double *f,
+                            const long double *dphi, long double *dx,
+                            long double *dw, long double *db)
 {
     int64_t d = r->d, m = r->m, h = r->rows;
     long double *phi = malloc((size_t)m * sizeof *phi);
@@ -190,7 +192,9 @@ static inline void ref_back_rows(const refmap *r, const tmat *x,
     for (int64_t i = 0; i < x->rows; i++) {
         for (int64_t c = 0; c < d; c++)
             xr[c] = *tmat_at(x, i, c);
-        ref_jacobian(r, xr, phi, jx, ju);
+        ref_jacobian(r, xr, f ? f + i * m : phi, jx, ju);
+        if (!dphi)
+            continue;
         const long double *a = dphi + i * m;
         for (int64_t c = 0; c < d; c++) {
             long double v = 0;
@@ -210,20 +214,19 @@ static inline void ref_back_rows(const refmap *r, const tmat *x,
     free(phi), free(jx), free(ju);
 }
 
+/* dx_i = J(x_i)^T dphi_i for the rows of x, and their dW, db. */
+static inline void ref_back_rows(const refmap *r, const tmat *x,
+                                 const long double *dphi, long double *dx,
+                                 long double *dw, long double *db)
+{
+    ref_rows(r, x, NULL, dphi, dx, dw, db);
+}
+
 /* phi of every row of x (n x m), by the formula. */
 static inline long double *ref_feature_rows(const refmap *r, const tmat *x)
 {
-    int64_t d = r->d, m = r->m, h = r->rows;
-    long double *f = malloc((size_t)(x->rows * m + 1) * sizeof *f);
-    long double *jx = malloc((size_t)(m * d) * sizeof *jx);
-    long double *ju = malloc((size_t)(m * (h ? h : 1)) * sizeof *ju);
-    long double xr[64];
-    for (int64_t i = 0; i < x->rows; i++) {
-        for (int64_t c = 0; c < d; c++)
-            xr[c] = *tmat_at(x, i, c);
-        ref_jacobian(r, xr, f + i * m, jx, ju);
-    }
-    free(jx), free(ju);
+    long double *f = malloc((size_t)(x->rows * r->m + 1) * sizeof *f);
+    ref_rows(r, x, f, NULL, NULL, NULL, NULL);
     return f;
 }
 

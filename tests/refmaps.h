@@ -199,6 +199,14 @@ static inline void ref_features(const refmap *r, const long double *x,
 #define BIG_TOL 1e-9
 #define CUSTOM_SCALE 30.0
 #endif
+/* The maps whose features leave the floating-point range at such norms
+ * without the stabilizing shifts. */
+static const mapcase big_cases[] = {
+    {LINATTN_MAP_FAVOR, 0, "favor"},
+    {LINATTN_MAP_FAVOR_HYP, 0, "favor-hyp"},
+    {LINATTN_MAP_CUSTOM, LINATTN_ACT_EXP, "custom-exp"},
+    {LINATTN_MAP_TRIG, 0, "trig"}};
+
 static inline tmat big_rows(int64_t n, int64_t d, uint64_t *seed)
 {
     tmat x = tmat_rand(ROW, n, d, 0, -1, 1, seed);

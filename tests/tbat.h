@@ -9,6 +9,29 @@
 #ifndef LINATTN_TBAT_H
 #define LINATTN_TBAT_H
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* The OpenMP thread count, and setting it (1 and nothing without). */
+static inline int max_threads(void)
+{
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+static inline void set_threads(int t)
+{
+#ifdef _OPENMP
+    omp_set_num_threads(t);
+#else
+    (void)t;
+#endif
+}
+
 #define ROW LINATTN_ROW_MAJOR
 #define COL LINATTN_COL_MAJOR
 #define SENT ((real)1e30)

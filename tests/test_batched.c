@@ -80,24 +80,6 @@ static int run_single(int path, const P(plan) *p, int layout, int64_t nq,
     }
 }
 
-static int max_threads(void)
-{
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
-
-static void set_threads(int t)
-{
-#ifdef _OPENMP
-    omp_set_num_threads(t);
-#else
-    (void)t;
-#endif
-}
-
 /* The single calls, problem by problem, with the threads the batched call
  * gives each problem: one when problems are split over threads (at least
  * as many problems as threads), all of them otherwise.  Returns the first

@@ -501,12 +501,7 @@ END_TEST
  * only. */
 START_TEST(large_norms_gradients)
 {
-    static const mapcase big[] = {
-        {LINATTN_MAP_FAVOR, 0, "favor"},
-        {LINATTN_MAP_FAVOR_HYP, 0, "favor-hyp"},
-        {LINATTN_MAP_CUSTOM, LINATTN_ACT_EXP, "custom-exp"},
-        {LINATTN_MAP_TRIG, 0, "trig"}};
-    const mapcase *c = &big[_i % 4];
+    const mapcase *c = &big_cases[_i % 4];
     int causal = _i / 4;
     int64_t n = 70, d = 4, e = 3;
     uint64_t seed = 59 + (uint64_t)(_i % 4); /* test_maps' unit-scale inputs */

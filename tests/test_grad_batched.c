@@ -17,24 +17,6 @@
 #include "refmaps.h"
 #include "gradref.h"
 
-static int max_threads(void)
-{
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
-
-static void set_threads(int t)
-{
-#ifdef _OPENMP
-    omp_set_num_threads(t);
-#else
-    (void)t;
-#endif
-}
-
 /* One batched problem set: inputs, the forward's out and den, G, the
  * gradients, dW and db. */
 typedef struct {

@@ -483,12 +483,7 @@ END_TEST
  * outputs, and the factored paths agree with the quadratic ones. */
 START_TEST(large_norms_stay_finite)
 {
-    static const mapcase big[] = {
-        {LINATTN_MAP_FAVOR, 0, "favor"},
-        {LINATTN_MAP_FAVOR_HYP, 0, "favor-hyp"},
-        {LINATTN_MAP_CUSTOM, LINATTN_ACT_EXP, "custom-exp"},
-        {LINATTN_MAP_TRIG, 0, "trig"}};
-    const mapcase *c = &big[_i % 4];
+    const mapcase *c = &big_cases[_i % 4];
     int unit_scale = _i / 4;
     int64_t n = 70, d = 4, e = 3, m;
     uint64_t seed = 55 + (uint64_t)_i;
