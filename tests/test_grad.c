@@ -261,6 +261,48 @@ START_TEST(relu_derivative_at_zero)
 }
 END_TEST
 
+/* No queries: dK = dV = 0, written; no keys (eps > 0 keeps den valid):
+ * dQ = 0; n = 0 for the causal call writes nothing. */
+START_TEST(empty_sides)
+{
+    linattn_opts o = small_opts(0.5);
+    mapcase c = map_case(3 + NCASES - 1); /* Hedgehog: dW, db too */
+    P(plan) *p = grad_plan(&c, D, E, &o);
+    problem x = problem_new(&c, p, ROW, 4, 6, 3);
+    for (int64_t i = 0; i < 4; i++)
+        x.den[i] = (real)0.5;
+    int64_t bad = -1;
+    ck_assert_int_eq(P(attention_backward)(p, ROW, 0, 6, x.q.a, x.q.ld, x.k.a,
+                                           x.k.ld, x.v.a, x.v.ld, x.out.a,
+                                           x.out.ld, NULL, x.g.a, x.g.ld,
+                                           x.dq.a, x.dq.ld, x.dk.a, x.dk.ld,
+                                           x.dv.a, x.dv.ld, x.dw, D, x.db,
+                                           &bad), 0);
+    for (int64_t i = 0; i < 6; i++) {
+        for (int64_t t = 0; t < D; t++)
+            ck_assert(*tmat_at(&x.dk, i, t) == 0);
+        for (int64_t t = 0; t < E; t++)
+            ck_assert(*tmat_at(&x.dv, i, t) == 0);
+    }
+    for (int64_t i = 0; i < x.rows * D; i++)
+        ck_assert(x.dw[i] == 0);
+    ck_assert_int_eq(P(attention_backward)(p, ROW, 4, 0, x.q.a, x.q.ld, NULL,
+                                           D, NULL, E, x.out.a, x.out.ld,
+                                           x.den, x.g.a, x.g.ld, x.dq.a,
+                                           x.dq.ld, NULL, D, NULL, E, x.dw, D,
+                                           x.db, &bad), 0);
+    for (int64_t i = 0; i < 4; i++)
+        for (int64_t t = 0; t < D; t++)
+            ck_assert(*tmat_at(&x.dq, i, t) == 0);
+    ck_assert_int_eq(P(causal_backward)(p, ROW, 0, NULL, D, NULL, D, NULL, E,
+                                        NULL, E, NULL, NULL, E, NULL, D, NULL,
+                                        D, NULL, E, NULL, 1, NULL, &bad), 0);
+    ck_assert(bad == -1);
+    problem_free(&x);
+    P(plan_destroy)(p);
+}
+END_TEST
+
 #ifndef TEST_SINGLE
 /* sum_i G_i . out_i through the library's forward call, in long double. */
 static long double loss(P(plan) *p, int causal, problem *x)
@@ -578,6 +620,7 @@ static Suite *suite(void)
     tcase_add_test(tc, backward_matches_reference);
     tcase_add_test(tc, features_backward_matches_jacobian);
     tcase_add_test(tc, relu_derivative_at_zero);
+    tcase_add_test(tc, empty_sides);
 #ifndef TEST_SINGLE
     tcase_add_test(tc, finite_differences);
 #endif
