@@ -140,7 +140,8 @@ static void timing(const config *c, const linattn_d_plan *p)
     for (int causal = 0; causal < 2; causal++)
         printf("%-10s %8lld %12.4f %12.4f %14.2f\n",
                causal ? "causal" : "noncausal", (long long)n,
-               bench_median(tf[causal], c->reps), bench_median(tb[causal], c->reps),
+               bench_median(tf[causal], c->reps),
+               bench_median(tb[causal], c->reps),
                bench_median(ratio[causal], c->reps));
     arrays_free(&a);
 }
@@ -166,7 +167,8 @@ static int parse(int argc, char **argv, config *c)
         long x;
         if (!strcmp(o, "--n") && v && bench_parse_int(v, 1, 30, &x))
             c->lg = (int)x, i++;
-        else if (!strcmp(o, "--reps") && v && bench_parse_int(v, 1, MAX_REPS, &x))
+        else if (!strcmp(o, "--reps") && v &&
+                 bench_parse_int(v, 1, MAX_REPS, &x))
             c->reps = (int)x, i++;
         else if (!strcmp(o, "--d") && v && bench_parse_int(v, 1, 1024, &x))
             c->d = x, i++;
@@ -218,7 +220,8 @@ int main(int argc, char **argv)
            (long long)m, bench_max_threads(), core);
     timing(&c, p);
     printf("\npeak memory of one backward call beyond its inputs and "
-           "gradients (bytes)\n%-10s %12s %12s\n", "path", "n = 2^a", "n = 2^b");
+           "gradients (bytes)\n%-10s %12s %12s\n", "path", "n = 2^a",
+           "n = 2^b");
     for (int causal = 0; causal < 2; causal++)
         printf("%-10s %12lld %12lld   (a = %d, b = %d)\n",
                causal ? "causal" : "noncausal",

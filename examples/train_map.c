@@ -22,7 +22,8 @@
 #include <stdlib.h>
 #include <linattn.h>
 
-enum { N = 48, D = 4, E = 3, M = 6 }; /* tokens, widths, features (= rows of W) */
+/* tokens, widths, features (= rows of W) */
+enum { N = 48, D = 4, E = 3, M = 6 };
 
 static int check(int st, const char *what)
 {

@@ -287,7 +287,9 @@ static void reverse_sweep(const X(plan) *plan, cws *w, int64_t c, int cm,
     XI(view) va = {w->vaug, ld, 0};
     for (int64_t r = (rg->n - 1) / c * c; rg->n > 0 && r >= 0; r -= c) {
         int64_t rows = rg->n - r < c ? rg->n - r : c;
-        double start = plan->shifted ? (double)*note_at(rg->dv, cm, lddv, r) : 0;
+        double start = 0;
+        if (plan->shifted)
+            start = (double)*note_at(rg->dv, cm, lddv, r);
         chunk_inputs(plan, w, rg, r, rows, start);
         XI(gemm)(0, 1, rows, rows, m, 1, fq, fk, 0, w->sa, c);
         XI(gemm)(0, 1, rows, rows, ld, 1, ghv, va, 0, w->sp, c);

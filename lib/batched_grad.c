@@ -132,12 +132,15 @@ static int check(gjob *j, int64_t batch, int pos, const real *dw,
     linattn_strides sden = {j->layout == LINATTN_COL_MAJOR ? (nq > 1 ? nq : 1)
                                                            : 1,
                             j->heads * nq, nq};
-    const linattn_i_bmat mats[] = {
-        {nq, d, j->q, j->sq, pos, 0},       {nk, d, j->k, j->sk, pos + 2, 0},
-        {nk, e, j->v, j->sv, pos + 4, 0},   {nq, e, j->out, j->sout, pos + 6, !bwd},
-        {nq, 1, j->den, &sden, pos + 8, !bwd}, {nq, e, j->g, j->sg, pos + 9, 0},
-        {nq, d, j->dq, j->sdq, pos + 11, 1}, {nk, d, j->dk, j->sdk, pos + 13, 1},
-        {nk, e, j->dv, j->sdv, pos + 15, 1}};
+    const linattn_i_bmat mats[] = {{nq, d, j->q, j->sq, pos, 0},
+                                   {nk, d, j->k, j->sk, pos + 2, 0},
+                                   {nk, e, j->v, j->sv, pos + 4, 0},
+                                   {nq, e, j->out, j->sout, pos + 6, !bwd},
+                                   {nq, 1, j->den, &sden, pos + 8, !bwd},
+                                   {nq, e, j->g, j->sg, pos + 9, 0},
+                                   {nq, d, j->dq, j->sdq, pos + 11, 1},
+                                   {nk, d, j->dk, j->sdk, pos + 13, 1},
+                                   {nk, e, j->dv, j->sdv, pos + 15, 1}};
     int st = linattn_i_check_batched(j->layout, batch, j->heads, sizeof(real),
                                      mats, bwd ? 9 : 5);
     int pst = st < 0 || !bwd ? 0

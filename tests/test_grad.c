@@ -71,26 +71,35 @@ typedef struct {
     int64_t rows; /* of W */
 } problem;
 
-static problem problem_new(const mapcase *c, P(plan) *p, int layout,
-                           int64_t nq, int64_t nk, uint64_t seed)
+/* A problem whose matrices have leading dimensions their natural ones
+ * plus small paddings, or plus pad when pad > 0. */
+static problem problem_pad(const mapcase *c, P(plan) *p, int layout,
+                           int64_t nq, int64_t nk, uint64_t seed, int64_t pad)
 {
     problem x;
     uint64_t s = seed;
     int64_t d, m, e;
     P(plan_dims)(p, &d, &m, &e);
-    x.q = inputs(c, layout, nq, d, 1, &s);
-    x.k = inputs(c, layout, nk, d, 2, &s);
-    x.v = tmat_rand(layout, nk, e, 1, -1, 1, &s);
-    x.g = tmat_rand(layout, nq, e, 3, -1, 1, &s);
-    x.out = tmat_like(&x.q, nq, e, 1);
-    x.dq = tmat_like(&x.q, nq, d, 2);
-    x.dk = tmat_like(&x.q, nk, d, 1);
-    x.dv = tmat_like(&x.q, nk, e, 2);
+    int64_t p1 = pad ? pad : 1, p2 = pad ? pad : 2, p3 = pad ? pad : 3;
+    x.q = inputs(c, layout, nq, d, p1, &s);
+    x.k = inputs(c, layout, nk, d, p2, &s);
+    x.v = tmat_rand(layout, nk, e, p1, -1, 1, &s);
+    x.g = tmat_rand(layout, nq, e, p3, -1, 1, &s);
+    x.out = tmat_like(&x.q, nq, e, p1);
+    x.dq = tmat_like(&x.q, nq, d, p2);
+    x.dk = tmat_like(&x.q, nk, d, p1);
+    x.dv = tmat_like(&x.q, nk, e, p2);
     P(plan_weights)(p, ROW, NULL, 0, &x.rows);
     x.den = malloc((size_t)(nq + 1) * sizeof(real));
     x.dw = malloc((size_t)(x.rows * d + 1) * sizeof(real));
     x.db = malloc((size_t)(x.rows + 1) * sizeof(real));
     return x;
+}
+
+static problem problem_new(const mapcase *c, P(plan) *p, int layout,
+                           int64_t nq, int64_t nk, uint64_t seed)
+{
+    return problem_pad(c, p, layout, nq, nk, seed, 0);
 }
 
 static void problem_free(problem *x)
@@ -199,6 +208,36 @@ START_TEST(backward_matches_reference)
 }
 END_TEST
 
+/* Leading dimensions of 600 to 700 (beyond the lowered BLAS limit of
+ * check-hard's build, where every matrix must then go through the copy
+ * paths): the reference still, for maps with and without W. */
+START_TEST(large_leading_dimensions)
+{
+    static const int which[] = {0, 1, 3, 3 + NCASES - 1}; /* ident, elu, */
+    for (int wi = 0; wi < 4; wi++)               /* FAVOR, Hedgehog */
+        for (int causal = 0; causal < 2; causal++)
+            for (int layout = ROW; layout <= COL; layout++) {
+                mapcase c = map_case(which[wi]);
+                linattn_opts o = small_opts(0);
+                P(plan) *p = grad_plan(&c, D, E, &o);
+                int64_t n = causal ? NC : NQ, pad = layout == ROW ? 600 : 700 - n;
+                problem x = problem_pad(&c, p, layout, n, causal ? NC : NK, 3, pad);
+                ck_assert_int_eq(lib_grad(p, &c, causal, &x), 0);
+                refmap r = grad_ref_of(&c, p, D);
+                refgrad g = ref_grad(&r, causal, 0, 0, &x.q, &x.k, &x.v, &x.g);
+                double err = compare(&x, &g, &c, D, is_shifted(&c));
+                ck_assert_msg(err <= TOL, "%s causal %d layout %d: %.3e",
+                              c.name, causal, layout, err);
+                ck_assert(tmat_padding_intact(&x.dq));
+                ck_assert(tmat_padding_intact(&x.dv));
+                refgrad_free(&g);
+                ref_free(&r);
+                problem_free(&x);
+                P(plan_destroy)(p);
+            }
+}
+END_TEST
+
 /* features_backward against J^T dphi of the formula, dW and db included. */
 START_TEST(features_backward_matches_jacobian)
 {
@@ -236,7 +275,8 @@ START_TEST(features_backward_matches_jacobian)
             if (custom)
                 err = fmax(err, rel_err_vec(db, 1, 1, rows, ROW, rdb));
             if (err > TOL || getenv("GRAD_VERBOSE"))
-                printf("features_backward %s layout %d: %.3e\n", c.name, layout, err);
+                printf("features_backward %s layout %d: %.3e\n", c.name,
+                       layout, err);
             ck_assert(err <= TOL);
             ck_assert(tmat_padding_intact(&dx));
             free(la), free(rdx), free(rdw), free(rdb);
@@ -348,7 +388,8 @@ static P(plan) *custom_plan(const mapcase *c, const real *w, const real *b,
                             int64_t m, const linattn_opts *o)
 {
     P(plan) *p;
-    ck_assert_int_eq(P(plan_create_custom)(&p, c->act, D, m, E, ROW, w, D, b, o), 0);
+    ck_assert_int_eq(P(plan_create_custom)(&p, c->act, D, m, E, ROW, w, D, b,
+                                           o), 0);
     return p;
 }
 
@@ -363,7 +404,8 @@ static double fd_params(const mapcase *c, int causal, problem *x,
     double num = 0, den = 0;
     for (int64_t i = 0; i < rows * (D + 1); i++) {
         real *e = i < rows * D ? &w[i] : &b[i - rows * D], keep = *e;
-        double h = 1e-6 * fmax(1, fabs(keep)), g = i < rows * D ? x->dw[i] : x->db[i - rows * D];
+        double h = 1e-6 * fmax(1, fabs(keep));
+        double g = i < rows * D ? x->dw[i] : x->db[i - rows * D];
         *e = keep + h;
         P(plan) *pp = custom_plan(c, w, b, m, o);
         long double lp = loss(pp, causal, x);
@@ -621,6 +663,7 @@ static Suite *suite(void)
     tcase_add_test(tc, features_backward_matches_jacobian);
     tcase_add_test(tc, relu_derivative_at_zero);
     tcase_add_test(tc, empty_sides);
+    tcase_add_test(tc, large_leading_dimensions);
 #ifndef TEST_SINGLE
     tcase_add_test(tc, finite_differences);
 #endif

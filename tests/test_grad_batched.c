@@ -201,19 +201,22 @@ START_TEST(batched_equals_single_calls)
                                                dws, dbs);
                         set_threads(2);
                         ck_assert(tbat_same(&s.out, &t.out));
-                        ck_assert(!memcmp(s.den, t.den, (size_t)(B * H * nq) * sizeof(real)));
+                        ck_assert(!memcmp(s.den, t.den,
+                                          (size_t)(B * H * nq) * sizeof(real)));
                         ck_assert(tbat_same(&s.dq, &t.dq));
                         ck_assert(tbat_same(&s.dk, &t.dk));
                         ck_assert(tbat_same(&s.dv, &t.dv));
-                        ck_assert(tbat_gaps_intact(&s.dq) && tbat_gaps_intact(&s.dk) &&
+                        ck_assert(tbat_gaps_intact(&s.dq) &&
+                                  tbat_gaps_intact(&s.dk) &&
                                   tbat_gaps_intact(&s.dv));
                         if (s.rows && B * H > 0) {
                             /* dw came in the layout; the sums row major */
                             real dwr[64 * 8];
                             for (int64_t i = 0; i < s.rows; i++)
                                 for (int64_t c = 0; c < d; c++)
-                                    dwr[i * d + c] = layout == COL ? s.dw[i + c * s.rows]
-                                                                   : s.dw[i * d + c];
+                                    dwr[i * d + c] = layout == COL
+                                                         ? s.dw[i + c * s.rows]
+                                                         : s.dw[i * d + c];
                             ck_assert(max_rel(dwr, dws, s.rows * d) <= TOL);
                             if (want_b)
                                 ck_assert(max_rel(s.db, dbs, s.rows) <= TOL);
