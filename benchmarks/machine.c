@@ -119,3 +119,19 @@ void bench_malloc_returns_memory(void)
     mallopt(M_TRIM_THRESHOLD, 128 * 1024);
 #endif
 }
+
+void bench_platform_print(FILE *out, linattn_platform *p)
+{
+    linattn_platform mine;
+    if (!p)
+        p = &mine;
+    if (linattn_platform_query(p)) {
+        fprintf(out, "platform: unknown\n");
+        return;
+    }
+    fprintf(out, "platform: %s\n", p->summary);
+    if (*p->blas_config)
+        fprintf(out, "BLAS build: %s (%s)\n", p->blas_config, p->blas_library);
+    if (p->blas_underuses_cpu)
+        fprintf(out, "WARNING: %s\n", p->advice);
+}
