@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
+#include "kern.h"
 #include "kernels.h"
 #include "threads.h"
 #include "validate.h"
@@ -125,25 +126,16 @@ static int alloc_causal_ws(causal_ws *w, const X(plan) *plan, int64_t c)
  * A[i][j] and row j of vaug (ld) with j <= i: below the diagonal blocks by
  * GEMM, the diagonal blocks by explicit loops.  (A and y may share a
  * buffer, in disjoint columns.) */
-LINATTN_CLONES
-static void XI(triangle_times)(const real *a, int64_t lda, const real *vaug,
-                               int64_t rows, int64_t ld, real *y, int64_t ldy)
+static void triangle_times(const real *a, int64_t lda, const real *vaug,
+                           int64_t rows, int64_t ld, real *y, int64_t ldy)
 {
+    const XI(kern) *kn = XI(kern_now)();
     for (int64_t i0 = 0; i0 < rows; i0 += TRIANGLE_BLOCK) {
         int64_t i1 = i0 + TRIANGLE_BLOCK < rows ? i0 + TRIANGLE_BLOCK : rows;
         if (i0 > 0)
             XI(gemm)(0, 0, i1 - i0, ld, i0, 1, (XI(view)){a + i0 * lda, lda, 0},
                      (XI(view)){vaug, ld, 0}, 1, y + i0 * ldy, ldy);
-        for (int64_t i = i0; i < i1; i++) {
-            real *yi = y + i * ldy;
-            for (int64_t j = i0; j <= i; j++) {
-                real aij = a[i * lda + j];
-                const real *vj = vaug + j * ld;
-                LINATTN_SIMD
-                for (int64_t c = 0; c < ld; c++)
-                    yi[c] += aij * vj[c];
-            }
-        }
+        kn->tri_diag(a, lda, vaug, ld, i0, i1, y, ldy);
     }
 }
 
@@ -162,24 +154,6 @@ static void augment_rows(XI(view) v, int64_t rows, int64_t e, real *vaug)
         row[e] = 1;
     }
 }
-
-#if LINATTN_ACC_WIDER
-/* acc += part in the accumulator's precision, s = acc in the working one
- * (one row of the state), and part = 0 for the next chunk's GEMM to add
- * into (beta = 1 spares BLAS a pass that clears it): once per chunk, so
- * vectorized. */
-LINATTN_CLONES
-static void XI(fold_part)(acc_t *acc, real *part, real *s, int64_t len)
-{
-    LINATTN_SIMD
-    for (int64_t i = 0; i < len; i++) {
-        acc_t t = acc[i] + part[i];
-        acc[i] = t;
-        s[i] = (real)t;
-        part[i] = 0;
-    }
-}
-#endif
 
 /* Shifted maps: phi(K_c) with the running shifts m_j into w->phik. */
 static void running_keys(const X(plan) *plan, causal_ws *w, XI(view) k,
@@ -266,7 +240,7 @@ static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
                  (XI(view)){w->b, ldb, 0}, 0, w->r, ldb);
         if (plan->shifted)
             rescale_rows(w, rows, ld);
-        XI(triangle_times)(w->r + ld, ldb, w->vaug, rows, ld, w->r, ldb);
+        triangle_times(w->r + ld, ldb, w->vaug, rows, ld, w->r, ldb);
         for (int64_t i = 0; i < rows; i++)
             den[i] = w->r[i * ldb + e];
         int64_t good = XI(good_rows)(plan, den, rows, 1);
@@ -280,9 +254,13 @@ static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
         if (plan->shifted)
             move_shift(plan, w, rows);
 #if LINATTN_ACC_WIDER
+        /* acc += part in double, b = acc in float, and part = 0 for the
+         * next chunk's GEMM to add into (beta = 1 spares BLAS a pass that
+         * clears it) */
         XI(gemm)(1, 0, m, ld, rows, 1, pk, vaug, 1, w->part, ld);
+        const XI(kern) *kn = XI(kern_now)();
         for (int64_t i = 0; i < m; i++)
-            XI(fold_part)(w->acc + i * ld, w->part + i * ld, w->b + i * ldb, ld);
+            kn->fold(w->acc + i * ld, w->part + i * ld, w->b + i * ldb, ld);
 #else
         XI(gemm)(1, 0, m, ld, rows, 1, pk, vaug, 1, w->b, ldb);
 #endif
