@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cpu.c -- the CPU's vector extensions and the kernels' level (cpu.h). */
 #include <pthread.h>
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cpu.h -- what the CPU offers (cpuid, and the operating system's support
  * for the wide registers) and which code path linattn's own kernels take.

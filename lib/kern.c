@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * kern.c -- the kernels of lib/kern.h, compiled once per precision and per
  * code path (LINATTN_KERN_LEVEL 0 generic, 1 AVX2 + FMA, 2 AVX-512, with

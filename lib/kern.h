@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * kern.h -- the library's own kernels, in one build per code path.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kern_dispatch.c -- the table of the kernels' level (kern.h). */
 #include <stddef.h>
 #include "cpu.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * kern_exp256.h -- the double exponential for AVX2 + FMA, included by the
  * AVX2 build of kern.c (double only; float takes the portable loop, which

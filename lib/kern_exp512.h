@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * kern_exp512.h -- exponentials for AVX-512 (F, DQ), included by the
  * AVX-512 build of kern.c, in the precision it is compiled for.

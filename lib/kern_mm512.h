@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * kern_mm512.h -- the GEMM micro-kernel of the AVX-512 build of kern.c
  * (after kern_exp512.h, whose vector macros it uses).

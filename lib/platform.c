@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * platform.c -- linattn_platform_query: which BLAS, which kernels, which
  * CPU.  The BLAS is asked through the query functions its vendor exports,

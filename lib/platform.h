@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * platform.h -- the parts of linattn_platform_query (platform.c) that
  * need no BLAS and no CPU to be tested: which vector level a BLAS kernel

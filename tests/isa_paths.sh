@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The numerical suites again with linattn's kernels held to each lower code
 # path (LINATTN_ISA, lib/cpu.h): make check runs them on the CPU's best
 # path, this runs them on generic and avx2 too, so that every path the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_kernels.c -- the library's own kernels (lib/kern.h), compiled once
  * per precision, in every build the CPU can run (generic, AVX2, AVX-512:

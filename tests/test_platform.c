@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_platform.c -- linattn_platform_query against independent sources:
  * OpenBLAS's own query functions called directly (when the build links
