@@ -132,16 +132,17 @@ static void k_fold(acc_t *acc, real *part, real *s, int64_t len)
     }
 }
 
-static void k_tri_diag(const real *a, int64_t lda, const real *v, int64_t ld,
-                       int64_t i0, int64_t i1, real *y, int64_t ldy)
+static void k_tri_diag(const real *a, int64_t lda, const real *v,
+                       int64_t ldv, int64_t cols, int64_t i0, int64_t i1,
+                       real *y, int64_t ldy)
 {
     for (int64_t i = i0; i < i1; i++) {
         real *yi = y + i * ldy;
         for (int64_t j = i0; j <= i; j++) {
             real aij = a[i * lda + j];
-            const real *vj = v + j * ld;
+            const real *vj = v + j * ldv;
             LINATTN_SIMD
-            for (int64_t c = 0; c < ld; c++)
+            for (int64_t c = 0; c < cols; c++)
                 yi[c] += aij * vj[c];
         }
     }

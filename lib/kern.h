@@ -51,11 +51,12 @@ typedef struct {
     /* acc += part (in double), s = acc (working precision), part = 0,
      * over len entries. */
     void (*fold)(acc_t *acc, real *part, real *s, int64_t len);
-    /* Rows [i0, i1) of y (ldy) += the diagonal block of tril(A) [V 1]:
-     * y_i += sum_{j = i0..i} a[i][j] v_j, reading only those entries of
-     * a (lda) and rows of v (ld entries each). */
-    void (*tri_diag)(const real *a, int64_t lda, const real *v, int64_t ld,
-                     int64_t i0, int64_t i1, real *y, int64_t ldy);
+    /* Rows [i0, i1) of y (ldy) += the diagonal block of tril(A) V:
+     * y_i += sum_{j = i0..i} a[i][j] v_j (cols entries), reading only
+     * those entries of a (lda) and rows of v (ldv). */
+    void (*tri_diag)(const real *a, int64_t lda, const real *v, int64_t ldv,
+                     int64_t cols, int64_t i0, int64_t i1, real *y,
+                     int64_t ldy);
 } XI(kern);
 
 /* The tables of the builds (NULL where a level was not built). */

@@ -291,20 +291,22 @@ START_TEST(every_build_small_loops)
         /* the diagonal block [3, 8) of a 9-row chunk: entries above the
          * diagonal and rows of v after the row are NaN and must not be
          * read */
-        enum { R = 9, L = 5 };
-        real a[R * R], vv[R * L], yy[R * L], y0[R * L];
+        enum { R = 9, L = 5, LDV = 7 };
+        real a[R * R], vv[R * LDV], yy[R * L], y0[R * L];
         for (int i = 0; i < R; i++)
             for (int j = 0; j < R; j++)
                 a[i * R + j] = j > i ? (real)NAN : small_value(&s);
+        for (int i = 0; i < R * LDV; i++) /* beyond column L: not read */
+            vv[i] = i % LDV < L ? small_value(&s) : (real)NAN;
         for (int i = 0; i < R * L; i++)
-            vv[i] = small_value(&s), y0[i] = small_value(&s);
+            y0[i] = small_value(&s);
         memcpy(yy, y0, sizeof yy);
-        kn->tri_diag(a, R, vv, L, 3, 8, yy, L);
+        kn->tri_diag(a, R, vv, LDV, L, 3, 8, yy, L);
         for (int i = 0; i < R; i++)
             for (int c = 0; c < L; c++) {
                 long double w = y0[i * L + c];
                 for (int j = 3; i >= 3 && i < 8 && j <= i; j++)
-                    w += (long double)a[i * R + j] * vv[j * L + c];
+                    w += (long double)a[i * R + j] * vv[j * LDV + c];
                 ck_assert(yy[i * L + c] == (real)w);
             }
     }
