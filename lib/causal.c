@@ -166,13 +166,27 @@ static void copy_carried(const X(plan) *plan, causal_ws *dst,
 /* Rows per diagonal block of the triangle product. */
 #define TRIANGLE_BLOCK 16
 
-/* y (rows x e, ldy) += tril(A) V and den[i] += sum_{j <= i} A[i][j] for
- * the chunk's rows, reading only A[i][j] and row j of v (ldv) with j <= i:
- * below the diagonal blocks by GEMM, the diagonal blocks by explicit
- * loops.  (A and y may share a buffer, in disjoint columns.) */
+/* den[i] += sum_{j <= i} A[i][j]: the triangle's part of the normalizers. */
+static void triangle_sums(const real *a, int64_t lda, int64_t rows, real *den)
+{
+    for (int64_t i = 0; i < rows; i++) {
+        const real *ai = a + i * lda;
+        real acc = 0;
+        LINATTN_SIMD_SUM
+        for (int64_t j = 0; j <= i; j++)
+            acc += ai[j];
+        den[i] += acc;
+    }
+}
+
+/* Rows per diagonal block of the triangle product. */
+#define TRIANGLE_BLOCK 16
+
+/* y (rows x e, ldy) += tril(A) V, reading only A[i][j] and row j of v
+ * with j <= i: below the diagonal blocks by GEMM, the diagonal blocks by
+ * explicit loops.  (A and y may share a buffer, in disjoint columns.) */
 static void triangle_times(const real *a, int64_t lda, XI(view) v,
-                           int64_t rows, int64_t e, real *y, int64_t ldy,
-                           real *den)
+                           int64_t rows, int64_t e, real *y, int64_t ldy)
 {
     const XI(kern) *kn = XI(kern_now)();
     for (int64_t i0 = 0; i0 < rows; i0 += TRIANGLE_BLOCK) {
@@ -181,13 +195,6 @@ static void triangle_times(const real *a, int64_t lda, XI(view) v,
             XI(gemm)(0, 0, i1 - i0, e, i0, 1, (XI(view)){a + i0 * lda, lda, 0},
                      v, 1, y + i0 * ldy, ldy);
         kn->tri_diag(a, lda, v.p, v.ld, e, i0, i1, y, ldy);
-    }
-    for (int64_t i = 0; i < rows; i++) {
-        const real *ai = a + i * lda;
-        real s = 0;
-        for (int64_t j = 0; j <= i; j++)
-            s += ai[j];
-        den[i] += s;
     }
 }
 
@@ -251,6 +258,20 @@ static void move_shift(const X(plan) *plan, causal_ws *w, int64_t rows)
     w->has = 1;
 }
 
+/* Asks for rows [0, rows) of the view x (cols entries each) to be brought
+ * towards the cache (L2): the next chunk's inputs, while this one's
+ * arithmetic runs (measured: the chunk's first reads of V otherwise
+ * stalled its triangle for longer than the triangle's arithmetic). */
+static void prefetch_rows(XI(view) x, int64_t rows, int64_t cols)
+{
+    int64_t outer = x.colmajor ? cols : rows, inner = x.colmajor ? rows : cols;
+    for (int64_t o = 0; o < outer; o++) {
+        const char *p = (const char *)(x.p + o * x.ld);
+        for (int64_t b = 0; b < inner * (int64_t)sizeof(real); b += 64)
+            __builtin_prefetch(p + b, 0, 2);
+    }
+}
+
 /* Rows [0, n) causally, after `before` tokens absorbed in the carried
  * state; returns -1 or the first row whose normalizer breaks the policy
  * (rows before it written, none after). */
@@ -268,6 +289,12 @@ static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
     const XI(kern) *kn = XI(kern_now)();
     for (int64_t r = 0; r < n; r += c) {
         int64_t rows = n - r < c ? n - r : c;
+        if (r + c < n) {
+            int64_t next = n - r - c < c ? n - r - c : c;
+            prefetch_rows(XI(view_rows)(q, r + c), next, plan->d);
+            prefetch_rows(XI(view_rows)(k, r + c), next, plan->d);
+            prefetch_rows(XI(view_rows)(v, r + c), next, e);
+        }
         XI(phi_rows)(plan, XI(view_rows)(q, r), rows, w->phiq, NULL);
         if (plan->shifted)
             running_keys(plan, w, XI(view_rows)(k, r), rows);
@@ -291,12 +318,20 @@ static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
         if (plan->shifted)
             rescale_rows(w, rows, e, dq);
         memcpy(den, dq, (size_t)rows * sizeof(real));
-        triangle_times(w->r + e, ldb, vc, rows, e, w->r, ldb, den);
+        triangle_sums(w->r + e, ldb, rows, den);
         int64_t good = XI(good_rows)(plan, den, rows, 1, before + r + 1, 1);
         for (int64_t i = 0; i < good; i++)
             inv[i] = 1 / den[i];
-        XI(put_rows)(cm ? out + r : out + r * ldout, cm, ldout, w->r, 0, ldb,
-                     good, e, inv);
+        /* out = (num + tril(A) V_c) / den for the good rows: in one pass
+         * by the micro-kernel where there is one and out is row major */
+        real *at = cm ? out + r : out + r * ldout;
+        if (kn->trimm && !cm) {
+            kn->trimm(good, e, w->r + e, ldb, vc.p, vc.ld, w->r, ldb, at,
+                      ldout, inv);
+        } else {
+            triangle_times(w->r + e, ldb, vc, good, e, w->r, ldb);
+            XI(put_rows)(at, cm, ldout, w->r, 0, ldb, good, e, inv);
+        }
         if (good < rows)
             return r + good;
         /* The state moves past this chunk: S += phi(K_c)^T V_c,

@@ -153,8 +153,10 @@ static void k_tri_diag(const real *a, int64_t lda, const real *v,
 #if LINATTN_KERN_LEVEL == 2
 #include "kern_mm512.h"
 #define K_MM k_mm
+#define K_TRIMM k_trimm
 #else
 #define K_MM NULL
+#define K_TRIMM NULL
 #endif
 
 #if LINATTN_KERN_LEVEL == 2
@@ -172,4 +174,4 @@ extern const XI(kern) KERN_TABLE;
 const XI(kern) KERN_TABLE = {KERN_NAME,   k_exp,   k_elu1,
                              k_exp_shift, k_row_stats, K_MM,
                              k_rank1,     k_row_times, k_fold,
-                             k_tri_diag};
+                             k_tri_diag,  K_TRIMM};

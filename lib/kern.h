@@ -57,6 +57,13 @@ typedef struct {
     void (*tri_diag)(const real *a, int64_t lda, const real *v, int64_t ldv,
                      int64_t cols, int64_t i0, int64_t i1, real *y,
                      int64_t ldy);
+    /* dst (rows x cols, lddst) = (y + tril(A) V) with row i times s[i]
+     * (s NULL: 1) over a whole chunk, reading only a[i][j] (lda) and rows
+     * v_j (ldv) with j <= i; dst may be y (ldy).  NULL in builds without
+     * a micro-kernel (callers combine GEMMs and tri_diag). */
+    void (*trimm)(int64_t rows, int64_t cols, const real *a, int64_t lda,
+                  const real *v, int64_t ldv, const real *y, int64_t ldy,
+                  real *dst, int64_t lddst, const real *s);
 } XI(kern);
 
 /* The tables of the builds (NULL where a level was not built). */

@@ -139,9 +139,16 @@ static inline kmask tail_mask(int64_t left)
     return left >= KV_LANES ? (kmask)-1 : (kmask)(((uint32_t)1 << left) - 1);
 }
 
+/* Inputs usually stream from memory (a block of the caller's queries or
+ * keys) while each vector takes tens of cycles: prefetching this far
+ * ahead keeps enough cache lines in flight (measured: without it the
+ * loads stalled the loop for more time than the arithmetic took). */
+#define KV_PREFETCH 512
+
 static void k_exp(real *y, const real *x, int64_t n)
 {
     for (int64_t i = 0; i < n; i += KV_LANES) {
+        _mm_prefetch((const char *)(x + i) + KV_PREFETCH, _MM_HINT_T0);
         kmask m = tail_mask(n - i);
         KV_STORE(y + i, m, kexp(KV_LOAD(m, x + i)));
     }
@@ -150,6 +157,7 @@ static void k_exp(real *y, const real *x, int64_t n)
 static void k_elu1(real *y, const real *x, int64_t n)
 {
     for (int64_t i = 0; i < n; i += KV_LANES) {
+        _mm_prefetch((const char *)(x + i) + KV_PREFETCH, _MM_HINT_T0);
         kmask m = tail_mask(n - i);
         KV_STORE(y + i, m, kelu1(KV_LOAD(m, x + i)));
     }
@@ -159,6 +167,7 @@ static void k_exp_shift(real *y, const real *x, int64_t n, real c)
 {
     const kvec vc = KV_SET1(c);
     for (int64_t i = 0; i < n; i += KV_LANES) {
+        _mm_prefetch((const char *)(x + i) + KV_PREFETCH, _MM_HINT_T0);
         kmask m = tail_mask(n - i);
         KV_STORE(y + i, m, kexp(KV_SUB(KV_LOAD(m, x + i), vc)));
     }

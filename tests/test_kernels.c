@@ -313,6 +313,80 @@ START_TEST(every_build_small_loops)
 }
 END_TEST
 
+/* tril(A) V over a whole chunk (the micro-kernel builds): against plain
+ * loops, with NaN above the diagonal of A and in the rows of V that no
+ * row may reach (none can leak, not even as 0 * NaN), widths that leave
+ * partial vectors and vector groups, padding of y untouched. */
+START_TEST(every_build_trimm)
+{
+    static const int64_t shapes[][2] = {{1, 1}, {5, 3}, {6, 8}, {7, 9},
+                                        {16, 64}, {32, 64}, {13, 37},
+                                        {32, 96}, {20, 130}};
+    FOR_EACH_BUILD(kn)
+    {
+        if (!kn->trimm)
+            continue;
+        for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++) {
+            int64_t rows = shapes[t][0], cols = shapes[t][1];
+            int64_t lda = rows + 2, ldv = cols + 3, ldy = cols + 1;
+            real *a = malloc(sizeof(real) * (size_t)(rows * lda));
+            real *v = malloc(sizeof(real) * (size_t)(rows * ldv));
+            real *y = malloc(sizeof(real) * (size_t)(rows * ldy));
+            real *y0 = malloc(sizeof(real) * (size_t)(rows * ldy));
+            uint64_t s = 77 + (uint64_t)t;
+            for (int64_t i = 0; i < rows; i++)
+                for (int64_t j = 0; j < lda; j++)
+                    a[i * lda + j] = j <= i ? small_value(&s) : (real)NAN;
+            for (int64_t i = 0; i < rows * ldv; i++)
+                v[i] = i % ldv < cols ? small_value(&s) : (real)NAN;
+            for (int64_t i = 0; i < rows * ldy; i++)
+                y0[i] = small_value(&s);
+            /* in place, and scaled into another array (its padding kept) */
+            real *d = malloc(sizeof(real) * (size_t)(rows * (ldy + 2)));
+            real sc[130];
+            for (int64_t i = 0; i < rows; i++)
+                sc[i] = (real)(i % 4 + 1) / 8;
+            for (int into = 0; into < 2; into++) {
+                int64_t ldd = into ? ldy + 2 : ldy;
+                memcpy(y, y0, sizeof(real) * (size_t)(rows * ldy));
+                for (int64_t i = 0; i < rows * ldd; i++)
+                    d[i] = (real)-3;
+                kn->trimm(rows, cols, a, lda, v, ldv, y, ldy, into ? d : y,
+                          ldd, into ? sc : NULL);
+                const real *got = into ? d : y;
+                for (int64_t i = 0; i < rows; i++) {
+                    for (int64_t c = 0; c < cols; c++) {
+                        long double w = y0[i * ldy + c];
+                        for (int64_t j = 0; j <= i; j++)
+                            w += (long double)a[i * lda + j] * v[j * ldv + c];
+                        if (into)
+                            w *= sc[i];
+                        ck_assert_msg(got[i * ldd + c] == (real)w,
+                                      "%s trimm %lld x %lld", kn->name,
+                                      (long long)rows, (long long)cols);
+                    }
+                    for (int64_t c = cols; c < ldd; c++)
+                        ck_assert(got[i * ldd + c] ==
+                                  (into ? (real)-3 : y0[i * ldy + c]));
+                }
+                if (into) /* y itself is only read */
+                    ck_assert(memcmp(y, y0, sizeof(real) * (size_t)(rows * ldy)) == 0);
+            }
+            free(d);
+            /* a later row of V turned to NaN changes nothing before it */
+            for (int64_t c = 0; c < cols; c++)
+                v[(rows - 1) * ldv + c] = (real)NAN;
+            memcpy(y, y0, sizeof(real) * (size_t)(rows * ldy));
+            kn->trimm(rows, cols, a, lda, v, ldv, y, ldy, y, ldy, NULL);
+            for (int64_t i = 0; i + 1 < rows; i++)
+                for (int64_t c = 0; c < cols; c++)
+                    ck_assert(!isnan(y[i * ldy + c]));
+            free(a), free(v), free(y), free(y0);
+        }
+    }
+}
+END_TEST
+
 START_TEST(dispatch_follows_the_level)
 {
     int cpu = linattn_i_cpu_isa();
@@ -437,6 +511,7 @@ int main(void)
     tcase_add_test(tc, every_build_row_stats);
     tcase_add_test(tc, every_build_mm);
     tcase_add_test(tc, every_build_small_loops);
+    tcase_add_test(tc, every_build_trimm);
     tcase_add_test(tc, dispatch_follows_the_level);
 #ifndef TEST_SINGLE
     tcase_add_test(tc, philox_known_answers);
