@@ -73,6 +73,23 @@ static inline void XI(gemm)(int trans_a, int trans_b, int64_t m, int64_t n,
                 a.p, (int)a.ld, b.p, (int)b.ld, beta, c, (int)ldc);
 }
 
+/* C (m x n, row major, ldc) = op(A) B with row i times s[i], in one pass
+ * by the micro-kernel when it takes the shape (op(B) row major, as
+ * XI(gemm) decides); returns 0 without touching C when it does not (the
+ * caller then multiplies and scales in two passes). */
+static inline int XI(gemm_scaled)(int trans_a, int64_t m, int64_t n,
+                                  int64_t k, XI(view) a, XI(view) b, real *c,
+                                  int64_t ldc, const real *s)
+{
+    int ta = trans_a ^ a.colmajor;
+    const XI(kern) *kn = XI(kern_now)();
+    if (b.colmajor || !kn->mm || !XI(mm_suits)(m, n, k) ||
+        !linattn_i_ld_fits(ldc))
+        return 0;
+    kn->mm(m, n, k, a.p, ta ? 1 : a.ld, ta ? a.ld : 1, b.p, b.ld, c, ldc, 0, s);
+    return 1;
+}
+
 /* The same with C (m x n) stored column major: C^T = op(B)^T op(A)^T. */
 static inline void XI(gemm_c)(int c_colmajor, int trans_a, int trans_b,
                               int64_t m, int64_t n, int64_t k, real alpha,

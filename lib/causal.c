@@ -258,20 +258,6 @@ static void move_shift(const X(plan) *plan, causal_ws *w, int64_t rows)
     w->has = 1;
 }
 
-/* Asks for rows [0, rows) of the view x (cols entries each) to be brought
- * towards the cache (L2): the next chunk's inputs, while this one's
- * arithmetic runs (measured: the chunk's first reads of V otherwise
- * stalled its triangle for longer than the triangle's arithmetic). */
-static void prefetch_rows(XI(view) x, int64_t rows, int64_t cols)
-{
-    int64_t outer = x.colmajor ? cols : rows, inner = x.colmajor ? rows : cols;
-    for (int64_t o = 0; o < outer; o++) {
-        const char *p = (const char *)(x.p + o * x.ld);
-        for (int64_t b = 0; b < inner * (int64_t)sizeof(real); b += 64)
-            __builtin_prefetch(p + b, 0, 2);
-    }
-}
-
 /* Rows [0, n) causally, after `before` tokens absorbed in the carried
  * state; returns -1 or the first row whose normalizer breaks the policy
  * (rows before it written, none after). */
@@ -289,12 +275,6 @@ static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
     const XI(kern) *kn = XI(kern_now)();
     for (int64_t r = 0; r < n; r += c) {
         int64_t rows = n - r < c ? n - r : c;
-        if (r + c < n) {
-            int64_t next = n - r - c < c ? n - r - c : c;
-            prefetch_rows(XI(view_rows)(q, r + c), next, plan->d);
-            prefetch_rows(XI(view_rows)(k, r + c), next, plan->d);
-            prefetch_rows(XI(view_rows)(v, r + c), next, e);
-        }
         XI(phi_rows)(plan, XI(view_rows)(q, r), rows, w->phiq, NULL);
         if (plan->shifted)
             running_keys(plan, w, XI(view_rows)(k, r), rows);
@@ -305,9 +285,7 @@ static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
             XI(copy_rows)(vc, 0, rows, e, w->vbuf);
             vc = (XI(view)){w->vbuf, e, 0};
         }
-        for (int64_t j = 0; j < rows; j++)
-            for (int64_t i = 0; i < m; i++)
-                w->b[i * ldb + e + j] = w->phik[j * m + i];
+        kn->transpose(rows, m, w->phik, m, w->b + e, ldb);
         XI(view) pk = {w->phik, m, 0};
         /* [num | A] = phi(Q_c) [S | phi(K_c)^T], dq = phi(Q_c) z, then
          * num += tril(A) V_c, den = dq + tril(A) 1.  (A is the whole

@@ -148,15 +148,27 @@ static void k_tri_diag(const real *a, int64_t lda, const real *v,
     }
 }
 
+#if LINATTN_KERN_LEVEL != 2
+static void k_transpose(int64_t rows, int64_t cols, const real *src,
+                        int64_t lds, real *dst, int64_t ldd)
+{
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++)
+            dst[j * ldd + i] = src[i * lds + j];
+}
+#endif
+
 /* ---- GEMM micro-kernel ---- */
 
 #if LINATTN_KERN_LEVEL == 2
 #include "kern_mm512.h"
 #define K_MM k_mm
 #define K_TRIMM k_trimm
+#define K_TRANSPOSE k_transpose512
 #else
 #define K_MM NULL
 #define K_TRIMM NULL
+#define K_TRANSPOSE k_transpose
 #endif
 
 #if LINATTN_KERN_LEVEL == 2
@@ -174,4 +186,5 @@ extern const XI(kern) KERN_TABLE;
 const XI(kern) KERN_TABLE = {KERN_NAME,   k_exp,   k_elu1,
                              k_exp_shift, k_row_stats, K_MM,
                              k_rank1,     k_row_times, k_fold,
-                             k_tri_diag,  K_TRIMM};
+                             k_tri_diag,  K_TRIMM,
+                             K_TRANSPOSE};

@@ -64,6 +64,9 @@ typedef struct {
     void (*trimm)(int64_t rows, int64_t cols, const real *a, int64_t lda,
                   const real *v, int64_t ldv, const real *y, int64_t ldy,
                   real *dst, int64_t lddst, const real *s);
+    /* dst (cols x rows, ldd) = src^T (src rows x cols, lds). */
+    void (*transpose)(int64_t rows, int64_t cols, const real *src,
+                      int64_t lds, real *dst, int64_t ldd);
 } XI(kern);
 
 /* The tables of the builds (NULL where a level was not built). */

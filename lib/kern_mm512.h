@@ -237,3 +237,73 @@ static void k_trimm(int64_t rows, int64_t cols, const real *a, int64_t lda,
         }
     }
 }
+
+/* dst (cols x rows, ldd) = src^T (src rows x cols, lds), 8 x 8 blocks in
+ * registers (the causal chunk's keys beside the state), the edges by
+ * plain loops. */
+#ifdef LINATTN_SINGLE
+static inline void tr8(const float *s, int64_t lds, float *d, int64_t ldd)
+{
+    __m256 r[8], t[8], u[8];
+    for (int i = 0; i < 8; i++)
+        r[i] = _mm256_loadu_ps(s + i * lds);
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int i = 0; i < 4; i++) {
+        _mm256_storeu_ps(d + i * ldd, _mm256_permute2f128_ps(u[i], u[i + 4], 0x20));
+        _mm256_storeu_ps(d + (i + 4) * ldd,
+                         _mm256_permute2f128_ps(u[i], u[i + 4], 0x31));
+    }
+}
+#else
+static inline void tr8(const double *s, int64_t lds, double *d, int64_t ldd)
+{
+    __m512d r[8], t[8], u[8];
+    const __m512i lo2 = _mm512_set_epi64(13, 12, 5, 4, 9, 8, 1, 0);
+    const __m512i hi2 = _mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2);
+    const __m512i lo4 = _mm512_set_epi64(11, 10, 9, 8, 3, 2, 1, 0);
+    const __m512i hi4 = _mm512_set_epi64(15, 14, 13, 12, 7, 6, 5, 4);
+    for (int i = 0; i < 8; i++)
+        r[i] = _mm512_loadu_pd(s + i * lds);
+    /* t[2p] holds columns 0 2 4 6, t[2p+1] columns 1 3 5 7 of rows 2p,
+     * 2p + 1, interleaved */
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm512_unpacklo_pd(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_pd(r[i], r[i + 1]);
+    }
+    /* u: columns {0, 4}, {2, 6}, {1, 5}, {3, 7} of rows 0-3, then 4-7 */
+    for (int h = 0; h < 8; h += 4) {
+        u[h] = _mm512_permutex2var_pd(t[h], lo2, t[h + 2]);
+        u[h + 1] = _mm512_permutex2var_pd(t[h], hi2, t[h + 2]);
+        u[h + 2] = _mm512_permutex2var_pd(t[h + 1], lo2, t[h + 3]);
+        u[h + 3] = _mm512_permutex2var_pd(t[h + 1], hi2, t[h + 3]);
+    }
+    static const int col[4][2] = {{0, 4}, {2, 6}, {1, 5}, {3, 7}};
+    for (int i = 0; i < 4; i++) {
+        _mm512_storeu_pd(d + col[i][0] * ldd,
+                         _mm512_permutex2var_pd(u[i], lo4, u[i + 4]));
+        _mm512_storeu_pd(d + col[i][1] * ldd,
+                         _mm512_permutex2var_pd(u[i], hi4, u[i + 4]));
+    }
+}
+#endif
+
+static void k_transpose512(int64_t rows, int64_t cols, const real *src,
+                           int64_t lds, real *dst, int64_t ldd)
+{
+    int64_t r8 = rows / 8 * 8, c8 = cols / 8 * 8;
+    for (int64_t i = 0; i < r8; i += 8)
+        for (int64_t j = 0; j < c8; j += 8)
+            tr8(src + i * lds + j, lds, dst + j * ldd + i, ldd);
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = i < r8 ? c8 : 0; j < cols; j++)
+            dst[j * ldd + i] = src[i * lds + j];
+}

@@ -387,6 +387,31 @@ START_TEST(every_build_trimm)
 }
 END_TEST
 
+START_TEST(every_build_transpose)
+{
+    static const int64_t shapes[][2] = {{1, 1}, {8, 8}, {16, 64}, {13, 21},
+                                        {32, 64}, {7, 9}, {48, 17}};
+    FOR_EACH_BUILD(kn)
+    {
+        for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++) {
+            int64_t rows = shapes[t][0], cols = shapes[t][1];
+            int64_t lds = cols + 3, ldd = rows + 5;
+            real *src = malloc(sizeof(real) * (size_t)(rows * lds));
+            real *dst = malloc(sizeof(real) * (size_t)(cols * ldd));
+            for (int64_t i = 0; i < rows * lds; i++)
+                src[i] = (real)i;
+            for (int64_t i = 0; i < cols * ldd; i++)
+                dst[i] = -1;
+            kn->transpose(rows, cols, src, lds, dst, ldd);
+            for (int64_t j = 0; j < cols; j++)
+                for (int64_t i = 0; i < ldd; i++)
+                    ck_assert(dst[j * ldd + i] == (i < rows ? src[i * lds + j] : -1));
+            free(src), free(dst);
+        }
+    }
+}
+END_TEST
+
 START_TEST(dispatch_follows_the_level)
 {
     int cpu = linattn_i_cpu_isa();
@@ -512,6 +537,7 @@ int main(void)
     tcase_add_test(tc, every_build_mm);
     tcase_add_test(tc, every_build_small_loops);
     tcase_add_test(tc, every_build_trimm);
+    tcase_add_test(tc, every_build_transpose);
     tcase_add_test(tc, dispatch_follows_the_level);
 #ifndef TEST_SINGLE
     tcase_add_test(tc, philox_known_answers);
