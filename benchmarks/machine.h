@@ -39,6 +39,16 @@ int64_t bench_peak_end(void);
  * WARNING line with the remedy; filled into *p when p is not NULL. */
 void bench_platform_print(FILE *out, linattn_platform *p);
 
+/* The run's circumstances, for whoever re-measures: the command line,
+ * the environment variables that choose threads and kernels
+ * (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, OPENBLAS_CORETYPE, LINATTN_ISA),
+ * and the load average (this project's machine is shared: a load above
+ * the core count means other jobs ran meanwhile). */
+void bench_print_circumstances(FILE *out, int argc, char **argv);
+
+/* The 1-minute load average, or -1. */
+double bench_load_average(void);
+
 /* Makes freed memory return to the kernel at once (glibc: large blocks
  * always from mmap), so that one measurement's workspace does not hide
  * the next one's rise. */
