@@ -242,10 +242,18 @@ static void heads_table(void)
 
 int main(int argc, char **argv)
 {
-    int full = argc > 1 && !strcmp(argv[1], "--full");
-    if (argc > 2 || (argc == 2 && !full)) {
-        fprintf(stderr, "usage: %s [--full]\n", argv[0]);
-        return 2;
+    int full = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--full")) {
+            full = 1;
+        } else if (!strcmp(argv[i], "--cpu-time")) {
+            bench_use_cpu_time();
+        } else {
+            fprintf(stderr, "usage: %s [--full] [--cpu-time]\n"
+                    "  --cpu-time: time by the process's CPU time (for one "
+                    "thread on a shared machine)\n", argv[0]);
+            return 2;
+        }
     }
     printf("linattn %s bench_causal: d = e = 64, double, elu+1, median of %d\n",
            linattn_version_string(), REPS);

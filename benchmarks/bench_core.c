@@ -36,8 +36,10 @@ static void usage(const char *prog)
     fprintf(stderr,
             "usage: %s [--full] [--n-min K] [--n-max K] [--naive-max K]\n"
             "          [--reps R] [--block B] [--d D] [--e E] [--map identity|elu1]\n"
+            "          [--cpu-time]\n"
             "  n runs over powers of two 2^n-min .. 2^n-max; the naive path\n"
-            "  stops at 2^naive-max.\n", prog);
+            "  stops at 2^naive-max.  --cpu-time times by the process's CPU\n"
+            "  time (for one thread on a shared machine).\n", prog);
 }
 
 static int parse_args(int argc, char **argv, config *c)
@@ -46,6 +48,10 @@ static int parse_args(int argc, char **argv, config *c)
     for (int i = 1; i < argc; i++) {
         long v;
         const char *a = argv[i];
+        if (!strcmp(a, "--cpu-time")) {
+            bench_use_cpu_time();
+            continue;
+        }
         if (!strcmp(a, "--full")) {
             c->full = 1, c->n_min = 10, c->n_max = 20, c->naive_max = 14;
             c->reps = 5;

@@ -162,6 +162,10 @@ void bench_print_circumstances(FILE *out, int argc, char **argv)
         const char *v = getenv(vars[i]);
         fprintf(out, " %s=%s", vars[i], v ? v : "(unset)");
     }
+    const char *clk = getenv("BENCH_CLOCK");
+    fprintf(out, "\nclock: %s", clk && !strcmp(clk, "cpu")
+                                    ? "the process's CPU time (--cpu-time)"
+                                    : "wall clock");
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     fprintf(out, "\nload average %.2f on %ld core(s)%s\n", bench_load_average(),
             cores, bench_load_average() > (double)cores
