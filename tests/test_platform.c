@@ -27,6 +27,8 @@ char *openblas_get_config(void);
 char *openblas_get_corename(void);
 int openblas_get_num_threads(void);
 int openblas_get_parallel(void);
+#elif defined(LINATTN_HAVE_BLIS_INFO)
+const char *bli_info_get_version_str(void);
 #endif
 
 /* Every string field of p is terminated inside its array. */
@@ -131,10 +133,21 @@ START_TEST(blas_matches_its_own_queries)
     ck_assert_str_eq(p.blas_version, version);
     ck_assert_str_eq(p.blas_kernel_isa, linattn_i_openblas_core_isa(p.blas_kernel));
     ck_assert(strstr(p.blas_library, "blas") != NULL);
+#elif defined(LINATTN_HAVE_BLIS_INFO)
+    /* this build links BLIS */
+    ck_assert_str_eq(p.blas_vendor, "BLIS");
+    ck_assert_str_eq(p.blas_version, bli_info_get_version_str());
+    ck_assert_str_ne(p.blas_kernel, "unknown");
+    ck_assert_str_eq(p.blas_kernel_isa, linattn_i_blis_arch_isa(p.blas_kernel));
+    ck_assert_int_ge(p.blas_threads, 1);
+    printf("BLIS %s, kernel %s (%s), %s\n", p.blas_version, p.blas_kernel,
+           p.blas_kernel_isa, p.blas_threading);
 #else
-    printf("this build does not link OpenBLAS: vendor %s, kernel %s\n",
-           p.blas_vendor, p.blas_kernel);
-    ck_assert_str_ne(p.blas_vendor, "OpenBLAS");
+    printf("this build links neither OpenBLAS nor BLIS: vendor %s, kernel "
+           "%s\n", p.blas_vendor, p.blas_kernel);
+    ck_assert_str_eq(p.blas_vendor, "unknown");
+    ck_assert_str_eq(p.blas_kernel, "unknown");
+    ck_assert_int_eq(p.blas_underuses_cpu, 0);
 #endif
 }
 END_TEST
