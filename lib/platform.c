@@ -131,8 +131,10 @@ void linattn_i_platform_advise(linattn_platform *p, const char *coretype)
                  p->blas_kernel);
     } else if (!strcmp(p->blas_vendor, "BLIS")) {
         cut(p->advice, sizeof p->advice,
-                 "%s Use a BLIS configured for this CPU (e.g. skx or zen4 "
-                 "for AVX-512, or x86_64, which chooses at run time).", what);
+                 "%s Use a BLIS that knows this CPU (configured for it, e.g. "
+                 "skx or zen4 for AVX-512, or a newer x86_64 build); a BLIS "
+                 "built for the x86_64 family can be told its kernels with "
+                 "BLIS_ARCH_TYPE (a number in BLIS 0.9: 0 is skx).", what);
     } else {
         cut(p->advice, sizeof p->advice,
                  "%s Use a BLAS build for this CPU.", what);
