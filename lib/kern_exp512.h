@@ -52,11 +52,12 @@ static inline __m512 kexp(__m512 x)
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
     p = _mm512_mul_ps(p, r);
     __m512 y = _mm512_scalef_ps(_mm512_fmadd_ps(t, p, t), e);
+    /* NaN needs no fixing: it reaches r, p and y.  +Inf (whose r is NaN)
+     * and the flush below lo do. */
     y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, hi, _CMP_GT_OQ),
                            _mm512_set1_ps(__builtin_inff()));
-    y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ),
-                           _mm512_setzero_ps());
-    return _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);
+    return _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ),
+                              _mm512_setzero_ps());
 }
 #else
 typedef __m512d kvec;
@@ -118,11 +119,12 @@ static inline __m512d kexp(__m512d x)
     __m512d p = _mm512_fmadd_pd(_mm512_fmadd_pd(p45, r2, p23), r2, p01);
     p = _mm512_mul_pd(p, r);
     __m512d y = _mm512_scalef_pd(_mm512_fmadd_pd(t, p, t), e);
+    /* NaN needs no fixing: it reaches r, p and y.  +Inf (whose r is NaN)
+     * and the flush below lo do. */
     y = _mm512_mask_mov_pd(y, _mm512_cmp_pd_mask(x, hi, _CMP_GT_OQ),
                            _mm512_set1_pd(__builtin_inf()));
-    y = _mm512_mask_mov_pd(y, _mm512_cmp_pd_mask(x, lo, _CMP_LT_OQ),
-                           _mm512_setzero_pd());
-    return _mm512_mask_mov_pd(y, _mm512_cmp_pd_mask(x, x, _CMP_UNORD_Q), x);
+    return _mm512_mask_mov_pd(y, _mm512_cmp_pd_mask(x, lo, _CMP_LT_OQ),
+                              _mm512_setzero_pd());
 }
 #endif
 
