@@ -12,6 +12,14 @@
  * propagates.  Tails run through the same lanes under a mask, so every
  * element is computed the same way wherever it falls.
  */
+/* The special values of vexp.h on a computed y = exp(x): NaN needs no
+ * fixing (it reaches r, p and y), +Inf (whose r is NaN) and the flush
+ * below VEXP_LO do.  (A macro: the vector types follow the precision.) */
+#define KEXP_SPECIAL(y, x)                                                    \
+    KV_MASK_MOV(KV_MASK_MOV((y), KV_CMP((x), KV_SET1(VEXP_INF), _CMP_GT_OQ),  \
+                            KV_SET1(KV_INF)),                                 \
+                KV_CMP((x), KV_SET1(VEXP_LO), _CMP_LT_OQ), KV_SET1(0))
+
 #ifdef LINATTN_SINGLE
 typedef __m512 kvec;
 typedef __mmask16 kmask;
@@ -23,6 +31,8 @@ typedef __mmask16 kmask;
 #define KV_SUB _mm512_sub_ps
 #define KV_ADD _mm512_add_ps
 #define KV_BLEND _mm512_mask_blend_ps
+#define KV_MASK_MOV _mm512_mask_mov_ps
+#define KV_INF __builtin_inff()
 
 static const uint32_t exp2_j16[16] = {
     0x3f800000, 0x3f85aac3, 0x3f8b95c2, 0x3f91c3d3, 0x3f9837f0, 0x3f9ef532,
@@ -31,7 +41,6 @@ static const uint32_t exp2_j16[16] = {
 
 static inline __m512 kexp(__m512 x)
 {
-    const __m512 hi = _mm512_set1_ps(VEXP_INF), lo = _mm512_set1_ps(VEXP_LO);
     const __m512 table = _mm512_loadu_ps((const float *)exp2_j16);
     /* k = round(16 x / ln2), r = x - k ln2/16 in two steps (arguments
      * beyond the thresholds compute garbage that the masks below
@@ -51,13 +60,7 @@ static inline __m512 kexp(__m512 x)
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
     p = _mm512_mul_ps(p, r);
-    __m512 y = _mm512_scalef_ps(_mm512_fmadd_ps(t, p, t), e);
-    /* NaN needs no fixing: it reaches r, p and y.  +Inf (whose r is NaN)
-     * and the flush below lo do. */
-    y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, hi, _CMP_GT_OQ),
-                           _mm512_set1_ps(__builtin_inff()));
-    return _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ),
-                              _mm512_setzero_ps());
+    return KEXP_SPECIAL(_mm512_scalef_ps(_mm512_fmadd_ps(t, p, t), e), x);
 }
 #else
 typedef __m512d kvec;
@@ -70,6 +73,8 @@ typedef __mmask8 kmask;
 #define KV_SUB _mm512_sub_pd
 #define KV_ADD _mm512_add_pd
 #define KV_BLEND _mm512_mask_blend_pd
+#define KV_MASK_MOV _mm512_mask_mov_pd
+#define KV_INF __builtin_inf()
 
 /* 2^(j/32), j = 0..31, correctly rounded (bit patterns). */
 static const uint64_t exp2_j32[32] = {
@@ -87,7 +92,6 @@ static const uint64_t exp2_j32[32] = {
 
 static inline __m512d kexp(__m512d x)
 {
-    const __m512d hi = _mm512_set1_pd(VEXP_INF), lo = _mm512_set1_pd(VEXP_LO);
     const double *tb = (const double *)exp2_j32;
     /* k = round(32 x / ln2), r = x - k ln2/32 in two steps (ln2/32 =
      * hi + lo; the FMA makes the first step exact but for one rounding).
@@ -118,13 +122,7 @@ static inline __m512d kexp(__m512d x)
                                   _mm512_set1_pd(1.0 / 120));
     __m512d p = _mm512_fmadd_pd(_mm512_fmadd_pd(p45, r2, p23), r2, p01);
     p = _mm512_mul_pd(p, r);
-    __m512d y = _mm512_scalef_pd(_mm512_fmadd_pd(t, p, t), e);
-    /* NaN needs no fixing: it reaches r, p and y.  +Inf (whose r is NaN)
-     * and the flush below lo do. */
-    y = _mm512_mask_mov_pd(y, _mm512_cmp_pd_mask(x, hi, _CMP_GT_OQ),
-                           _mm512_set1_pd(__builtin_inf()));
-    return _mm512_mask_mov_pd(y, _mm512_cmp_pd_mask(x, lo, _CMP_LT_OQ),
-                              _mm512_setzero_pd());
+    return KEXP_SPECIAL(_mm512_scalef_pd(_mm512_fmadd_pd(t, p, t), e), x);
 }
 #endif
 
