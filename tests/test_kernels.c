@@ -531,6 +531,9 @@ int main(void)
 {
     Suite *s = suite_create("kernels " PREC);
     TCase *tc = tcase_create("exp");
+    /* every build's kernels, and 2^18 long-double normals: seconds each,
+     * more under the sanitizers on a shared machine */
+    tcase_set_timeout(tc, 120);
     tcase_add_test(tc, portable_exp);
     tcase_add_test(tc, every_build_exp);
     tcase_add_test(tc, every_build_row_stats);
