@@ -1,0 +1,66 @@
+#!/bin/sh
+# A Fortran program outside the tree, built against an installed linattn
+# with the README's pkg-config line: the README's own example (its first
+# ```fortran block), linked shared, then against a copy of the prefix
+# that holds only the static libraries (as --disable-shared installs)
+# with pkg-config --static.  Both must run and print outputs in [0, 1]
+# (elu+1 attention averages the values, which are in [0, 1)).
+#
+# make check: installs into a staging directory (make install
+# DESTDIR=...) and points pkg-config there with PKG_CONFIG_SYSROOT_DIR.
+# make installcheck (INSTALLED=1): uses the real prefix.
+set -u
+src=${top_srcdir:-.}
+: "${FC:=gfortran}" "${PKG_CONFIG:=pkg-config}" "${MAKE:=make}"
+: "${libdir:?}" "${includedir:?}" "${fmoddir:?}"
+work=$(mktemp -d) || exit 1
+trap 'rm -rf "$work"' EXIT
+fail() { echo "installed.sh: $*"; exit 1; }
+
+if [ "${INSTALLED:-0}" = 1 ]; then
+    root=
+else
+    root=$work/stage
+    $MAKE install DESTDIR="$root" > "$work/install.log" 2>&1 ||
+        { cat "$work/install.log"; fail "make install DESTDIR=$root failed"; }
+fi
+[ -f "$root$libdir/pkgconfig/linattn-fortran.pc" ] || fail "no linattn-fortran.pc in $root$libdir/pkgconfig"
+[ -f "$root$fmoddir/linattn.mod" ] || fail "no linattn.mod in $root$fmoddir"
+echo "modules in $fmoddir:" $(cd "$root$fmoddir" && ls)
+
+# The README's example, in a directory of its own outside the tree.
+mkdir "$work/app"
+sed -n '/^```fortran$/,/^```$/p' "$src/README.md" | sed '1d;$d' > "$work/app/app.f90"
+grep -q 'use linattn' "$work/app/app.f90" || fail "no Fortran example in README.md"
+cd "$work/app" || exit 1
+
+check_run() { # program, with LD_LIBRARY_PATH set by the caller
+    out=$("$@") || fail "$1 failed: $out"
+    echo "$out"
+    echo "$out" | awk '/last token:/ { for (i = 3; i <= NF; i++) if ($i < 0 || $i > 1) bad = 1; found = 1 }
+        END { exit !(found && !bad) }' || fail "$1: outputs not in [0, 1]"
+}
+
+# Shared.
+PKG_CONFIG_PATH=$root$libdir/pkgconfig PKG_CONFIG_SYSROOT_DIR=$root
+export PKG_CONFIG_PATH PKG_CONFIG_SYSROOT_DIR
+flags=$($PKG_CONFIG --cflags --libs linattn-fortran) || fail "pkg-config failed"
+echo "$FC app.f90 $flags"
+$FC app.f90 $flags -o app_shared || fail "shared build failed"
+LD_LIBRARY_PATH=$root$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} check_run ./app_shared
+
+# Static: a copy of the prefix without the shared libraries.
+sys=$work/static
+mkdir -p "$sys$libdir/pkgconfig" "$sys$fmoddir" "$sys$includedir"
+cp "$root$includedir/linattn.h" "$sys$includedir/"
+cp "$root$libdir"/liblinattn*.a "$sys$libdir/" || fail "no static libraries installed"
+cp "$root$libdir"/pkgconfig/linattn*.pc "$sys$libdir/pkgconfig/"
+cp "$root$fmoddir"/* "$sys$fmoddir/"
+PKG_CONFIG_PATH=$sys$libdir/pkgconfig PKG_CONFIG_SYSROOT_DIR=$sys
+flags=$($PKG_CONFIG --static --cflags --libs linattn-fortran) || fail "pkg-config --static failed"
+echo "$FC app.f90 $flags"
+$FC app.f90 $flags -o app_static || fail "static build failed"
+if command -v ldd > /dev/null 2>&1 && ldd ./app_static | grep -q liblinattn; then
+    fail "app_static still loads a shared liblinattn"
+fi
+check_run ./app_static
