@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! linattn.f90 -- module linattn, the Fortran interface of linattn.
 !
 !   use linattn

@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! linattn_base.f90 -- what every Fortran module over linattn shares: the
 ! handle and option types, the status of a call (stat, errmsg, or a stop
 ! with the message), and how an array becomes a C pointer with a leading

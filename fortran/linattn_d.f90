@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! linattn_d.f90 -- the real64 (double) half of the Fortran interface: the
 ! precision-generic source linattn_prec.inc over the C functions
 ! linattn_d_* (module linattn_c_d, generated from linattn.h).

@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! linattn_s.f90 -- the real32 (float) half of the Fortran interface: the
 ! precision-generic source linattn_prec.inc over the C functions
 ! linattn_s_* (module linattn_c_s, generated from linattn.h).

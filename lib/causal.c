@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * causal.c -- causal linear attention, out_i from keys j <= i only, as
  * chunked GEMMs.  For each chunk c of C rows, with (S, z) the state of all
@@ -238,11 +239,13 @@ static void move_shift(const X(plan) *plan, causal_ws *w, int64_t rows)
     w->has = 1;
 }
 
-/* Rows [0, n) causally; returns -1 or the first row whose normalizer
- * breaks the policy (rows before it written, none after). */
+/* Rows [0, n) causally, after `before` tokens absorbed in the carried
+ * state; returns -1 or the first row whose normalizer breaks the policy
+ * (rows before it written, none after). */
 static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
-                             int layout, int64_t n, XI(view) q, XI(view) k,
-                             XI(view) v, real *out, int64_t ldout)
+                             int layout, int64_t before, int64_t n,
+                             XI(view) q, XI(view) k, XI(view) v, real *out,
+                             int64_t ldout)
 {
     int64_t m = plan->m, e = plan->e, ld = e + 1, ldb = w->ldb;
     real *den = w->dd, *inv = w->dd + c;
@@ -269,7 +272,7 @@ static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
         XI(triangle_times)(w->r + ld, ldb, w->vaug, rows, ld, w->r, ldb);
         for (int64_t i = 0; i < rows; i++)
             den[i] = w->r[i * ldb + e];
-        int64_t good = XI(good_rows)(plan, den, rows, 1);
+        int64_t good = XI(good_rows)(plan, den, rows, 1, before + r + 1, 1);
         for (int64_t i = 0; i < good; i++)
             inv[i] = 1 / den[i];
         XI(put_rows)(cm ? out + r : out + r * ldout, cm, ldout, w->r, 0, ldb,
@@ -309,8 +312,9 @@ static int64_t range_chunks(void *ctx, int t, int64_t lo, int64_t hi)
     causal_job *j = ctx;
     int cm = j->layout == LINATTN_COL_MAJOR;
     real *out = cm ? j->out + lo : j->out + lo * j->ldout;
-    int64_t bad = causal_serial(j->plan, &j->ws[t], j->c, j->layout, hi - lo,
-                                XI(view_rows)(j->q, lo), XI(view_rows)(j->k, lo),
+    int64_t bad = causal_serial(j->plan, &j->ws[t], j->c, j->layout, lo,
+                                hi - lo, XI(view_rows)(j->q, lo),
+                                XI(view_rows)(j->k, lo),
                                 XI(view_rows)(j->v, lo), out, j->ldout);
     return bad >= 0 ? lo + bad : INT64_MAX;
 }

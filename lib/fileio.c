@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fileio.c -- atomic replacement of a file (fileio.h). */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fileio.h -- replacing a file atomically (POSIX).
  */

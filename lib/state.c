@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * state.c -- the additive state (S, z) of linear attention.
  *
@@ -432,7 +433,8 @@ static int query_serial(const X(state) *st, query_ws *w, int layout,
         XI(phi_rows)(plan, pq, rows, w->phi, &ds);
         if (w->phi)
             pq = (XI(view)){w->phi, m, 0};
-        int64_t good = XI(good_rows)(plan, w->dd, rows, out != NULL);
+        int64_t good = XI(good_rows)(plan, w->dd, rows, out != NULL,
+                                      st->tokens, 0);
         XI(write_rows)(plan, pq, s, m, w->dd, good, layout, r0 + r, out,
                        ldout, num, ldnum, den, inv, w->y);
         if (good < rows) {

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # fortran.m4 -- configure's Fortran part: module linattn in
 # liblinattn_fortran.
 

@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! textbook.f90 -- the worked example of linear attention from Fortran
 ! (identity feature map, d = 2, e = 1), computed both ways:
 !

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # A checkpoint written from Fortran loads in C, and one written from C
 # loads in Fortran, bit for bit (tests/fortran/ckpt_f.f90, ckpt_c.c):
 # Fortran saves, C checks the bytes against its own state, loads, goes on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ckpt_c.c -- the C half of checkpoint_interop.sh: a checkpoint written
  * from Fortran loads in C, and C's continues in Fortran, bit for bit.

@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! ckpt_f.f90 -- the Fortran half of checkpoint_interop.sh.
 !   ckpt_f write DIR   saves the states of tokens 1..n1 to DIR/f_*.ck
 !   ckpt_f read DIR    loads DIR/c_*.ck (ckpt_c loaded f_*.ck and went

@@ -1,11 +1,13 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Every C function of linattn.h is wrapped by the Fortran module (its
 # generated interface c_<name> is called from fortran/), or listed in
 # fortran/unwrapped.txt as not wrapped yet.  A function added to the
 # header without either fails here, naming it.
 src=${top_srcdir:-.}
 perl=${PERL:-perl}
-list=$("$perl" "$src/fortran/gen_fortran.pl" --list "$src/include/linattn.h") || exit 1
+list=$("$perl" "$src/fortran/gen_fortran.pl" --list -I "${top_builddir:-.}/include" \
+    "$src/include/linattn.h") || exit 1
 fail=0
 wrapped=0
 pending=

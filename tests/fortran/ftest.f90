@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! ftest.f90 -- the Fortran tests' checks: counters, comparisons to a
 ! reference (relative to the reference's largest entry), bit-for-bit
 ! equality, and the closing line that fails the program.

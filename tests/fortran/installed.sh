@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # A Fortran program outside the tree, built against an installed linattn
 # with the README's pkg-config line: the README's own example (its first
 # ```fortran block), linked shared, then against a copy of the prefix

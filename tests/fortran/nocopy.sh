@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # test_f_nocopy, failing if gfortran reports an array temporary made at
 # run time (-fcheck=array-temps writes a warning to stderr and goes on).
 prog=${top_builddir:-.}/tests/fortran/test_f_nocopy

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Without stat, a failing call stops the program: a nonzero exit status,
 # the message on stderr, nothing after the call.  With valid arguments the
 # same program runs to the end.

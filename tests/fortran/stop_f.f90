@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! stop_f.f90 -- a failing call without stat stops the program with the
 ! message, as allocate does (run by stop.sh, which expects the failure).
 !   stop_f shape   q with a feature too few (found by the module)

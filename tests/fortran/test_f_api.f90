@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! test_f_api.f90 -- the module against C: every constant's value and
 ! every struct's size and field offsets as C computes them (generated
 ! halves, gen_fortran.pl --check-c / --check-f: a new field or constant

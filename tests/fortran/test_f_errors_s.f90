@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! test_f_errors_s.f90 -- test_f_errors.inc with real32 arrays (real64 for the
 ! precision mismatches).
 program test_f_errors_s

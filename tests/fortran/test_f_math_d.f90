@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! test_f_math_d.f90 -- test_f_math.inc in real64.
 program test_f_math_d
   use, intrinsic :: iso_fortran_env, only: int64, real32, real64

@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! test_f_math_s.f90 -- test_f_math.inc in real32.
 program test_f_math_s
   use, intrinsic :: iso_fortran_env, only: int64, real32, real64

@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! test_f_nocopy.f90 -- arrays reach C without a copy.  Built with
 ! -Warray-temporaries -Werror=array-temporaries (no temporary at compile
 ! time) and -fcheck=array-temps (gfortran reports any made at run time on

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The Fortran textbook example prints the worked example's numbers both
 # ways, moves both ways together for another query, refuses a bad one.
 ex=${top_builddir:-.}/examples/fortran/textbook
