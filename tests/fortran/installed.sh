@@ -5,7 +5,8 @@
 # ```fortran block), linked shared, then against a copy of the prefix
 # that holds only the static libraries (as --disable-shared installs)
 # with pkg-config --static.  Both must run and print outputs in [0, 1]
-# (elu+1 attention averages the values, which are in [0, 1)).
+# (elu+1 attention averages the values, which are in [0, 1)).  The
+# installed examples build with the Makefile installed beside them.
 #
 # make check: installs into a staging directory (make install
 # DESTDIR=...) and points pkg-config there with PKG_CONFIG_SYSROOT_DIR.
@@ -13,7 +14,7 @@
 set -u
 src=${top_srcdir:-.}
 : "${FC:=gfortran}" "${PKG_CONFIG:=pkg-config}" "${MAKE:=make}"
-: "${libdir:?}" "${includedir:?}" "${fmoddir:?}"
+: "${libdir:?}" "${includedir:?}" "${fmoddir:?}" "${fexamplesdir:?}"
 work=$(mktemp -d) || exit 1
 trap 'rm -rf "$work"' EXIT
 fail() { echo "installed.sh: $*"; exit 1; }
@@ -49,6 +50,14 @@ flags=$($PKG_CONFIG --cflags --libs linattn-fortran) || fail "pkg-config failed"
 echo "$FC app.f90 $flags"
 $FC app.f90 $flags -o app_shared || fail "shared build failed"
 LD_LIBRARY_PATH=$root$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} check_run ./app_shared
+
+# The installed examples, built by their Makefile through pkg-config.
+cp -R "$root$fexamplesdir" "$work/examples"
+$MAKE -s -C "$work/examples" FC="$FC" > "$work/examples.log" 2>&1 ||
+    { cat "$work/examples.log"; fail "the installed Fortran examples do not build"; }
+LD_LIBRARY_PATH=$root$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+    "$work/examples/textbook" | grep 'output 4.5$' || fail "installed textbook example"
+echo "installed examples built by their Makefile: $(cd "$work/examples" && ls textbook galerkin timestep)"
 
 # Static: a copy of the prefix without the shared libraries.
 sys=$work/static
