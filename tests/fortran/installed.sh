@@ -10,10 +10,14 @@
 #
 # make check: installs into a staging directory (make install
 # DESTDIR=...) and points pkg-config there with PKG_CONFIG_SYSROOT_DIR.
-# make installcheck (INSTALLED=1): uses the real prefix.
+# make installcheck (INSTALLED=1): uses the real prefix.  The build's
+# FCFLAGS and LDFLAGS go on the command lines too (a sanitizer build's
+# library needs its runtime in the program).
 set -u
-src=${top_srcdir:-.}
+src=$(cd "${top_srcdir:-.}" && pwd)
 : "${FC:=gfortran}" "${PKG_CONFIG:=pkg-config}" "${MAKE:=make}"
+fcflags=${FCFLAGS:-}
+ldflags=${LDFLAGS:-}
 : "${libdir:?}" "${includedir:?}" "${fmoddir:?}" "${fexamplesdir:?}"
 work=$(mktemp -d) || exit 1
 trap 'rm -rf "$work"' EXIT
@@ -48,16 +52,37 @@ PKG_CONFIG_PATH=$root$libdir/pkgconfig PKG_CONFIG_SYSROOT_DIR=$root
 export PKG_CONFIG_PATH PKG_CONFIG_SYSROOT_DIR
 flags=$($PKG_CONFIG --cflags --libs linattn-fortran) || fail "pkg-config failed"
 echo "$FC app.f90 $flags"
-$FC app.f90 $flags -o app_shared || fail "shared build failed"
+$FC $fcflags app.f90 $flags $ldflags -o app_shared || fail "shared build failed"
 LD_LIBRARY_PATH=$root$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} check_run ./app_shared
 
 # The installed examples, built by their Makefile through pkg-config.
 cp -R "$root$fexamplesdir" "$work/examples"
-$MAKE -s -C "$work/examples" FC="$FC" > "$work/examples.log" 2>&1 ||
+$MAKE -s -C "$work/examples" FC="$FC" FFLAGS="$fcflags $ldflags" > "$work/examples.log" 2>&1 ||
     { cat "$work/examples.log"; fail "the installed Fortran examples do not build"; }
 LD_LIBRARY_PATH=$root$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
     "$work/examples/textbook" | grep 'output 4.5$' || fail "installed textbook example"
 echo "installed examples built by their Makefile: $(cd "$work/examples" && ls textbook galerkin timestep)"
+
+# CMake: find_package(linattn) gives linattn::fortran.
+if command -v cmake > /dev/null 2>&1; then
+    mkdir "$work/cm"
+    cp "$src/tests/fortran/consumer/CMakeLists.txt" app.f90 "$work/cm/"
+    # the staged prefix's own paths are inside the stage
+    if [ -n "$root" ]; then
+        sed -i "s|\"$libdir|\"$root$libdir|g; s|\"$includedir|\"$root$includedir|g; s|\"$fmoddir|\"$root$fmoddir|g" \
+            "$root$libdir"/cmake/linattn/*.cmake
+    fi
+    cmake -S "$work/cm" -B "$work/cm/build" -DCMAKE_Fortran_COMPILER="$FC" \
+        -DCMAKE_Fortran_FLAGS="$fcflags" -DCMAKE_EXE_LINKER_FLAGS="$ldflags" \
+        -Dlinattn_DIR="$root$libdir/cmake/linattn" > "$work/cmake.log" 2>&1 &&
+        cmake --build "$work/cm/build" >> "$work/cmake.log" 2>&1 ||
+        { cat "$work/cmake.log"; fail "CMake: find_package(linattn), linattn::fortran"; }
+    LD_LIBRARY_PATH=$root$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+        check_run "$work/cm/build/app"
+    echo "CMake: linattn::fortran builds and links the example"
+else
+    echo "installed.sh: cmake not installed: linattn::fortran not checked"
+fi
 
 # Static: a copy of the prefix without the shared libraries.
 sys=$work/static
@@ -69,7 +94,7 @@ cp "$root$fmoddir"/* "$sys$fmoddir/"
 PKG_CONFIG_PATH=$sys$libdir/pkgconfig PKG_CONFIG_SYSROOT_DIR=$sys
 flags=$($PKG_CONFIG --static --cflags --libs linattn-fortran) || fail "pkg-config --static failed"
 echo "$FC app.f90 $flags"
-$FC app.f90 $flags -o app_static || fail "static build failed"
+$FC $fcflags app.f90 $flags $ldflags -o app_static || fail "static build failed"
 if command -v ldd > /dev/null 2>&1 && ldd ./app_static | grep -q liblinattn; then
     fail "app_static still loads a shared liblinattn"
 fi

@@ -26,8 +26,9 @@ mkdir -p "$hard/asan"
 (
     cd "$hard/asan"
     san="-fsanitize=address,undefined -fno-sanitize-recover=all"
+    # The Fortran module and its tests are instrumented too.
     "$src/configure" --enable-werror CFLAGS="-O1 -g -fno-omit-frame-pointer $san" \
-        LDFLAGS="$san" > configure.out
+        FCFLAGS="-O1 -g -fno-omit-frame-pointer $san" LDFLAGS="$san" > configure.out
     # The out-of-memory test caps the address space, which ASan's shadow
     # memory cannot live with: LINATTN_NO_RLIMIT skips only that test.
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
