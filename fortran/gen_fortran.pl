@@ -15,7 +15,11 @@
 #                    for the prototypes outside the precision template;
 #                    c_argnames(fn) and c_status_name(status) for messages.
 #   module NAME_d    interfaces c_<fn> bound to the template's double
-#   module NAME_s    and float instances (when the header has a template).
+#   module NAME_s    and float instances (when the header has a template);
+#   module NAME_any  for each template function without a real argument
+#                    passed by value, cx_<fn>(kind, ...) calling the float
+#                    instance for kind = real32 and the double one else,
+#                    so that code taking only handles is written once.
 #
 # With --public it writes instead a public statement for every constant,
 # which module linattn includes to re-export them.  --check-c and
@@ -386,4 +390,40 @@ for my $inst (@instances) {
     print interface($_, $prefix . $_->{name}, $real) for @templ;
     print "  end interface\nend module ${module}_$sfx\n";
 }
-
+if (@instances == 2) {
+    my @any = grep { !grep { $_->[1] eq 'real' } @{$_->{args}} } @templ;
+    print "\n! The template's functions without a real argument by value, for\n";
+    print "! either precision: kind = real32 calls the float instance.\n";
+    print "module ${module}_any\n  use, intrinsic :: iso_c_binding\n";
+    print "  use, intrinsic :: iso_fortran_env, only: real32\n";
+    for my $sfx ('d', 's') {
+        print wrap("  use ${module}_$sfx, only: ", ', ',
+                   map { "${sfx}_$_->{name} => c_$_->{name}" } @any);
+    }
+    print "  implicit none\n  private\n";
+    print wrap('  public :: ', ', ', map { "cx_$_->{name}" } @any);
+    print "contains\n";
+    for my $f (@any) {
+        my @names = map { $_->[0] } @{$f->{args}};
+        my $void = $f->{ret} eq 'void';
+        my $kw = $void ? 'subroutine' : 'function';
+        print wrap("\n  $kw cx_$f->{name}(", ', ', 'kind', @names) =~ s/\n$//r;
+        print ")" . ($void ? '' : ' result(cresult)') . "\n";
+        print "    integer, intent(in) :: kind\n";
+        print "    integer(c_int) :: cresult\n" unless $void;
+        for my $a (@{$f->{args}}) {
+            my ($an, $k) = @$a;
+            my $t = $k eq 'ptr' ? 'type(c_ptr)' : $ctype{$k};
+            print "    $t, intent(in) :: $an\n";
+        }
+        my $args = join(', ', @names);
+        for my $sfx ('s', 'd') {
+            print $sfx eq 's' ? "    if (kind == real32) then\n" : "    else\n";
+            my $call = "${sfx}_$f->{name}($args)";
+            print wrap($void ? "      call " : "      cresult = ", '', $call)
+                =~ s/\n$//r, "\n";
+        }
+        print "    end if\n  end $kw cx_$f->{name}\n";
+    }
+    print "end module ${module}_any\n";
+}

@@ -14,45 +14,27 @@
 ! procedure and the C function it calls: doc/fortran.md.
 !
 ! The array procedures come from linattn_d and linattn_s (one source,
-! linattn_prec.inc), whose generic interfaces merge here; the handle-only
-! procedures below pick the precision from the handle.
+! linattn_prec.inc), whose generic interfaces merge here; the procedures
+! below take only handles (or nothing) and call the C function of the
+! handle's precision through the generated cx_* of linattn_c_any.
 module linattn
   use, intrinsic :: iso_c_binding
   use, intrinsic :: iso_fortran_env, only: int8, int64, real32, real64
   use linattn_c
   use linattn_base
+  use linattn_c_any
   use linattn_d, only: linattn_plan_create_custom, linattn_plan_weights, &
       linattn_features, linattn_state_update, linattn_state_get, &
       linattn_state_query, linattn_attention, linattn_causal, linattn_naive, &
       linattn_naive_causal, linattn_softmax, linattn_approx_error, &
       linattn_batched_attention, linattn_batched_naive, &
-      linattn_batched_causal, linattn_batched_naive_causal, &
-      d_plan_create => plan_create, d_plan_destroy => plan_destroy, &
-      d_plan_dims => plan_dims, d_plan_block => plan_block, &
-      d_plan_weight_rows => plan_weight_rows, &
-      d_state_create => state_create, d_state_destroy => state_destroy, &
-      d_state_reset => state_reset, d_state_merge => state_merge, &
-      d_state_copy => state_copy, d_state_shift => state_shift, &
-      d_state_tokens => state_tokens, d_state_save_size => state_save_size, &
-      d_state_save => state_save, d_state_load => state_load, &
-      d_state_save_file => state_save_file, &
-      d_state_load_file => state_load_file
+      linattn_batched_causal, linattn_batched_naive_causal
   use linattn_s, only: linattn_plan_create_custom, linattn_plan_weights, &
       linattn_features, linattn_state_update, linattn_state_get, &
       linattn_state_query, linattn_attention, linattn_causal, linattn_naive, &
       linattn_naive_causal, linattn_softmax, linattn_approx_error, &
       linattn_batched_attention, linattn_batched_naive, &
-      linattn_batched_causal, linattn_batched_naive_causal, &
-      s_plan_create => plan_create, s_plan_destroy => plan_destroy, &
-      s_plan_dims => plan_dims, s_plan_block => plan_block, &
-      s_plan_weight_rows => plan_weight_rows, &
-      s_state_create => state_create, s_state_destroy => state_destroy, &
-      s_state_reset => state_reset, s_state_merge => state_merge, &
-      s_state_copy => state_copy, s_state_shift => state_shift, &
-      s_state_tokens => state_tokens, s_state_save_size => state_save_size, &
-      s_state_save => state_save, s_state_load => state_load, &
-      s_state_save_file => state_save_file, &
-      s_state_load_file => state_load_file
+      linattn_batched_causal, linattn_batched_naive_causal
   implicit none
   private
 
@@ -93,30 +75,40 @@ contains
     integer, intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
     type(linattn_call) :: c
+    type(c_opts), target :: co
+    type(c_ptr), target :: p
+    type(c_ptr) :: popts
     integer :: k
     k = real64
     if (present(kind)) k = kind
-    if (k == real64) then
-      call d_plan_create(plan, map, d, e, opts, stat, errmsg)
-    else if (k == real32) then
-      call s_plan_create(plan, map, d, e, opts, stat, errmsg)
-    else
-      c = call_begin('linattn_plan_create', 'plan_create', 0)
-      call call_fail(c, -1, 'kind must be real32 or real64 (of ' // &
-          'iso_fortran_env), not ' // itoa(int(k, int64)))
-      call call_end(c, stat, errmsg)
+    c = call_begin('linattn_plan_create', 'plan_create', k)
+    if (k /= real64 .and. k /= real32) call call_fail(c, -1, 'kind must ' // &
+        'be real32 or real64 (of iso_fortran_env), not ' // itoa(int(k, int64)))
+    call check_new(c, c_associated(plan%ptr), 'plan')
+    popts = c_null_ptr
+    if (present(opts)) then
+      co = opts_to_c(opts)
+      popts = c_loc(co)
     end if
+    if (c%status == 0) then
+      call call_c(c, cx_plan_create(k, c_loc(p), int(map, c_int), &
+          int(d, c_int64_t), int(e, c_int64_t), popts))
+      if (c%status == 0) call adopt_plan(plan, p, k)
+    end if
+    call call_end(c, stat, errmsg)
   end subroutine linattn_plan_create
 
+  ! Frees the plan and empties the handle (an empty one: nothing to do).
   subroutine linattn_plan_destroy(plan, stat, errmsg)
     type(linattn_plan), intent(inout) :: plan
     integer, intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    if (plan%kind == real32) then
-      call s_plan_destroy(plan, stat, errmsg)
-    else
-      call d_plan_destroy(plan, stat, errmsg)
-    end if
+    type(linattn_call) :: c
+    type(linattn_plan) :: empty
+    c = call_begin('linattn_plan_destroy', 'plan_destroy', plan%kind)
+    call cx_plan_destroy(plan%kind, plan%ptr)
+    plan = empty
+    call call_end(c, stat, errmsg)
   end subroutine linattn_plan_destroy
 
   subroutine linattn_plan_dims(plan, d, m, e, stat, errmsg)
@@ -124,11 +116,20 @@ contains
     integer, intent(inout), optional :: d, m, e
     integer, intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    if (plan%kind == real32) then
-      call s_plan_dims(plan, d, m, e, stat, errmsg)
-    else
-      call d_plan_dims(plan, d, m, e, stat, errmsg)
+    type(linattn_call) :: c
+    integer(c_int64_t), target :: cd, cm, ce
+    c = call_begin('linattn_plan_dims', 'plan_dims', plan%kind)
+    call check_plan(c, plan, 1, 'plan')
+    if (c%status == 0) then
+      call call_c(c, cx_plan_dims(plan%kind, plan%ptr, c_loc(cd), c_loc(cm), &
+          c_loc(ce)))
+      if (c%status == 0) then
+        if (present(d)) d = int(cd)
+        if (present(m)) m = int(cm)
+        if (present(e)) e = int(ce)
+      end if
     end if
+    call call_end(c, stat, errmsg)
   end subroutine linattn_plan_dims
 
   subroutine linattn_plan_block(plan, block, stat, errmsg)
@@ -136,57 +137,76 @@ contains
     integer, intent(inout) :: block
     integer, intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    if (plan%kind == real32) then
-      call s_plan_block(plan, block, stat, errmsg)
-    else
-      call d_plan_block(plan, block, stat, errmsg)
+    type(linattn_call) :: c
+    integer(c_int64_t), target :: cb
+    c = call_begin('linattn_plan_block', 'plan_block', plan%kind)
+    call check_plan(c, plan, 1, 'plan')
+    if (c%status == 0) then
+      call call_c(c, cx_plan_block(plan%kind, plan%ptr, c_loc(cb)))
+      if (c%status == 0) block = int(cb)
     end if
+    call call_end(c, stat, errmsg)
   end subroutine linattn_plan_block
 
+  ! The rows of the plan's W (0 for maps without one), to size the
+  ! argument of linattn_plan_weights.
   subroutine linattn_plan_weight_rows(plan, rows, stat, errmsg)
     type(linattn_plan), intent(in) :: plan
     integer, intent(inout) :: rows
     integer, intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    if (plan%kind == real32) then
-      call s_plan_weight_rows(plan, rows, stat, errmsg)
-    else
-      call d_plan_weight_rows(plan, rows, stat, errmsg)
+    type(linattn_call) :: c
+    integer(c_int64_t), target :: r
+    c = call_begin('linattn_plan_weight_rows', 'plan_weights', plan%kind)
+    call check_plan(c, plan, 1, 'plan')
+    if (c%status == 0) then
+      call call_c(c, cx_plan_weights(plan%kind, plan%ptr, LINATTN_COL_MAJOR, &
+          c_null_ptr, 1_c_int64_t, c_loc(r)))
+      if (c%status == 0) rows = int(r)
     end if
+    call call_end(c, stat, errmsg)
   end subroutine linattn_plan_weight_rows
 
+  ! A zero state for plan, of the plan's precision.
   subroutine linattn_state_create(state, plan, stat, errmsg)
     type(linattn_state), intent(inout) :: state
     type(linattn_plan), intent(in) :: plan
     integer, intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    if (plan%kind == real32) then
-      call s_state_create(state, plan, stat, errmsg)
-    else
-      call d_state_create(state, plan, stat, errmsg)
+    type(linattn_call) :: c
+    type(c_ptr), target :: p
+    c = call_begin('linattn_state_create', 'state_create', plan%kind)
+    call check_new(c, c_associated(state%ptr), 'state')
+    call check_plan(c, plan, 2, 'plan')
+    if (c%status == 0) then
+      call call_c(c, cx_state_create(plan%kind, c_loc(p), plan%ptr))
+      if (c%status == 0) state = linattn_state(p, plan%kind, plan%d, plan%m, &
+          plan%e)
     end if
+    call call_end(c, stat, errmsg)
   end subroutine linattn_state_create
 
   subroutine linattn_state_destroy(state, stat, errmsg)
     type(linattn_state), intent(inout) :: state
     integer, intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    if (state%kind == real32) then
-      call s_state_destroy(state, stat, errmsg)
-    else
-      call d_state_destroy(state, stat, errmsg)
-    end if
+    type(linattn_call) :: c
+    type(linattn_state) :: empty
+    c = call_begin('linattn_state_destroy', 'state_destroy', state%kind)
+    call cx_state_destroy(state%kind, state%ptr)
+    state = empty
+    call call_end(c, stat, errmsg)
   end subroutine linattn_state_destroy
 
   subroutine linattn_state_reset(state, stat, errmsg)
     type(linattn_state), intent(inout) :: state
     integer, intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    if (state%kind == real32) then
-      call s_state_reset(state, stat, errmsg)
-    else
-      call d_state_reset(state, stat, errmsg)
-    end if
+    type(linattn_call) :: c
+    c = call_begin('linattn_state_reset', 'state_reset', state%kind)
+    call check_state(c, state, 1, 'state')
+    if (c%status == 0) call call_c(c, cx_state_reset(state%kind, state%ptr))
+    call call_end(c, stat, errmsg)
   end subroutine linattn_state_reset
 
   ! dst += src: the state of the concatenation of their keys.
@@ -195,96 +215,155 @@ contains
     type(linattn_state), intent(in) :: src
     integer, intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    if (dst%kind == real32) then
-      call s_state_merge(dst, src, stat, errmsg)
-    else
-      call d_state_merge(dst, src, stat, errmsg)
-    end if
+    type(linattn_call) :: c
+    c = call_begin('linattn_state_merge', 'state_merge', dst%kind)
+    call check_state(c, dst, 1, 'dst')
+    call check_state(c, src, 2, 'src', 'dst')
+    if (c%status == 0) call call_c(c, cx_state_merge(dst%kind, dst%ptr, &
+        src%ptr))
+    call call_end(c, stat, errmsg)
   end subroutine linattn_state_merge
 
+  ! dst = src.
   subroutine linattn_state_copy(dst, src, stat, errmsg)
     type(linattn_state), intent(inout) :: dst
     type(linattn_state), intent(in) :: src
     integer, intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    if (dst%kind == real32) then
-      call s_state_copy(dst, src, stat, errmsg)
-    else
-      call d_state_copy(dst, src, stat, errmsg)
-    end if
+    type(linattn_call) :: c
+    c = call_begin('linattn_state_copy', 'state_copy', dst%kind)
+    call check_state(c, dst, 1, 'dst')
+    call check_state(c, src, 2, 'src', 'dst')
+    if (c%status == 0) call call_c(c, cx_state_copy(dst%kind, dst%ptr, &
+        src%ptr))
+    call call_end(c, stat, errmsg)
   end subroutine linattn_state_copy
 
+  ! The stabilizing shift of the exponential maps' states (0 otherwise).
   subroutine linattn_state_shift(state, shift, stat, errmsg)
     type(linattn_state), intent(in) :: state
     real(real64), intent(inout) :: shift
     integer, intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    if (state%kind == real32) then
-      call s_state_shift(state, shift, stat, errmsg)
-    else
-      call d_state_shift(state, shift, stat, errmsg)
+    type(linattn_call) :: c
+    real(c_double), target :: sh
+    c = call_begin('linattn_state_shift', 'state_shift', state%kind)
+    call check_state(c, state, 1, 'state')
+    if (c%status == 0) then
+      call call_c(c, cx_state_shift(state%kind, state%ptr, c_loc(sh)))
+      if (c%status == 0) shift = sh
     end if
+    call call_end(c, stat, errmsg)
   end subroutine linattn_state_shift
 
+  ! The number of tokens the state has absorbed.
   subroutine linattn_state_tokens(state, tokens, stat, errmsg)
     type(linattn_state), intent(in) :: state
     integer(int64), intent(inout) :: tokens
     integer, intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    if (state%kind == real32) then
-      call s_state_tokens(state, tokens, stat, errmsg)
-    else
-      call d_state_tokens(state, tokens, stat, errmsg)
+    type(linattn_call) :: c
+    integer(c_int64_t), target :: t
+    c = call_begin('linattn_state_tokens', 'state_get', state%kind)
+    call check_state(c, state, 1, 'state')
+    if (c%status == 0) then
+      call call_c(c, cx_state_get(state%kind, state%ptr, LINATTN_COL_MAJOR, &
+          c_null_ptr, 1_c_int64_t, c_null_ptr, c_loc(t)))
+      if (c%status == 0) tokens = t
     end if
+    call call_end(c, stat, errmsg)
   end subroutine linattn_state_tokens
+
+  ! ---- checkpoint/restart ----
 
   subroutine linattn_state_save_size(state, bytes, stat, errmsg)
     type(linattn_state), intent(in) :: state
     integer(int64), intent(inout) :: bytes
     integer, intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    if (state%kind == real32) then
-      call s_state_save_size(state, bytes, stat, errmsg)
-    else
-      call d_state_save_size(state, bytes, stat, errmsg)
+    type(linattn_call) :: c
+    integer(c_int64_t), target :: b
+    c = call_begin('linattn_state_save_size', 'state_save_size', state%kind)
+    call check_state(c, state, 1, 'state')
+    if (c%status == 0) then
+      call call_c(c, cx_state_save_size(state%kind, state%ptr, c_loc(b)))
+      if (c%status == 0) bytes = b
     end if
+    call call_end(c, stat, errmsg)
   end subroutine linattn_state_save_size
 
+  ! buf(1:written) = the state's checkpoint; size(buf) may be larger.
   subroutine linattn_state_save(state, buf, written, stat, errmsg)
     type(linattn_state), intent(in) :: state
-    integer(int8), intent(inout) :: buf(:)
+    integer(int8), intent(inout), target :: buf(:)
     integer(int64), intent(inout), optional :: written
     integer, intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    if (state%kind == real32) then
-      call s_state_save(state, buf, written, stat, errmsg)
-    else
-      call d_state_save(state, buf, written, stat, errmsg)
+    type(linattn_call) :: c
+    integer(c_int64_t), target :: w
+    type(c_ptr) :: p
+    c = call_begin('linattn_state_save', 'state_save', state%kind)
+    call check_state(c, state, 1, 'state')
+    call view_bytes(c, 2, buf, p)
+    if (c%status == 0) then
+      call call_c(c, cx_state_save(state%kind, state%ptr, p, &
+          size(buf, kind=c_int64_t), c_loc(w)))
+      if (c%status == 0 .and. present(written)) written = w
     end if
+    call call_end(c, stat, errmsg)
   end subroutine linattn_state_save
 
+  ! state = the checkpoint buf (all of it); a refused load leaves it as
+  ! it was.
   subroutine linattn_state_load(state, buf, stat, errmsg)
     type(linattn_state), intent(inout) :: state
-    integer(int8), intent(in) :: buf(:)
+    integer(int8), intent(in), target :: buf(:)
     integer, intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    if (state%kind == real32) then
-      call s_state_load(state, buf, stat, errmsg)
-    else
-      call d_state_load(state, buf, stat, errmsg)
-    end if
+    type(linattn_call) :: c
+    type(c_ptr) :: p
+    c = call_begin('linattn_state_load', 'state_load', state%kind)
+    call check_state(c, state, 1, 'state')
+    call view_bytes(c, 2, buf, p)
+    if (c%status == 0) call call_c(c, cx_state_load(state%kind, state%ptr, p, &
+        size(buf, kind=c_int64_t)))
+    call call_end(c, stat, errmsg)
   end subroutine linattn_state_load
 
+  ! A byte buffer: contiguous; C refuses NULL, so an empty one passes as
+  ! the address of a byte that C never reads (its length is 0).
+  subroutine view_bytes(c, argno, buf, p)
+    type(linattn_call), intent(inout) :: c
+    integer, intent(in) :: argno
+    integer(int8), intent(in), target :: buf(:)
+    type(c_ptr), intent(out) :: p
+    integer(int8), save, target :: none(1) = 0
+    integer(int64) :: str
+    str = 1
+    if (size(buf) > 1) str = element_stride(c_loc(buf(1)), c_loc(buf(2)), &
+        c_sizeof(buf(1)))
+    if (size(buf) > 0) then
+      call describe_vector(c, argno, 'buf', c_loc(buf(1)), &
+          size(buf, kind=int64), str, p)
+    else
+      p = c_loc(none)
+    end if
+  end subroutine view_bytes
+
+  ! path: a file name, trailing blanks dropped.
   subroutine linattn_state_save_file(state, path, stat, errmsg)
     type(linattn_state), intent(in) :: state
     character(*), intent(in) :: path
     integer, intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    if (state%kind == real32) then
-      call s_state_save_file(state, path, stat, errmsg)
-    else
-      call d_state_save_file(state, path, stat, errmsg)
-    end if
+    type(linattn_call) :: c
+    character(kind=c_char), target :: cpath(len_trim(path) + 1)
+    c = call_begin('linattn_state_save_file', 'state_save_file', state%kind)
+    call check_state(c, state, 1, 'state')
+    cpath = c_string(path)
+    if (c%status == 0) call call_c(c, cx_state_save_file(state%kind, &
+        state%ptr, c_loc(cpath)), ' (' // trim(path) // ')')
+    call call_end(c, stat, errmsg)
   end subroutine linattn_state_save_file
 
   subroutine linattn_state_load_file(state, path, stat, errmsg)
@@ -292,12 +371,17 @@ contains
     character(*), intent(in) :: path
     integer, intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
-    if (state%kind == real32) then
-      call s_state_load_file(state, path, stat, errmsg)
-    else
-      call d_state_load_file(state, path, stat, errmsg)
-    end if
+    type(linattn_call) :: c
+    character(kind=c_char), target :: cpath(len_trim(path) + 1)
+    c = call_begin('linattn_state_load_file', 'state_load_file', state%kind)
+    call check_state(c, state, 1, 'state')
+    cpath = c_string(path)
+    if (c%status == 0) call call_c(c, cx_state_load_file(state%kind, &
+        state%ptr, c_loc(cpath)), ' (' // trim(path) // ')')
+    call call_end(c, stat, errmsg)
   end subroutine linattn_state_load_file
+
+  ! ---- precision-free ----
 
   ! opts = the library's defaults, from linattn_opts_init (which the
   ! default initialization of type(linattn_opts) equals; tested).

@@ -11,6 +11,7 @@ module linattn_base
   use, intrinsic :: iso_fortran_env, only: int64, real32, real64, &
       error_unit, output_unit
   use linattn_c
+  use linattn_c_any, only: cx_plan_dims
   implicit none
   private
 
@@ -105,7 +106,7 @@ module linattn_base
   public :: call_begin, call_fail, call_c, call_c_row, call_end, check_plan, &
       check_state, check_shape, layout_of, describe_matrix, &
       describe_batch, describe_vector, settle, element_stride, itoa, &
-      kind_name, &
+      kind_name, check_new, adopt_plan, &
       opts_to_c, opts_from_c, c_string, f_string
 
 contains
@@ -259,6 +260,31 @@ contains
           ': a plan, its states and its arrays share one precision')
     end if
   end subroutine check_kind
+
+  ! A handle must be empty before a create fills it: no plan or state is
+  ! lost (leaked) by creating over it.
+  subroutine check_new(c, exists, name)
+    type(linattn_call), intent(inout) :: c
+    logical, intent(in) :: exists
+    character(*), intent(in) :: name
+    if (exists) call call_fail(c, -1, name // ' already holds one; ' // &
+        'destroy it first')
+  end subroutine check_new
+
+  ! A plan just created in C (precision kind) into its handle.
+  subroutine adopt_plan(plan, p, kind)
+    type(linattn_plan), intent(inout) :: plan
+    type(c_ptr), intent(in) :: p
+    integer, intent(in) :: kind
+    integer(c_int64_t), target :: d, m, e
+    integer(c_int) :: st
+    st = cx_plan_dims(kind, p, c_loc(d), c_loc(m), c_loc(e))
+    plan%ptr = p
+    plan%kind = kind
+    plan%d = d
+    plan%m = m
+    plan%e = e
+  end subroutine adopt_plan
 
   ! An extent the C call implies: got must equal want.
   subroutine check_shape(c, argno, got, want, what, why)

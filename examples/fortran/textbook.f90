@@ -6,7 +6,8 @@
 !
 ! Rescanning every key: scores 2, -1, 1, 0, weighted sum 9, normalizer 2,
 ! output 4.5.  The state: s = (9,10), z = (2,5), q.s = 9, q.z = 2,
-! output 4.5.
+! output 4.5.  It prints what examples/worked_example.c prints, line for
+! line (tests/fortran/textbook.sh compares them).
 !
 ! Usage: textbook [q1 q2]    (another query; both ways move together)
 program textbook
@@ -14,7 +15,7 @@ program textbook
   use linattn
   implicit none
   real(real64) :: k(2, 4), v(1, 4), q(2, 1), out(1, 1), s(2, 1), z(2)
-  real(real64) :: scores(4), wsum, norm
+  real(real64) :: scores(4)
   type(linattn_plan) :: plan
   type(linattn_state) :: state
   type(linattn_opts) :: opts
@@ -44,47 +45,79 @@ program textbook
   call linattn_plan_create(plan, LINATTN_MAP_IDENTITY, 2, 1, opts)
 
   write (*, '(a)') 'keys (2,1), (-1,2), (1,-1), (0,3); values 3, -2, 1, 4; ' &
-      // 'query (' // num(q(1, 1)) // ',' // num(q(2, 1)) // ')'
+      // 'query (' // g(q(1, 1)) // ',' // g(q(2, 1)) // ')'
   write (*, '(a)') ''
 
-  ! Rescan: score every key, as quadratic attention does.
+  ! Rescan: score every key, as quadratic attention does (the library's
+  ! naive path gives the output).
   scores = matmul(q(:, 1), k)
-  wsum = dot_product(scores, v(1, :))
-  norm = sum(scores)
-  write (*, '(a)') 'rescan: scores ' // num(scores(1)) // ', ' // &
-      num(scores(2)) // ', ' // num(scores(3)) // ', ' // num(scores(4)) // &
-      '; weighted sum ' // num(wsum) // '; normalizer ' // num(norm) // &
-      '; output ' // num(wsum / norm)
+  call linattn_naive(plan, q, k, v, out, stat=ierr)
+  write (*, '(a)') 'rescan:       scores ' // g(scores(1)) // ', ' // &
+      g(scores(2)) // ', ' // g(scores(3)) // ', ' // g(scores(4)) // &
+      '; weighted sum ' // g(dot_product(scores, v(1, :))) // &
+      '; normalizer ' // g(sum(scores)) // '; ' // outcome(ierr, out(1, 1))
 
   ! Factored: one pass over the keys builds the state, then the query
   ! reads it.
   call linattn_state_create(state, plan)
   call linattn_state_update(state, k, v)
   call linattn_state_get(state, s, z)
-  call linattn_state_query(state, q, out)
-  write (*, '(a)') 'state:  s = (' // num(s(1, 1)) // ',' // num(s(2, 1)) // &
-      '), z = (' // num(z(1)) // ',' // num(z(2)) // '); q.s = ' // &
-      num(dot_product(q(:, 1), s(:, 1))) // '; q.z = ' // &
-      num(dot_product(q(:, 1), z)) // '; output ' // num(out(1, 1))
+  call linattn_state_query(state, q, out, stat=ierr)
+  write (*, '(a)') 'state lookup: s = (' // g(s(1, 1)) // ',' // g(s(2, 1)) &
+      // '), z = (' // g(z(1)) // ',' // g(z(2)) // '); q.s = ' // &
+      g(dot_product(q(:, 1), s(:, 1))) // '; q.z = ' // &
+      g(dot_product(q(:, 1), z)) // '; ' // outcome(ierr, out(1, 1))
 
   call linattn_state_destroy(state)
   call linattn_plan_destroy(plan)
 
 contains
 
-  ! x with at most 6 decimals and no trailing zeros, as C's %g would.
-  function num(x) result(str)
+  ! "output x", or why there is none (a zero normalizer is LINATTN_EDENOM).
+  function outcome(ierr, x) result(str)
+    integer, intent(in) :: ierr
     real(real64), intent(in) :: x
     character(:), allocatable :: str
-    character(32) :: buf
-    write (buf, '(f0.6)') x
-    str = trim(buf)
+    if (ierr == LINATTN_EDENOM) then
+      str = 'output undefined (normalizer is zero)'
+    else if (ierr /= 0) then
+      str = 'failed: ' // linattn_strerror(ierr)
+    else
+      str = 'output ' // g(x)
+    end if
+  end function outcome
+
+  ! x as C's printf("%g") writes it: 6 significant digits, no trailing
+  ! zeros, an exponent outside [1e-4, 1e6).
+  function g(x) result(str)
+    real(real64), intent(in) :: x
+    character(:), allocatable :: str
+    character(40) :: buf
+    integer :: p, e
+    write (buf, '(es14.5e3)') x
+    read (buf(index(buf, 'E') + 1:), *) p
+    if (p < -4 .or. p >= 6) then
+      str = trim(adjustl(buf(1:index(buf, 'E') - 1)))
+      call strip(str)
+      e = abs(p)
+      write (buf, '(a, i2.2)') merge('e-', 'e+', p < 0), e
+      str = str // trim(buf)
+    else
+      write (buf, '(f0.' // achar(48 + 5 - p) // ')') x
+      str = trim(adjustl(buf))
+      call strip(str)
+      if (str(1:1) == '.') str = '0' // str
+      if (str(1:min(2, len(str))) == '-.') str = '-0' // str(2:)
+    end if
+  end function g
+
+  ! Trailing zeros of a decimal fraction, and a trailing point, removed.
+  subroutine strip(str)
+    character(:), allocatable, intent(inout) :: str
+    if (index(str, '.') == 0) return
     do while (str(len(str):len(str)) == '0')
       str = str(1:len(str) - 1)
     end do
     if (str(len(str):len(str)) == '.') str = str(1:len(str) - 1)
-    if (str(1:1) == '.') str = '0' // str
-    if (str(1:min(2, len(str))) == '-.') str = '-0' // str(2:)
-    if (str == '-0' .or. len(str) == 0) str = '0'
-  end function num
+  end subroutine strip
 end program textbook

@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
 # Every C function of linattn.h is wrapped by the Fortran module (its
-# generated interface c_<name> is called from fortran/), or listed in
+# generated interface c_<name>, or cx_<name> for either precision, is
+# called from fortran/), or listed in
 # fortran/unwrapped.txt as not wrapped yet.  A function added to the
 # header without either fails here, naming it.
 src=${top_srcdir:-.}
@@ -13,7 +14,7 @@ wrapped=0
 pending=
 echo "$list" | {
 while read -r name cnames; do
-    if grep -q "c_$name(" "$src/fortran/linattn_prec.inc" \
+    if grep -Eq "cx?_$name\(" "$src/fortran/linattn_prec.inc" \
             "$src/fortran/linattn.f90" "$src/fortran/linattn_base.f90"; then
         wrapped=$((wrapped + 1))
         if grep -qx "$name" "$src/fortran/unwrapped.txt"; then

@@ -137,32 +137,29 @@ contains
         transfer(b, 0_int32, size(b)))
   end function same_s1
 
+  ! Higher ranks: the same shape, then the elements in order.
   logical function same_d2(a, b) result(same)
     real(real64), intent(in) :: a(:, :), b(:, :)
     same = all(shape(a) == shape(b))
-    if (same) same = all(transfer(a, 0_int64, size(a)) == &
-        transfer(b, 0_int64, size(b)))
+    if (same) same = same_d1(reshape(a, [size(a)]), reshape(b, [size(b)]))
   end function same_d2
 
   logical function same_s2(a, b) result(same)
     real(real32), intent(in) :: a(:, :), b(:, :)
     same = all(shape(a) == shape(b))
-    if (same) same = all(transfer(a, 0_int32, size(a)) == &
-        transfer(b, 0_int32, size(b)))
+    if (same) same = same_s1(reshape(a, [size(a)]), reshape(b, [size(b)]))
   end function same_s2
 
   logical function same_d4(a, b) result(same)
     real(real64), intent(in) :: a(:, :, :, :), b(:, :, :, :)
     same = all(shape(a) == shape(b))
-    if (same) same = all(transfer(a, 0_int64, size(a)) == &
-        transfer(b, 0_int64, size(b)))
+    if (same) same = same_d1(reshape(a, [size(a)]), reshape(b, [size(b)]))
   end function same_d4
 
   logical function same_s4(a, b) result(same)
     real(real32), intent(in) :: a(:, :, :, :), b(:, :, :, :)
     same = all(shape(a) == shape(b))
-    if (same) same = all(transfer(a, 0_int32, size(a)) == &
-        transfer(b, 0_int32, size(b)))
+    if (same) same = same_s1(reshape(a, [size(a)]), reshape(b, [size(b)]))
   end function same_s4
 
   ! Values of a smooth function of the indices: no two alike, the same on
