@@ -53,8 +53,13 @@ fi
 
 if [[ $stages == *" valgrind "* ]]; then
 echo "== 3/4 valgrind memcheck on a representative subset"
+# (and, when configure built it, the Fortran module's API and error tests)
+fortran_progs=
+if grep -q '^BUILD_FORTRAN_TRUE = $' Makefile; then
+    fortran_progs="tests/fortran/test_f_api tests/fortran/test_f_errors_d"
+fi
 for prog in tests/test_api tests/test_errors_d tests/test_kernels_d tests/test_checkpoint_d \
-            examples/worked_example; do
+            examples/worked_example $fortran_progs; do
     make -s "$prog" > /dev/null
     echo "valgrind $prog"
     # Check runs tests in-process (CK_FORK=no) so that valgrind sees them.
