@@ -55,7 +55,7 @@ if [[ $stages == *" valgrind "* ]]; then
 echo "== 3/4 valgrind memcheck on a representative subset"
 # (and, when configure built it, the Fortran module's API and error tests)
 fortran_progs=
-if grep -q '^BUILD_FORTRAN_TRUE = $' Makefile; then
+if make -n tests/fortran/test_f_api > /dev/null 2>&1; then
     fortran_progs="tests/fortran/test_f_api tests/fortran/test_f_errors_d"
 fi
 for prog in tests/test_api tests/test_errors_d tests/test_kernels_d tests/test_checkpoint_d \
