@@ -66,13 +66,14 @@ module linattn_base
   end type linattn_where
 
   ! One call in progress: who is calling what, and the first failure.
+  ! (Fixed-length names: a call that succeeds allocates nothing.)
   type, public :: linattn_call
-    character(:), allocatable :: proc    ! the Fortran procedure
-    character(:), allocatable :: cfun    ! the C function, e.g. linattn_d_causal
-    character(:), allocatable :: cbase   ! its name in c_argnames, e.g. causal
+    character(40) :: proc = ''           ! the Fortran procedure
+    character(32) :: cbase = ''          ! the C function without linattn_
+                                         ! and its precision prefix
     integer :: kind = 0                  ! the arrays' real kind, 0 for none
     integer :: status = 0
-    character(:), allocatable :: msg
+    character(:), allocatable :: msg     ! set on failure
   end type linattn_call
 
   ! A matrix argument: rows x cols for C (rows = tokens for the token
@@ -118,16 +119,21 @@ contains
     c%proc = proc
     c%cbase = cbase
     c%kind = kind
-    select case (kind)
-    case (real64)
-      c%cfun = 'linattn_d_' // cbase
-    case (real32)
-      c%cfun = 'linattn_s_' // cbase
-    case default
-      c%cfun = 'linattn_' // cbase
-    end select
-    c%msg = ''
   end function call_begin
+
+  ! The C function called, e.g. linattn_d_causal.
+  function cfun(c) result(name)
+    type(linattn_call), intent(in) :: c
+    character(:), allocatable :: name
+    select case (c%kind)
+    case (real64)
+      name = 'linattn_d_' // trim(c%cbase)
+    case (real32)
+      name = 'linattn_s_' // trim(c%cbase)
+    case default
+      name = 'linattn_' // trim(c%cbase)
+    end select
+  end function cfun
 
   ! Records a failure found before the C call (the first one counts):
   ! status is the C library's code, -i naming argument i of the C function.
@@ -137,7 +143,7 @@ contains
     character(*), intent(in) :: msg
     if (c%status /= 0) return
     c%status = status
-    c%msg = c%proc // ': ' // msg
+    c%msg = trim(c%proc) // ': ' // msg
   end subroutine call_fail
 
   ! Records the status a C function returned, with its sentence.
@@ -149,9 +155,9 @@ contains
     if (status == 0 .or. c%status /= 0) return
     if (status < 0) then
       text = 'argument ' // itoa(int(-status, int64)) // &
-          argname(c%cbase, -status) // ' of ' // c%cfun // ' is invalid'
+          argname(trim(c%cbase), -status) // ' of ' // cfun(c) // ' is invalid'
     else
-      text = c%cfun // ' returned ' // c_status_name(status)
+      text = cfun(c) // ' returned ' // c_status_name(status)
       if (len(c_status_name(status)) == 0) text = text // itoa(int(status, int64))
       text = text // ': ' // f_string(c_strerror(status))
     end if
@@ -249,15 +255,18 @@ contains
     logical, intent(in) :: exists
     character(*), intent(in) :: name
     character(*), intent(in), optional :: against
-    character(:), allocatable :: other
-    other = 'the arrays are'
-    if (present(against)) other = against // ' is'
     if (.not. exists .or. kind == 0) then
       call call_fail(c, -argno, name // ' was not created (or was destroyed)')
     else if (c%kind /= 0 .and. kind /= c%kind) then
-      call call_fail(c, -argno, name // ' is ' // kind_name(kind) // &
-          ' but ' // other // ' ' // kind_name(c%kind) // &
-          ': a plan, its states and its arrays share one precision')
+      if (present(against)) then
+        call call_fail(c, -argno, name // ' is ' // kind_name(kind) // &
+            ' but ' // against // ' is ' // kind_name(c%kind) // &
+            ': a plan and its states share one precision')
+      else
+        call call_fail(c, -argno, name // ' is ' // kind_name(kind) // &
+            ' but the arrays are ' // kind_name(c%kind) // &
+            ': a plan, its states and its arrays share one precision')
+      end if
     end if
   end subroutine check_kind
 
@@ -410,6 +419,15 @@ contains
     integer :: i
     logical :: may_copy
     if (c%status /= 0) return
+    ! the usual case, every matrix in the order's layout: nothing to choose
+    if (fits_opt(m1) .and. fits_opt(m2) .and. fits_opt(m3) .and. &
+        fits_opt(m4)) then
+      if (present(m1)) call fix(m1, layout)
+      if (present(m2)) call fix(m2, layout)
+      if (present(m3)) call fix(m3, layout)
+      if (present(m4)) call fix(m4, layout)
+      return
+    end if
     may_copy = .true.
     if (present(copy_inputs)) may_copy = copy_inputs
     if (present(m1)) a(1) = m1
@@ -454,6 +472,11 @@ contains
     if (present(m3)) m3 = a(3)
     if (present(m4)) m4 = a(4)
   contains
+    logical function fits_opt(m)
+      type(linattn_matrix), intent(in), optional :: m
+      fits_opt = .true.
+      if (present(m)) fits_opt = fits(m, layout)
+    end function fits_opt
     ! every matrix (outputs_only: every output) fits lay
     logical function all_fit(lay, outputs_only)
       integer(c_int), intent(in) :: lay
