@@ -365,8 +365,13 @@ print "    character(:), allocatable :: names\n";
 print "    select case (fn)\n";
 for my $f (@plain, @templ) {
     (my $fn = $f->{name}) =~ s/^linattn_//;
-    my $list = join ' ', map { $_->[0] } @{$f->{args}};
-    print "    case ('$fn')\n      names = '$list'\n";
+    # the list in pieces of a few names, joined: no line too long
+    my @words = map { $_->[0] } @{$f->{args}};
+    my @pieces;
+    push @pieces, join(' ', splice(@words, 0, 8)) while @words;
+    @pieces = ('') unless @pieces;
+    print "    case ('$fn')\n      names = '"
+        . join(" ' // &\n          '", @pieces) . "'\n";
 }
 print "    case default\n      names = ''\n    end select\n";
 print "  end function c_argnames\n\n";
@@ -416,12 +421,11 @@ if (@instances == 2) {
             my $t = $k eq 'ptr' ? 'type(c_ptr)' : $ctype{$k};
             print "    $t, intent(in) :: $an\n";
         }
-        my $args = join(', ', @names);
         for my $sfx ('s', 'd') {
             print $sfx eq 's' ? "    if (kind == real32) then\n" : "    else\n";
-            my $call = "${sfx}_$f->{name}($args)";
-            print wrap($void ? "      call " : "      cresult = ", '', $call)
-                =~ s/\n$//r, "\n";
+            my $lead = ($void ? "      call " : "      cresult = ")
+                . "${sfx}_$f->{name}(";
+            print wrap($lead, ', ', @names) =~ s/\n$//r, ")\n";
         }
         print "    end if\n  end $kw cx_$f->{name}\n";
     }

@@ -4,8 +4,8 @@
 ! with the message), and how an array becomes a C pointer with a leading
 ! dimension.  Users see its public types through module linattn; modules
 ! that wrap more C functions (linattn_mpi) use it directly, together with
-! the generic linattn_view of linattn_d and linattn_s (doc/fortran.md,
-! "Writing a wrapper").
+! the generics linattn_view and linattn_stage of linattn_d and linattn_s
+! (doc/fortran.md, "How it is built, and wrapping a C function").
 module linattn_base
   use, intrinsic :: iso_c_binding
   use, intrinsic :: iso_fortran_env, only: int64, real32, real64, &

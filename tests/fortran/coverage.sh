@@ -30,11 +30,11 @@ while read -r name cnames; do
 done
 echo "$wrapped C functions wrapped by the Fortran module"
 [ -z "$pending" ] || echo "listed in fortran/unwrapped.txt, not wrapped yet:$pending"
-# A listed name must still exist.
+# Listed names not in the header (yet): noted, so that functions coming
+# from other branches can be listed before they land.
 for name in $(grep -v '^#' "$src/fortran/unwrapped.txt"); do
     if ! echo "$list" | grep -q "^$name "; then
-        echo "fortran/unwrapped.txt lists $name, which linattn.h no longer has"
-        fail=1
+        echo "note: fortran/unwrapped.txt lists $name, which linattn.h does not have"
     fi
 done
 exit $fail
