@@ -28,13 +28,17 @@ module linattn
       linattn_state_query, linattn_attention, linattn_causal, linattn_naive, &
       linattn_naive_causal, linattn_softmax, linattn_approx_error, &
       linattn_batched_attention, linattn_batched_naive, &
-      linattn_batched_causal, linattn_batched_naive_causal
+      linattn_batched_causal, linattn_batched_naive_causal, &
+      linattn_state_causal, linattn_attention_check, linattn_causal_check, &
+      linattn_batched_attention_check, linattn_batched_causal_check
   use linattn_s, only: linattn_plan_create_custom, linattn_plan_weights, &
       linattn_features, linattn_state_update, linattn_state_get, &
       linattn_state_query, linattn_attention, linattn_causal, linattn_naive, &
       linattn_naive_causal, linattn_softmax, linattn_approx_error, &
       linattn_batched_attention, linattn_batched_naive, &
-      linattn_batched_causal, linattn_batched_naive_causal
+      linattn_batched_causal, linattn_batched_naive_causal, &
+      linattn_state_causal, linattn_attention_check, linattn_causal_check, &
+      linattn_batched_attention_check, linattn_batched_causal_check
   implicit none
   private
 
@@ -51,7 +55,9 @@ module linattn
       linattn_state_query, linattn_attention, linattn_causal, linattn_naive, &
       linattn_naive_causal, linattn_softmax, linattn_approx_error, &
       linattn_batched_attention, linattn_batched_naive, &
-      linattn_batched_causal, linattn_batched_naive_causal
+      linattn_batched_causal, linattn_batched_naive_causal, &
+      linattn_state_causal, linattn_attention_check, linattn_causal_check, &
+      linattn_batched_attention_check, linattn_batched_causal_check
 
   ! Handle-only and precision-free procedures.
   public :: linattn_plan_create, linattn_plan_destroy, linattn_plan_dims, &
@@ -59,7 +65,9 @@ module linattn
       linattn_state_destroy, linattn_state_reset, linattn_state_merge, &
       linattn_state_copy, linattn_state_shift, linattn_state_tokens, &
       linattn_state_save_size, linattn_state_save, linattn_state_load, &
-      linattn_state_save_file, linattn_state_load_file, linattn_opts_init, &
+      linattn_state_save_file, linattn_state_load_file, &
+      linattn_plan_fingerprint, linattn_state_plan, linattn_state_export, &
+      linattn_state_import, linattn_opts_init, &
       linattn_version, linattn_version_string, linattn_strerror, &
       linattn_rng_normal
 
@@ -273,6 +281,123 @@ contains
     end if
     call call_end(c, stat, errmsg)
   end subroutine linattn_state_tokens
+
+  ! ---- building blocks of distributed and segmented runs ----
+
+  ! A 64-bit hash of everything that decides the plan's results (the
+  ! bits of C's uint64_t): equal for plans built alike anywhere.
+  subroutine linattn_plan_fingerprint(plan, fp, stat, errmsg)
+    type(linattn_plan), intent(in) :: plan
+    integer(int64), intent(inout) :: fp
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    type(linattn_call) :: c
+    integer(c_int64_t), target :: f
+    c = call_begin('linattn_plan_fingerprint', 'plan_fingerprint', plan%kind)
+    call check_plan(c, plan, 1, 'plan')
+    if (c%status == 0) then
+      call call_c(c, cx_plan_fingerprint(plan%kind, plan%ptr, c_loc(f)))
+      if (c%status == 0) fp = f
+    end if
+    call call_end(c, stat, errmsg)
+  end subroutine linattn_plan_fingerprint
+
+  ! plan = a handle of the plan state was created for (an empty handle
+  ! filled with a reference: the plan is still destroyed once, through
+  ! either handle).
+  subroutine linattn_state_plan(state, plan, stat, errmsg)
+    type(linattn_state), intent(in) :: state
+    type(linattn_plan), intent(inout) :: plan
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    type(linattn_call) :: c
+    type(c_ptr), target :: p
+    c = call_begin('linattn_state_plan', 'state_plan', state%kind)
+    call check_state(c, state, 1, 'state')
+    if (c%status == 0 .and. c_associated(plan%ptr)) call call_fail(c, -2, &
+        'plan already holds one (the handle must be empty)')
+    if (c%status == 0) then
+      call call_c(c, cx_state_plan(state%kind, state%ptr, c_loc(p)))
+      if (c%status == 0) plan = linattn_plan(p, state%kind, state%d, &
+          state%m, state%e)
+    end if
+    call call_end(c, stat, errmsg)
+  end subroutine linattn_state_plan
+
+  ! The state as it accumulates, in real64 for either precision:
+  ! acc(e + 1, m), column i = row i of [S z] (C's row-major m x (e + 1),
+  ! contiguous); the shift c with true sums = acc exp(c); the tokens.
+  ! export then import restores a state bit for bit.
+  subroutine linattn_state_export(state, acc, shift, tokens, stat, errmsg)
+    type(linattn_state), intent(in) :: state
+    real(real64), intent(inout), target, optional :: acc(:, :)
+    real(real64), intent(inout), optional :: shift
+    integer(int64), intent(inout), optional :: tokens
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    type(linattn_call) :: c
+    type(c_ptr) :: pa
+    real(c_double), target :: sh
+    integer(c_int64_t), target :: t
+    c = call_begin('linattn_state_export', 'state_export', state%kind)
+    call check_state(c, state, 1, 'state')
+    pa = c_null_ptr
+    if (present(acc)) call view_acc(c, state, acc, pa)
+    if (c%status == 0) then
+      call call_c(c, cx_state_export(state%kind, state%ptr, pa, c_loc(sh), &
+          c_loc(t)))
+      if (c%status == 0) then
+        if (present(shift)) shift = sh
+        if (present(tokens)) tokens = t
+      end if
+    end if
+    call call_end(c, stat, errmsg)
+  end subroutine linattn_state_export
+
+  ! state = the accumulator acc(e + 1, m) (as linattn_state_export writes
+  ! it) at shift, holding tokens keys; refused: the state unchanged.
+  subroutine linattn_state_import(state, acc, shift, tokens, stat, errmsg)
+    type(linattn_state), intent(inout) :: state
+    real(real64), intent(in), target :: acc(:, :)
+    real(real64), intent(in) :: shift
+    integer(int64), intent(in) :: tokens
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    type(linattn_call) :: c
+    type(c_ptr) :: pa
+    c = call_begin('linattn_state_import', 'state_import', state%kind)
+    call check_state(c, state, 1, 'state')
+    call view_acc(c, state, acc, pa)
+    if (c%status == 0) call call_c(c, cx_state_import(state%kind, state%ptr, &
+        pa, real(shift, c_double), int(tokens, c_int64_t)))
+    call call_end(c, stat, errmsg)
+  end subroutine linattn_state_import
+
+  ! An accumulator argument (C argument 2): acc(e + 1, m), contiguous (C
+  ! takes no leading dimension here).
+  subroutine view_acc(c, state, acc, p)
+    type(linattn_call), intent(inout) :: c
+    type(linattn_state), intent(in) :: state
+    real(real64), intent(in), target :: acc(:, :)
+    type(c_ptr), intent(out) :: p
+    integer(int64) :: str
+    p = c_null_ptr
+    if (c%status /= 0) return
+    call check_shape(c, 2, size(acc, 1, kind=int64), state%e + 1, &
+        'size(acc, 1)', 'the plan''s e + 1')
+    call check_shape(c, 2, size(acc, 2, kind=int64), state%m, &
+        'size(acc, 2)', 'the plan''s m')
+    if (c%status /= 0) return
+    ! contiguous: the last element is size - 1 elements after the first
+    str = element_stride(c_loc(acc(1, 1)), c_loc(acc(size(acc, 1), &
+        size(acc, 2))), c_sizeof(acc(1, 1)))
+    if (str /= size(acc, kind=int64) - 1) then
+      call call_fail(c, -2, 'acc is not contiguous (C takes no leading ' // &
+          'dimension for it); pass a contiguous array')
+      return
+    end if
+    p = c_loc(acc(1, 1))
+  end subroutine view_acc
 
   ! ---- checkpoint/restart ----
 

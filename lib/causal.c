@@ -305,6 +305,7 @@ typedef struct {
     XI(view) q, k, v;
     real *out;
     int64_t ldout;
+    int64_t before; /* tokens of the starting state (causal_from) */
 } causal_job;
 
 static int64_t range_chunks(void *ctx, int t, int64_t lo, int64_t hi)
@@ -312,7 +313,8 @@ static int64_t range_chunks(void *ctx, int t, int64_t lo, int64_t hi)
     causal_job *j = ctx;
     int cm = j->layout == LINATTN_COL_MAJOR;
     real *out = cm ? j->out + lo : j->out + lo * j->ldout;
-    int64_t bad = causal_serial(j->plan, &j->ws[t], j->c, j->layout, lo,
+    int64_t bad = causal_serial(j->plan, &j->ws[t], j->c, j->layout,
+                                j->before + lo,
                                 hi - lo, XI(view_rows)(j->q, lo),
                                 XI(view_rows)(j->k, lo),
                                 XI(view_rows)(j->v, lo), out, j->ldout);
@@ -335,6 +337,43 @@ int XI(causal_run)(const X(plan) *plan, int layout, int64_t n, const real *q,
                    int64_t ldq, const real *k, int64_t ldk, const real *v,
                    int64_t ldv, real *out, int64_t ldout, int64_t *bad_row)
 {
+    return XI(causal_from)(plan, NULL, 0, layout, n, q, ldq, k, ldk, v, ldv,
+                           out, ldout, bad_row);
+}
+
+/* The first range's carried state starts as from (acc at shift; has: it
+ * holds tokens), as if its chunks had run before. */
+static void seed_ws(const X(plan) *plan, causal_ws *w, const X(state) *from)
+{
+    int64_t m = plan->m, ld = plan->e + 1;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < ld; j++) {
+            acc_t x = from->acc[i * ld + j];
+            w->acc[i * w->ldacc + j] = x;
+            w->b[i * w->ldb + j] = (real)x;
+        }
+    w->shift = from->shift;
+    w->has = from->tokens > 0;
+}
+
+/* The carried state after the last range's chunks, back into st. */
+static void absorb_ws(const X(plan) *plan, const causal_ws *w, X(state) *st,
+                      int64_t n)
+{
+    int64_t m = plan->m, ld = plan->e + 1;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < ld; j++)
+            st->acc[i * ld + j] = w->acc[i * w->ldacc + j];
+    st->shift = w->shift;
+    st->tokens += n;
+    XI(state_publish)(st);
+}
+
+int XI(causal_from)(const X(plan) *plan, X(state) *from, int absorb,
+                    int layout, int64_t n, const real *q, int64_t ldq,
+                    const real *k, int64_t ldk, const real *v, int64_t ldv,
+                    real *out, int64_t ldout, int64_t *bad_row)
+{
     if (n == 0)
         return 0;
     int st = 0;
@@ -352,7 +391,10 @@ int XI(causal_run)(const X(plan) *plan, int layout, int64_t n, const real *q,
     int64_t bad = INT64_MAX;
     int cm = layout == LINATTN_COL_MAJOR;
     causal_job job = {plan, ws, states, nt, layout, c, {q, ldq, cm},
-                      {k, ldk, cm}, {v, ldv, cm}, out, ldout};
+                      {k, ldk, cm}, {v, ldv, cm}, out, ldout,
+                      from ? from->tokens : 0};
+    if (have == nt && from)
+        seed_ws(plan, &ws[0], from);
     if (have < nt) {
         st = LINATTN_ENOMEM;
     } else if (nt > 1) {
@@ -387,6 +429,8 @@ int XI(causal_run)(const X(plan) *plan, int layout, int64_t n, const real *q,
     }
     if (!st)
         bad = linattn_i_parallel_ranges(nt, n, range_chunks, &job);
+    if (!st && bad >= n && absorb)
+        absorb_ws(plan, &ws[nt - 1], from, n);
     for (int t = 0; t < have; t++)
         free_causal_ws(&ws[t]);
     free(mem);

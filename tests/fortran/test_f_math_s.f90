@@ -3,6 +3,7 @@
 program test_f_math_s
   use, intrinsic :: iso_fortran_env, only: int64, real32, real64
   use linattn
+  use, intrinsic :: iso_c_binding, only: c_associated
   use ftest
   implicit none
   integer, parameter :: wp = real32
