@@ -64,6 +64,11 @@ if ($help2man ne '') {
     my $usage = shift @help;
     chomp $usage;
     $usage =~ s/^usage:\s*//;
+    # indented lines continue the usage
+    while (@help && $help[0] =~ /^\s+\S/) {
+        (my $more = shift @help) =~ s/^\s+|\s+$//g;
+        $usage .= " $more";
+    }
     # the first sentence of the help names the program
     my $what = '';
     for my $l (@help) {
@@ -71,6 +76,7 @@ if ($help2man ne '') {
         $what .= ($what eq '' ? '' : ' ') . $t;
         last if $t =~ /\.$/ || $t eq '';
     }
+    $what =~ s/^(.*?\.)\s.*$/$1/;
     $what =~ s/\.$//;
     my $page = header_line($help2man, 1)
              . ".SH NAME\n" . roff("$help2man - $what") . "\n"

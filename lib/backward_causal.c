@@ -123,7 +123,6 @@ static void scale_row(real *r, int64_t len, double f)
 /* y_j (width w, ldy) += sum_{i >= j} A_ij x_i (x: ldx) for j < rows: the
  * blocks below the diagonal blocks by GEMM, the diagonal blocks by loops,
  * so that no entry with i < j is read. */
-LINATTN_CLONES
 static void XI(triangle_t_times)(const real *a, int64_t lda, const real *x,
                                  int64_t ldx, int64_t rows, int64_t w,
                                  real *y, int64_t ldy)
@@ -144,6 +143,20 @@ static void XI(triangle_t_times)(const real *a, int64_t lda, const real *x,
                     yj[c] += aij * xi[c];
             }
         }
+    }
+}
+
+/* Rows of the view v into vaug (ld e + 1), ones in the last column. */
+static void augment(XI(view) v, int64_t rows, int64_t e, real *vaug)
+{
+    for (int64_t i = 0; i < rows; i++) {
+        real *row = vaug + i * (e + 1);
+        if (v.colmajor)
+            for (int64_t c = 0; c < e; c++)
+                row[c] = v.p[i + c * v.ld];
+        else
+            memcpy(row, v.p + i * v.ld, (size_t)e * sizeof(real));
+        row[e] = 1;
     }
 }
 
@@ -202,7 +215,7 @@ static void chunk_inputs(const X(plan) *plan, cws *w, const range *rg,
     } else {
         XI(phi_rows)(plan, kb, rows, w->fk, NULL);
     }
-    XI(augment_rows)(XI(view_rows)(rg->v, r), rows, plan->e, w->vaug);
+    augment(XI(view_rows)(rg->v, r), rows, plan->e, w->vaug);
     XI(gh_rows)(plan, XI(view_rows)(rg->g, r), XI(view_rows)(rg->out, r),
                 rg->den + r, rows, w->gh);
 }
@@ -250,7 +263,7 @@ static void forward_sweep(const X(plan) *plan, cws *w, int64_t c, int cm,
         } else {
             memset(w->a, 0, (size_t)(rows * m) * sizeof(real));
         }
-        XI(tril_times)(w->sp, c, w->fk, rows, m, w->a, m);
+        XI(tril_times)(w->sp, c, fk, rows, m, w->a, m);
         XI(phi_backward)(plan, XI(view_rows)(rg->q, r), rows, w->fq, w->a, cm,
                          cm ? rg->dq + r : rg->dq + r * lddq, lddq, &w->fw, pg);
         if (part) { /* D of this range at the shift of its first row */

@@ -70,7 +70,6 @@ static inline real relu_pass(real a, real f)
 }
 
 /* Elementwise maps: y = a times the derivative (y may be a). */
-LINATTN_CLONES
 static void XI(elementwise_back)(int map, real *y, const real *a,
                                  const real *f, int64_t count)
 {

@@ -29,7 +29,6 @@ int64_t XI(den_first_bad)(const X(plan) *plan, const real *den, int64_t n)
 
 /* [g h] rows from rows of G and out (row major, strides ldg, ldo): the
  * common case, vectorized. */
-LINATTN_CLONES
 static void XI(gh_contig)(real *gh, const real *g, int64_t ldg,
                           const real *o, int64_t ldo, const real *den,
                           int64_t rows, int64_t e, int count)

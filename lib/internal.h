@@ -19,12 +19,19 @@
 #define LINATTN_DEFAULT_BLOCK 1024
 
 /* Default causal chunk C.  The square of scores and the triangle cost
- * 2 C m + C (e + 1) flops per row against 4 m (e + 1) for the state, so C
- * wants to be small, but not so small that the GEMMs lose their rate.  At
- * n = 2^20, d = e = 64, elu+1, two threads, against the non-causal call
- * (benchmarks/bench_causal --full): C = 16 ran 1.71x, 32 1.68x, 64 1.95x,
- * 128 2.13x. */
+ * 2 C m + C e flops per row against 4 m e for the state, so C wants to be
+ * small, but not so small that the GEMMs lose their rate.  With the BLAS
+ * path (AVX2, OpenBLAS), n = 2^20, d = e = 64, elu+1, two threads, against
+ * the non-causal call (benchmarks/bench_causal --full): C = 16 ran 1.71x,
+ * 32 1.68x, 64 1.95x, 128 2.13x.  With the AVX-512 micro-kernels, one
+ * thread, n = 2^16, double: 16 1.93-2.09x, 32 1.61-1.76x, 48 1.69-1.75x,
+ * 64 2.2-2.4x; float, 8 heads x 32768 (ns per row): 32 253, 48 230-233,
+ * 64 228 (doc/performance.md). */
+#ifdef LINATTN_SINGLE
+#define LINATTN_DEFAULT_CHUNK 48
+#else
 #define LINATTN_DEFAULT_CHUNK 32
+#endif
 
 /* The naive baselines hold rows x nk scores; this caps rows * nk. */
 #define LINATTN_NAIVE_SCORES 4194304
@@ -289,13 +296,11 @@ int XI(causal_run_den)(const X(plan) *plan, int layout, int64_t n,
                        const real *q, int64_t ldq, const real *k, int64_t ldk,
                        const real *v, int64_t ldv, real *out, int64_t ldout,
                        real *den, int64_t *bad_row);
-/* Rows [0, rows) of the view v into vaug (ld e + 1), ones in the last
- * column: [V 1] (causal.c). */
-void XI(augment_rows)(XI(view) v, int64_t rows, int64_t e, real *vaug);
-/* y (rows x ld, ldy) += tril(A) X for a rows x rows A (lda) and X (rows x
- * ld, ld ld), reading only A[i][j] and row j of X with j <= i (causal.c). */
-void XI(tril_times)(const real *a, int64_t lda, const real *x, int64_t rows,
-                    int64_t ld, real *y, int64_t ldy);
+/* y (rows x w, ldy) += tril(A) X for a rows x rows A (lda) and X (rows x
+ * w, a row-major view), reading only A[i][j] and row j of X with j <= i
+ * (causal.c). */
+void XI(tril_times)(const real *a, int64_t lda, XI(view) x, int64_t rows,
+                    int64_t w, real *y, int64_t ldy);
 /* causal_run continuing from the state from (NULL: a zero state): rows
  * see its keys first; with absorb set and status 0, from then holds its
  * keys and these n.  On any error from is unchanged. */

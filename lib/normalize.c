@@ -120,7 +120,8 @@ void XI(write_rows)(const X(plan) *plan, XI(view) a, XI(view) b,
         return;
     if (num) {
         XI(put_rows)(at_out, cm, ldout, at_num, cm, ldnum, rows, e, inv);
-    } else {
+    } else if (cm || !XI(gemm_scaled)(0, rows, e, inner, a, b, at_out, ldout,
+                                      inv)) {
         XI(gemm_c)(cm, 0, 0, rows, e, inner, 1, a, b, 0, at_out, ldout);
         XI(scale_rows)(at_out, cm, ldout, rows, e, inv);
     }

@@ -26,8 +26,9 @@ mkdir -p "$hard/asan"
 (
     cd "$hard/asan"
     san="-fsanitize=address,undefined -fno-sanitize-recover=all"
+    # The Fortran module and its tests are instrumented too.
     "$src/configure" --enable-werror CFLAGS="-O1 -g -fno-omit-frame-pointer $san" \
-        LDFLAGS="$san" > configure.out
+        FCFLAGS="-O1 -g -fno-omit-frame-pointer $san" LDFLAGS="$san" > configure.out
     # The out-of-memory test caps the address space, which ASan's shadow
     # memory cannot live with: LINATTN_NO_RLIMIT skips only that test.
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
@@ -52,8 +53,13 @@ fi
 
 if [[ $stages == *" valgrind "* ]]; then
 echo "== 3/4 valgrind memcheck on a representative subset"
+# (and, when configure built it, the Fortran module's API and error tests)
+fortran_progs=
+if make -n tests/fortran/test_f_api > /dev/null 2>&1; then
+    fortran_progs="tests/fortran/test_f_api tests/fortran/test_f_errors_d"
+fi
 for prog in tests/test_api tests/test_errors_d tests/test_kernels_d tests/test_checkpoint_d \
-            examples/worked_example; do
+            examples/worked_example $fortran_progs; do
     make -s "$prog" > /dev/null
     echo "valgrind $prog"
     # Check runs tests in-process (CK_FORK=no) so that valgrind sees them.
