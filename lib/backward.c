@@ -31,6 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "grad.h"
+#include "kern.h"
+#include "kernels.h"
 #include "threads.h"
 #include "validate.h"
 
@@ -79,8 +81,9 @@ typedef struct {
     const real *den;
     real *dq, *dk, *dv;
     int64_t lddq, lddk, lddv;
-    const real *sz;  /* [S z], m x (e + 1) */
-    const real *dsz; /* d[S z] */
+    const real *st;  /* [S z]^T, (e + 1) x m: the products below then   */
+    const real *dsz; /* take their right operands untransposed (the    */
+    const real *dst; /* kernels' micro-kernel); d[S z] and its transpose */
     double shift;    /* the keys' shift C */
 } bwd_job;
 
@@ -104,7 +107,7 @@ static int64_t query_pass(void *ctx, int t, int64_t lo, int64_t hi)
                     j->den + r, rows, w->gh);
         XI(view) fv = {w->f, m, 0}, ghv = {w->gh, e + 1, 0};
         XI(accum_gemm)(&w->ds, 1, 0, m, e + 1, rows, fv, ghv);
-        XI(gemm)(0, 1, rows, m, e + 1, 1, ghv, (XI(view)){j->sz, e + 1, 0}, 0,
+        XI(gemm)(0, 0, rows, m, e + 1, 1, ghv, (XI(view)){j->st, m, 0}, 0,
                  w->a, m);
         XI(phi_backward)(plan, qb, rows, w->f, w->a, j->cm,
                          rows_at(j->dq, j->cm, j->lddq, r), j->lddq, &w->fw,
@@ -132,11 +135,14 @@ static int64_t key_pass(void *ctx, int t, int64_t lo, int64_t hi)
         }
         XI(view) vb = XI(fit_view)(XI(view_rows)(j->v, r), rows, e, w->vc);
         /* dphi(K_b) = V_b dS^T + 1 dz^T */
-        XI(gemm)(0, 1, rows, m, e, 1, vb, ds, 0, w->a, m);
+        XI(gemm)(0, 0, rows, m, e, 1, vb, (XI(view)){j->dst, m, 0}, 0, w->a,
+                 m);
+        const real *dz = j->dst + e * m;
         for (int64_t i = 0; i < rows; i++) {
             real *ai = w->a + i * m;
+            LINATTN_SIMD
             for (int64_t c = 0; c < m; c++)
-                ai[c] += j->dsz[c * (e + 1) + e];
+                ai[c] += dz[c];
         }
         XI(gemm_to)(0, 0, rows, e, m, fv, ds, j->cm,
                     rows_at(j->dv, j->cm, j->lddv, r), j->lddv, w->y);
@@ -170,7 +176,9 @@ int XI(attention_backward_run)(const X(plan) *plan, int layout, int64_t nq,
     while (have < nt && !alloc_bwd_ws(&ws[have], plan, rows))
         have++;
     void *mem = malloc(XI(state_bytes)(plan));
-    if (have < nt || !mem || (split && XI(pgrad_alloc)(parts, nt, plan, pgv)))
+    real *tr = linattn_i_alloc(2 * m * (e + 1), sizeof(real));
+    if (have < nt || !mem || !tr ||
+        (split && XI(pgrad_alloc)(parts, nt, plan, pgv)))
         st = LINATTN_ENOMEM;
     X(state) state;
     if (!st) {
@@ -178,11 +186,13 @@ int XI(attention_backward_run)(const X(plan) *plan, int layout, int64_t nq,
         st = XI(state_update_checked)(&state, k, v, nk);
     }
     if (!st) {
+        const XI(kern) *kn = XI(kern_now)();
         for (int t = 0; !split && t < nt; t++)
             parts[t] = *pgv; /* one thread, or nothing to split */
+        kn->transpose(m, e + 1, state.sz, e + 1, tr, m);
         bwd_job job = {plan, ws, parts, layout == LINATTN_COL_MAJOR, q, k,
-                       v, out, g, den, dq, dk, dv, lddq, lddk, lddv,
-                       state.sz, NULL, state.shift};
+                       v, out, g, den, dq, dk, dv, lddq, lddk, lddv, tr,
+                       NULL, tr + m * (e + 1), state.shift};
         linattn_i_parallel_ranges(ntq, nq, query_pass, &job);
         /* d[S z] from the threads' parts, in thread order */
         for (int t = 1; t < ntq; t++)
@@ -190,12 +200,14 @@ int XI(attention_backward_run)(const X(plan) *plan, int layout, int64_t nq,
                 ws[0].ds.acc[i] += ws[t].ds.acc[i];
         XI(accum_publish)(&ws[0].ds);
         job.dsz = ws[0].ds.w;
+        kn->transpose(m, e + 1, job.dsz, e + 1, tr + m * (e + 1), m);
         linattn_i_parallel_ranges(ntk, nk, key_pass, &job);
         if (split)
             XI(pgrad_fold)(plan, pgv, parts, nt);
     }
-    if (split && have == nt && mem)
+    if (split && have == nt && mem && tr)
         XI(pgrad_free)(parts, nt);
+    free(tr);
     for (int t = 0; t < have; t++)
         free_bwd_ws(&ws[t]);
     free(mem);

@@ -50,6 +50,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "grad.h"
+#include "kern.h"
+#include "kern_grad.h"
 #include "kernels.h"
 #include "threads.h"
 #include "validate.h"
@@ -60,18 +62,25 @@
 /* One thread's workspace: the chunk's features, values with ones, [g h],
  * the squares A and P, the adjoints, dV staging, the running shifts. */
 typedef struct {
-    real *fq, *fk, *vaug, *gh, *sa, *sp, *a, *y;
+    real *fq, *fk, *gh, *sa, *sp, *a, *y;
+    /* transposes, so that every product's right operand is untransposed
+     * (the kernels' micro-kernel takes those): [V_c 1]^T (built from V
+     * directly), phi(K_c)^T, and dV's later-rows part before it is
+     * turned */
+    real *vt, *kt, *yt;
     double *rexp, *mrun;
     XI(fgrad_ws) fw;
-    XI(accum) pre;  /* forward sweep: the state [S z] of earlier rows  */
-    XI(accum) part; /* forward sweep: this range's D (ranges t > 0)    */
-    XI(accum) suf;  /* reverse sweep: D of the later rows              */
+    /* the carried sums, transposed ((e + 1) x m) for the same reason */
+    XI(accum) pre;  /* forward sweep: the state [S z]^T of earlier rows */
+    XI(accum) part; /* forward sweep: this range's D^T (ranges t > 0)   */
+    XI(accum) suf;  /* reverse sweep: D^T of the later rows             */
 } cws;
 
 static void free_cws(cws *w)
 {
-    free(w->fq), free(w->fk), free(w->vaug), free(w->gh), free(w->sa);
-    free(w->sp), free(w->a), free(w->y), free(w->rexp), free(w->mrun);
+    free(w->fq), free(w->fk), free(w->gh), free(w->sa), free(w->sp);
+    free(w->a), free(w->y), free(w->vt), free(w->kt), free(w->yt);
+    free(w->rexp), free(w->mrun);
     XI(fgrad_free)(&w->fw);
     XI(accum_free)(&w->pre);
     XI(accum_free)(&w->part);
@@ -85,15 +94,17 @@ static int alloc_cws(cws *w, const X(plan) *plan, int64_t c)
     w->fq = linattn_i_alloc(c * m, sizeof(real));
     w->fk = linattn_i_alloc(c * m, sizeof(real));
     w->a = linattn_i_alloc(c * m, sizeof(real));
-    w->vaug = linattn_i_alloc(c * ld, sizeof(real));
     w->gh = linattn_i_alloc(c * ld, sizeof(real));
     w->sa = linattn_i_alloc(c * c, sizeof(real));
     w->sp = linattn_i_alloc(c * c, sizeof(real));
     w->y = linattn_i_alloc(c * e, sizeof(real));
+    w->vt = linattn_i_alloc(ld * c, sizeof(real));
+    w->kt = linattn_i_alloc(m * c, sizeof(real));
+    w->yt = linattn_i_alloc(e * c, sizeof(real));
     w->rexp = linattn_i_alloc(c, sizeof(double));
     w->mrun = linattn_i_alloc(c, sizeof(double));
-    int bad = !w->fq || !w->fk || !w->a || !w->vaug || !w->gh || !w->sa ||
-              !w->sp || !w->y || !w->rexp || !w->mrun;
+    int bad = !w->fq || !w->fk || !w->a || !w->gh || !w->sa || !w->sp ||
+              !w->y || !w->vt || !w->kt || !w->yt || !w->rexp || !w->mrun;
     bad = bad || XI(fgrad_alloc)(&w->fw, plan, c);
     bad = bad || XI(accum_alloc)(&w->pre, m * ld);
     bad = bad || XI(accum_alloc)(&w->part, m * ld);
@@ -127,37 +138,28 @@ static void XI(triangle_t_times)(const real *a, int64_t lda, const real *x,
                                  int64_t ldx, int64_t rows, int64_t w,
                                  real *y, int64_t ldy)
 {
+    const XI(gkern) *gk = XI(gkern_now)();
     for (int64_t j0 = 0; j0 < rows; j0 += TRI_BLOCK) {
         int64_t j1 = j0 + TRI_BLOCK < rows ? j0 + TRI_BLOCK : rows;
         if (j1 < rows)
             XI(gemm)(1, 0, j1 - j0, w, rows - j1, 1,
                      (XI(view)){a + j1 * lda + j0, lda, 0},
                      (XI(view)){x + j1 * ldx, ldx, 0}, 1, y + j0 * ldy, ldy);
-        for (int64_t j = j0; j < j1; j++) {
-            real *yj = y + j * ldy;
-            for (int64_t i = j; i < j1; i++) {
-                real aij = a[i * lda + j];
-                const real *xi = x + i * ldx;
-                LINATTN_SIMD
-                for (int64_t c = 0; c < w; c++)
-                    yj[c] += aij * xi[c];
-            }
-        }
+        gk->tri_t_diag(a, lda, x, ldx, w, j0, j1, y, ldy);
     }
 }
 
-/* Rows of the view v into vaug (ld e + 1), ones in the last column. */
-static void augment(XI(view) v, int64_t rows, int64_t e, real *vaug)
+/* vt (e + 1 rows, ld c) = [V_c 1]^T for rows rows of the view v. */
+static void values_t(XI(view) v, int64_t rows, int64_t e, real *vt,
+                     int64_t c)
 {
-    for (int64_t i = 0; i < rows; i++) {
-        real *row = vaug + i * (e + 1);
-        if (v.colmajor)
-            for (int64_t c = 0; c < e; c++)
-                row[c] = v.p[i + c * v.ld];
-        else
-            memcpy(row, v.p + i * v.ld, (size_t)e * sizeof(real));
-        row[e] = 1;
-    }
+    if (v.colmajor)
+        for (int64_t col = 0; col < e; col++)
+            memcpy(vt + col * c, v.p + col * v.ld, (size_t)rows * sizeof(real));
+    else
+        XI(kern_now)()->transpose(rows, e, v.p, v.ld, vt, c);
+    for (int64_t i = 0; i < rows; i++)
+        vt[e * c + i] = 1;
 }
 
 /* dV's entry (r, 0): the reverse sweep's note of a chunk's start shift. */
@@ -199,7 +201,7 @@ static range range_of(const cjob *j, int64_t lo, int64_t hi)
 /* The chunk's features, [V 1] and [g h]; shifted maps take the keys at
  * their running shifts from start (-inf: none yet). */
 static void chunk_inputs(const X(plan) *plan, cws *w, const range *rg,
-                         int64_t r, int64_t rows, double start)
+                         int64_t r, int64_t rows, int64_t c, double start)
 {
     XI(phi_rows)(plan, XI(view_rows)(rg->q, r), rows, w->fq, NULL);
     XI(view) kb = XI(view_rows)(rg->k, r);
@@ -215,7 +217,7 @@ static void chunk_inputs(const X(plan) *plan, cws *w, const range *rg,
     } else {
         XI(phi_rows)(plan, kb, rows, w->fk, NULL);
     }
-    augment(XI(view_rows)(rg->v, r), rows, plan->e, w->vaug);
+    values_t(XI(view_rows)(rg->v, r), rows, plan->e, w->vt, c);
     XI(gh_rows)(plan, XI(view_rows)(rg->g, r), XI(view_rows)(rg->out, r),
                 rg->den + r, rows, w->gh);
 }
@@ -245,25 +247,29 @@ static void forward_sweep(const X(plan) *plan, cws *w, int64_t c, int cm,
     int64_t m = plan->m, e = plan->e, ld = e + 1;
     XI(accum) *s = &w->pre;
     XI(view) fq = {w->fq, m, 0}, fk = {w->fk, m, 0}, ghv = {w->gh, ld, 0};
+    XI(view) vt = {w->vt, c, 0};
+    const XI(kern) *kn = XI(kern_now)();
     for (int64_t r = 0; r < rg->n; r += c) {
         int64_t rows = rg->n - r < c ? rg->n - r : c;
         double start = s->has ? s->shift : -INFINITY;
-        chunk_inputs(plan, w, rg, r, rows, start);
+        chunk_inputs(plan, w, rg, r, rows, c, start);
         if (plan->shifted) /* the reverse sweep's note, exact in real */
             *note_at(rg->dv, cm, lddv, r) = (real)start;
-        XI(gemm)(0, 1, rows, rows, ld, 1, ghv, (XI(view)){w->vaug, ld, 0}, 0,
-                 w->sp, c);
+        XI(gemm)(0, 0, rows, rows, ld, 1, ghv, vt, 0, w->sp, c);
         rescale_squares(plan, w, rows, c, 0);
         /* dphi(Q_c) = [g h] [S z]^T (row i at exp(M - m_i)) + tril(P) K */
         if (s->has) {
-            XI(gemm)(0, 1, rows, m, ld, 1, ghv, (XI(view)){s->w, ld, 0}, 0,
+            XI(gemm)(0, 0, rows, m, ld, 1, ghv, (XI(view)){s->w, m, 0}, 0,
                      w->a, m);
             for (int64_t i = 0; plan->shifted && i < rows; i++)
                 scale_row(w->a + i * m, m, factor(s->shift, w->mrun[i]));
         } else {
             memset(w->a, 0, (size_t)(rows * m) * sizeof(real));
         }
-        XI(tril_times)(w->sp, c, fk, rows, m, w->a, m);
+        if (kn->trimm)
+            kn->trimm(rows, m, w->sp, c, w->fk, m, w->a, m, w->a, m, NULL);
+        else
+            XI(tril_times)(w->sp, c, fk, rows, m, w->a, m);
         XI(phi_backward)(plan, XI(view_rows)(rg->q, r), rows, w->fq, w->a, cm,
                          cm ? rg->dq + r : rg->dq + r * lddq, lddq, &w->fw, pg);
         if (part) { /* D of this range at the shift of its first row */
@@ -272,7 +278,7 @@ static void forward_sweep(const X(plan) *plan, cws *w, int64_t c, int cm,
                 d->shift = plan->shifted ? w->mrun[0] : 0;
             for (int64_t i = 0; plan->shifted && i < rows; i++)
                 scale_row(w->gh + i * ld, ld, factor(d->shift, w->mrun[i]));
-            XI(accum_gemm)(d, 1, 0, m, ld, rows, fq, ghv);
+            XI(accum_gemm)(d, 1, 0, ld, m, rows, ghv, fq);
             d->has = 1;
         }
         /* the state moves past the chunk, to its last shift */
@@ -284,7 +290,7 @@ static void forward_sweep(const X(plan) *plan, cws *w, int64_t c, int cm,
                 XI(accum_scale)(s, factor(s->shift, to));
             s->shift = to;
         }
-        XI(accum_gemm)(s, 1, 0, m, ld, rows, fk, (XI(view)){w->vaug, ld, 0});
+        XI(accum_gemm)(s, 0, 0, ld, m, rows, vt, fk);
         s->has = 1;
     }
 }
@@ -296,23 +302,26 @@ static void reverse_sweep(const X(plan) *plan, cws *w, int64_t c, int cm,
 {
     int64_t m = plan->m, e = plan->e, ld = e + 1;
     XI(accum) *d = &w->suf;
-    XI(view) fq = {w->fq, m, 0}, fk = {w->fk, m, 0}, ghv = {w->gh, ld, 0};
-    XI(view) va = {w->vaug, ld, 0};
+    XI(view) fq = {w->fq, m, 0}, ghv = {w->gh, ld, 0};
+    XI(view) vt = {w->vt, c, 0}, kt = {w->kt, c, 0};
+    const XI(kern) *kn = XI(kern_now)();
     for (int64_t r = (rg->n - 1) / c * c; rg->n > 0 && r >= 0; r -= c) {
         int64_t rows = rg->n - r < c ? rg->n - r : c;
         double start = 0;
         if (plan->shifted)
             start = (double)*note_at(rg->dv, cm, lddv, r);
-        chunk_inputs(plan, w, rg, r, rows, start);
-        XI(gemm)(0, 1, rows, rows, m, 1, fq, fk, 0, w->sa, c);
-        XI(gemm)(0, 1, rows, rows, ld, 1, ghv, va, 0, w->sp, c);
+        chunk_inputs(plan, w, rg, r, rows, c, start);
+        kn->transpose(rows, m, w->fk, m, w->kt, c);
+        XI(gemm)(0, 0, rows, rows, m, 1, fq, kt, 0, w->sa, c);
+        XI(gemm)(0, 0, rows, rows, ld, 1, ghv, vt, 0, w->sp, c);
         rescale_squares(plan, w, rows, c, 1);
-        /* the later rows: dphi(K_c) = [V 1] D^T, dV_c = phi(K_c) D_S,
-         * row j at exp(m_j - R) */
+        /* the later rows: dphi(K_c) = [V 1] D^T, dV_c = phi(K_c) D_S
+         * (as (D_S^T phi(K_c)^T)^T), row j at exp(m_j - R) */
         if (d->has) {
-            XI(view) dv = {d->w, ld, 0};
-            XI(gemm)(0, 1, rows, m, ld, 1, va, dv, 0, w->a, m);
-            XI(gemm)(0, 0, rows, e, m, 1, fk, dv, 0, w->y, e);
+            XI(view) dt = {d->w, m, 0};
+            XI(gemm)(1, 0, rows, m, ld, 1, vt, dt, 0, w->a, m);
+            XI(gemm)(0, 0, e, rows, m, 1, dt, kt, 0, w->yt, c);
+            kn->transpose(e, rows, w->yt, c, w->y, e);
             for (int64_t j = 0; plan->shifted && j < rows; j++) {
                 double f = factor(w->mrun[j], d->shift);
                 scale_row(w->a + j * m, m, f);
@@ -338,7 +347,7 @@ static void reverse_sweep(const X(plan) *plan, cws *w, int64_t c, int cm,
                 scale_row(w->gh + i * ld, ld, factor(to, w->mrun[i]));
             d->shift = to;
         }
-        XI(accum_gemm)(d, 1, 0, m, ld, rows, fq, ghv);
+        XI(accum_gemm)(d, 1, 0, ld, m, rows, ghv, fq);
         d->has = 1;
     }
 }
@@ -370,7 +379,6 @@ static int prefix_states(const X(plan) *plan, cws *ws, int nt, int64_t n,
     char *mem = malloc((size_t)(nt - 1) * bytes);
     if (!mem)
         return LINATTN_ENOMEM;
-    int64_t len = ws[0].pre.len;
     int st = 0;
     for (int t = 1; !st && t < nt; t++) {
         int64_t lo = linattn_i_range_start(n, nt, t - 1);
@@ -387,8 +395,11 @@ static int prefix_states(const X(plan) *plan, cws *ws, int nt, int64_t n,
         XI(shift_factors)(plan, &to->shift, from->has, s.shift, s.tokens > 0,
                           &a, &b);
         to->has = from->has || s.tokens > 0;
-        for (int64_t i = 0; i < len; i++)
-            to->acc[i] = a * from->acc[i] + b * s.acc[i];
+        int64_t m = plan->m, ld = plan->e + 1; /* acc: [S z]^T */
+        for (int64_t i = 0; i < ld; i++)
+            for (int64_t j = 0; j < m; j++)
+                to->acc[i * m + j] =
+                    a * from->acc[i * m + j] + b * s.acc[j * ld + i];
         XI(accum_publish)(to);
     }
     free(mem);

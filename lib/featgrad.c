@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "grad.h"
+#include "kern_grad.h"
 #include "kernels.h"
 #include "validate.h"
 
@@ -70,19 +71,16 @@ static inline real relu_pass(real a, real f)
 }
 
 /* Elementwise maps: y = a times the derivative (y may be a). */
-static void XI(elementwise_back)(int map, real *y, const real *a,
-                                 const real *f, int64_t count)
+static void elementwise_back(int map, real *y, const real *a, const real *f,
+                             int64_t count)
 {
-    if (map == LINATTN_MAP_ELU1) {
-        LINATTN_SIMD
-        for (int64_t i = 0; i < count; i++)
-            y[i] = a[i] * elu1_slope(f[i]);
-    } else if (map == LINATTN_MAP_RELU) {
-        for (int64_t i = 0; i < count; i++)
-            y[i] = relu_pass(a[i], f[i]);
-    } else if (y != a) {
+    const XI(gkern) *gk = XI(gkern_now)();
+    if (map == LINATTN_MAP_ELU1)
+        gk->elu1_slope(y, a, f, count);
+    else if (map == LINATTN_MAP_RELU)
+        gk->relu_slope(y, a, f, count);
+    else if (y != a)
         memcpy(y, a, (size_t)count * sizeof(real));
-    }
 }
 
 /* Taylor: dL/dx (s times dL/dx~) of row i into y (ld d). */
@@ -193,12 +191,12 @@ void XI(phi_backward)(const X(plan) *plan, XI(view) x, int64_t rows,
     if (XI(map_is_elementwise)(plan)) {
         /* row major: straight into the caller's rows */
         if (!cm && lddx == d)
-            XI(elementwise_back)(plan->map, dx, a, f, rows * m);
+            elementwise_back(plan->map, dx, a, f, rows * m);
         for (int64_t i = 0; !cm && lddx != d && i < rows; i++)
-            XI(elementwise_back)(plan->map, dx + i * lddx, a + i * m,
+            elementwise_back(plan->map, dx + i * lddx, a + i * m,
                                  f + i * m, m);
         if (cm) {
-            XI(elementwise_back)(plan->map, a, a, f, rows * m);
+            elementwise_back(plan->map, a, a, f, rows * m);
             XI(put_rows)(dx, cm, lddx, a, 0, m, rows, d, NULL);
         }
         return;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "grad.h"
+#include "kern_grad.h"
 #include "kernels.h"
 #include "validate.h"
 
@@ -27,40 +28,14 @@ int64_t XI(den_first_bad)(const X(plan) *plan, const real *den, int64_t n)
     return n;
 }
 
-/* [g h] rows from rows of G and out (row major, strides ldg, ldo): the
- * common case, vectorized. */
-static void XI(gh_contig)(real *gh, const real *g, int64_t ldg,
-                          const real *o, int64_t ldo, const real *den,
-                          int64_t rows, int64_t e, int count)
-{
-    for (int64_t i = 0; i < rows; i++) {
-        const real *gi = g + i * ldg, *oi = o + i * ldo;
-        real *row = gh + i * (e + 1), inv = 1 / den[i], acc = 0;
-        if (!count) { /* (den is the count of keys: nothing moves it) */
-            LINATTN_SIMD_SUM
-            for (int64_t c = 0; c < e; c++)
-                acc += gi[c] * oi[c];
-        }
-        if (!isfinite(inv)) { /* a tiny normalizer: divide instead */
-            for (int64_t c = 0; c < e; c++)
-                row[c] = gi[c] / den[i];
-            row[e] = -acc / den[i];
-            continue;
-        }
-        LINATTN_SIMD
-        for (int64_t c = 0; c < e; c++)
-            row[c] = gi[c] * inv;
-        row[e] = -acc * inv;
-    }
-}
-
 void XI(gh_rows)(const X(plan) *plan, XI(view) g, XI(view) out,
                  const real *den, int64_t rows, real *gh)
 {
     int64_t e = plan->e, ld = e + 1;
     int count = plan->denom == LINATTN_DENOM_COUNT;
     if (!g.colmajor && !out.colmajor) {
-        XI(gh_contig)(gh, g.p, g.ld, out.p, out.ld, den, rows, e, count);
+        XI(gkern_now)()->gh(gh, g.p, g.ld, out.p, out.ld, den, rows, e,
+                            count);
         return;
     }
     /* column major (either): strided reads; consecutive rows share

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kern_grad.c -- the loops of lib/kern_grad.h, compiled once per precision
+ * and code path with lib/kern.c (the same -march); the level-0 build
+ * also holds the dispatch.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include "cpu.h"
+#include "kern_grad.h"
+#include "kernels.h"
+
+#ifndef LINATTN_KERN_LEVEL
+#define LINATTN_KERN_LEVEL 0
+#endif
+
+static void g_tri_t_diag(const real *a, int64_t lda, const real *x,
+                         int64_t ldx, int64_t cols, int64_t j0, int64_t j1,
+                         real *y, int64_t ldy)
+{
+    for (int64_t j = j0; j < j1; j++) {
+        real *yj = y + j * ldy;
+        for (int64_t i = j; i < j1; i++) {
+            real aij = a[i * lda + j];
+            const real *xi = x + i * ldx;
+            LINATTN_SIMD
+            for (int64_t c = 0; c < cols; c++)
+                yj[c] += aij * xi[c];
+        }
+    }
+}
+
+static void g_gh(real *gh, const real *g, int64_t ldg, const real *o,
+                 int64_t ldo, const real *den, int64_t rows, int64_t e,
+                 int count)
+{
+    for (int64_t i = 0; i < rows; i++) {
+        const real *gi = g + i * ldg, *oi = o + i * ldo;
+        real *row = gh + i * (e + 1), inv = 1 / den[i], acc = 0;
+        if (!count) {
+            LINATTN_SIMD_SUM
+            for (int64_t c = 0; c < e; c++)
+                acc += gi[c] * oi[c];
+        }
+        if (!isfinite(inv)) { /* a tiny normalizer: divide instead */
+            for (int64_t c = 0; c < e; c++)
+                row[c] = gi[c] / den[i];
+            row[e] = -acc / den[i];
+            continue;
+        }
+        LINATTN_SIMD
+        for (int64_t c = 0; c < e; c++)
+            row[c] = gi[c] * inv;
+        row[e] = -acc * inv;
+    }
+}
+
+static void g_elu1_slope(real *y, const real *a, const real *f, int64_t n)
+{
+    LINATTN_SIMD
+    for (int64_t i = 0; i < n; i++)
+        y[i] = a[i] * (f[i] > 1 ? 1 : f[i]); /* NaN stays NaN */
+}
+
+static void g_relu_slope(real *y, const real *a, const real *f, int64_t n)
+{
+    LINATTN_SIMD
+    for (int64_t i = 0; i < n; i++)
+        y[i] = f[i] > 0 ? a[i] : (f[i] != f[i] ? f[i] : 0);
+}
+
+#if LINATTN_KERN_LEVEL == 2
+#define GKERN_TABLE XI(gkern_avx512)
+#elif LINATTN_KERN_LEVEL == 1
+#define GKERN_TABLE XI(gkern_avx2)
+#else
+#define GKERN_TABLE XI(gkern_generic)
+#endif
+
+extern const XI(gkern) GKERN_TABLE;
+const XI(gkern) GKERN_TABLE = {g_tri_t_diag, g_gh, g_elu1_slope,
+                               g_relu_slope};
+
+#if LINATTN_KERN_LEVEL == 0
+#ifdef LINATTN_HAVE_X86_KERNELS
+extern const XI(gkern) XI(gkern_avx2), XI(gkern_avx512);
+#endif
+
+const XI(gkern) *XI(gkern_now)(void)
+{
+    switch (linattn_i_isa()) {
+#ifdef LINATTN_HAVE_X86_KERNELS
+    case LINATTN_ISA_AVX512:
+        return &XI(gkern_avx512);
+    case LINATTN_ISA_AVX2:
+        return &XI(gkern_avx2);
+#endif
+    default:
+        return &XI(gkern_generic);
+    }
+}
+#endif
