@@ -10,8 +10,9 @@
  * Options: --n K (log2 n, default 20), --reps R (default 5), --map M,
  * --d D, --e E, --mem-n K1,K2 (the sizes the memory is measured at,
  * default 16,20).  Each repetition times the forward call
- * (attention_forward, causal_forward) and the backward call back to back,
- * non-causal then causal; times are medians, ratios medians of the
+ * (attention_forward; state_update + state_query where the backward is
+ * given the state; causal_forward) and the backward call back to back on
+ * each path; times are medians, ratios medians of the
  * per-repetition ratios (the machine is shared and drifts).  The memory
  * rise is measured with every input and gradient already resident: what
  * the call itself allocates and touches (bench_peak_*).
@@ -90,23 +91,43 @@ static void arrays_free(arrays *a)
     free(a->den), free(a->dq), free(a->dk), free(a->dv);
 }
 
-static int forward(const linattn_d_plan *p, int causal, arrays *a, int64_t d,
-                   int64_t e)
+/* The paths timed: non-causal (the one-call forward; the backward
+ * rebuilds the keys' state), non-causal with the state kept (the forward
+ * as state_update + state_query, whose state the backward takes), and
+ * causal. */
+enum { NONCAUSAL, WITH_STATE, CAUSAL, PATHS };
+static const char *path_name[PATHS] = {"noncausal", "nc+state", "causal"};
+
+static int forward(const linattn_d_plan *p, int path, arrays *a, int64_t d,
+                   int64_t e, linattn_d_state *s)
 {
     int64_t n = a->n;
-    if (causal)
+    int st;
+    switch (path) {
+    case CAUSAL:
         return linattn_d_causal_forward(p, LINATTN_ROW_MAJOR, n, a->q, d, a->k,
                                         d, a->v, e, a->out, e, a->den, NULL);
-    return linattn_d_attention_forward(p, LINATTN_ROW_MAJOR, n, n, a->q, d,
-                                       a->k, d, a->v, e, a->out, e, a->den,
-                                       NULL);
+    case WITH_STATE:
+        st = linattn_d_state_reset(s);
+        if (!st)
+            st = linattn_d_state_update(s, LINATTN_ROW_MAJOR, n, a->k, d, a->v,
+                                        e);
+        if (!st)
+            st = linattn_d_state_query(s, LINATTN_ROW_MAJOR, n, a->q, d, a->out,
+                                       e, NULL, 0, a->den, NULL);
+        return st;
+    default:
+        return linattn_d_attention_forward(p, LINATTN_ROW_MAJOR, n, n, a->q, d,
+                                           a->k, d, a->v, e, a->out, e, a->den,
+                                           NULL);
+    }
 }
 
-static int backward(const linattn_d_plan *p, int causal, arrays *a, int64_t d,
-                    int64_t e)
+static int backward(const linattn_d_plan *p, int path, arrays *a, int64_t d,
+                    int64_t e, const linattn_d_state *s)
 {
     int64_t n = a->n;
-    if (causal)
+    if (path == CAUSAL)
         return linattn_d_causal_backward(p, LINATTN_ROW_MAJOR, n, a->q, d, a->k,
                                          d, a->v, e, a->out, e, a->den, a->g,
                                          e, a->dq, d, a->dk, d, a->dv, e, NULL,
@@ -114,47 +135,48 @@ static int backward(const linattn_d_plan *p, int causal, arrays *a, int64_t d,
     return linattn_d_attention_backward(p, LINATTN_ROW_MAJOR, n, n, a->q, d,
                                         a->k, d, a->v, e, a->out, e, a->den,
                                         a->g, e, a->dq, d, a->dk, d, a->dv, e,
-                                        NULL, 1, NULL, NULL);
+                                        NULL, 1, NULL,
+                                        path == WITH_STATE ? s : NULL, NULL);
 }
 
-/* Interleaved timing of forward and backward, non-causal and causal. */
-static void timing(const config *c, const linattn_d_plan *p)
+/* Interleaved timing of forward and backward on every path. */
+static void timing(const config *c, const linattn_d_plan *p,
+                   linattn_d_state *s)
 {
     int64_t n = (int64_t)1 << c->lg;
     arrays a = arrays_new(n, c->d, c->e);
-    double tf[2][MAX_REPS], tb[2][MAX_REPS], ratio[2][MAX_REPS];
+    double tf[PATHS][MAX_REPS], tb[PATHS][MAX_REPS], ratio[PATHS][MAX_REPS];
     for (int r = -1; r < c->reps; r++)
-        for (int causal = 0; causal < 2; causal++) {
+        for (int path = 0; path < PATHS; path++) {
             double t0 = bench_now();
-            die(forward(p, causal, &a, c->d, c->e), "forward");
+            die(forward(p, path, &a, c->d, c->e, s), "forward");
             double t1 = bench_now();
-            die(backward(p, causal, &a, c->d, c->e), "backward");
+            die(backward(p, path, &a, c->d, c->e, s), "backward");
             double t2 = bench_now();
             if (r >= 0) { /* the first round warms up */
-                tf[causal][r] = t1 - t0, tb[causal][r] = t2 - t1;
-                ratio[causal][r] = tb[causal][r] / tf[causal][r];
+                tf[path][r] = t1 - t0, tb[path][r] = t2 - t1;
+                ratio[path][r] = tb[path][r] / tf[path][r];
             }
         }
     printf("%-10s %8s %12s %12s %14s\n", "path", "n", "forward_s", "backward_s",
            "backward/fwd");
-    for (int causal = 0; causal < 2; causal++)
-        printf("%-10s %8lld %12.4f %12.4f %14.2f\n",
-               causal ? "causal" : "noncausal", (long long)n,
-               bench_median(tf[causal], c->reps),
-               bench_median(tb[causal], c->reps),
-               bench_median(ratio[causal], c->reps));
+    for (int path = 0; path < PATHS; path++)
+        printf("%-10s %8lld %12.4f %12.4f %14.2f\n", path_name[path],
+               (long long)n, bench_median(tf[path], c->reps),
+               bench_median(tb[path], c->reps),
+               bench_median(ratio[path], c->reps));
     arrays_free(&a);
 }
 
 /* The peak resident rise of one backward call at n = 2^lg. */
-static int64_t backward_peak(const linattn_d_plan *p, int causal, int lg,
-                             int64_t d, int64_t e)
+static int64_t backward_peak(const linattn_d_plan *p, int path, int lg,
+                             int64_t d, int64_t e, linattn_d_state *s)
 {
     arrays a = arrays_new((int64_t)1 << lg, d, e);
-    die(forward(p, causal, &a, d, e), "forward");
-    die(backward(p, causal, &a, d, e), "backward"); /* BLAS's buffers */
+    die(forward(p, path, &a, d, e, s), "forward");
+    die(backward(p, path, &a, d, e, s), "backward"); /* BLAS's buffers */
     bench_peak_begin();
-    die(backward(p, causal, &a, d, e), "backward");
+    die(backward(p, path, &a, d, e, s), "backward");
     int64_t rise = bench_peak_end();
     arrays_free(&a);
     return rise;
@@ -218,16 +240,18 @@ int main(int argc, char **argv)
     printf("bench_grad: map %s, d = %lld, e = %lld, m = %lld, double, %d "
            "threads, BLAS core %s\n", c.name, (long long)c.d, (long long)c.e,
            (long long)m, bench_max_threads(), core);
-    timing(&c, p);
+    linattn_d_state *s;
+    die(linattn_d_state_create(&s, p), "state");
+    timing(&c, p, s);
     printf("\npeak memory of one backward call beyond its inputs and "
            "gradients (bytes)\n%-10s %12s %12s\n", "path", "n = 2^a",
            "n = 2^b");
-    for (int causal = 0; causal < 2; causal++)
-        printf("%-10s %12lld %12lld   (a = %d, b = %d)\n",
-               causal ? "causal" : "noncausal",
-               (long long)backward_peak(p, causal, c.mem_lg[0], c.d, c.e),
-               (long long)backward_peak(p, causal, c.mem_lg[1], c.d, c.e),
+    for (int path = 0; path < PATHS; path++)
+        printf("%-10s %12lld %12lld   (a = %d, b = %d)\n", path_name[path],
+               (long long)backward_peak(p, path, c.mem_lg[0], c.d, c.e, s),
+               (long long)backward_peak(p, path, c.mem_lg[1], c.d, c.e, s),
                c.mem_lg[0], c.mem_lg[1]);
+    linattn_d_state_destroy(s);
     linattn_d_plan_destroy(p);
     return 0;
 }

@@ -871,7 +871,8 @@ LINATTN_API int X(causal_forward)(const X(plan) *plan, int layout, int64_t n, \
  *         const double *out, int64_t ldout, const double *den,             \
  *         const double *g, int64_t ldg, double *dq, int64_t lddq,          \
  *         double *dk, int64_t lddk, double *dv, int64_t lddv,              \
- *         double *dw, int64_t lddw, double *db, int64_t *bad_row)          \
+ *         double *dw, int64_t lddw, double *db,                            \
+ *         const linattn_d_state *state, int64_t *bad_row)                  \
  * Gradients of L through out = linattn_d_attention(Q, K, V): dq = dL/dQ    \
  * (nq x d), dk = dL/dK (nk x d), dv = dL/dV (nk x e), given G = dL/dout    \
  * (g, nq x e), and out and den as linattn_d_attention_forward wrote them   \
@@ -880,7 +881,11 @@ LINATTN_API int X(causal_forward)(const X(plan) *plan, int layout, int64_t n, \
  * drawn, before input_scale; NULL: not computed), db (rows) = dL/db for    \
  * custom maps (NULL: not computed): sums over the query and key rows.      \
  * ReLU's derivative at 0 is taken as 0.  O((nq + nk) m e) work, about 2.5  \
- * times the forward's (the keys' state and features are recomputed).      \
+ * times the forward's: the keys' state [S z] is rebuilt, unless state is   \
+ * given: a state holding exactly these nk keys and values (the forward's,  \
+ * e.g. made by state_update, whose state_query hands back out and den),   \
+ * of a plan with the same map (as linattn_d_state_merge requires); then    \
+ * about 2 times.                                                           \
  * With eps > 0 and a map with exponentials the result is the gradient      \
  * with the shift factors held fixed (doc/gradients.md).                    \
  * LINATTN_EDENOM: den[r] breaks the plan's policy (checked before any      \
@@ -888,15 +893,16 @@ LINATTN_API int X(causal_forward)(const X(plan) *plan, int layout, int64_t n, \
  * -3 nq < 0; -4 nk < 0; -5 q; -6 ldq; -7 k; -8 ldk; -9 v; -10 ldv;         \
  * -11 out; -12 ldout; -13 den NULL; -14 g; -15 ldg; -16 dq; -17 lddq;      \
  * -18 dk; -19 lddk; -20 dv; -21 lddv; -22 dw not NULL for a map without W; \
- * -23 lddw; -24 db not NULL for a map that is not custom; LINATTN_ESIZE;   \
- * LINATTN_ENONFINITE (opts.check_finite: q, k, v, out, den, g);            \
- * LINATTN_ENOMEM; LINATTN_EDENOM.  Thread-safe. */                         \
+ * -23 lddw; -24 db not NULL for a map that is not custom; -25 state of a   \
+ * plan with another map or dimensions, or not holding nk tokens;           \
+ * LINATTN_ESIZE; LINATTN_ENONFINITE (opts.check_finite: q, k, v, out, den, \
+ * g); LINATTN_ENOMEM; LINATTN_EDENOM.  Thread-safe (state is only read). */\
 LINATTN_API int X(attention_backward)(const X(plan) *plan, int layout,        \
         int64_t nq, int64_t nk, const R *q, int64_t ldq, const R *k,          \
         int64_t ldk, const R *v, int64_t ldv, const R *out, int64_t ldout,    \
         const R *den, const R *g, int64_t ldg, R *dq, int64_t lddq, R *dk,    \
         int64_t lddk, R *dv, int64_t lddv, R *dw, int64_t lddw, R *db,        \
-        int64_t *bad_row);                                                    \
+        const X(state) *state, int64_t *bad_row);                             \
                                                                               \
 /* int linattn_d_causal_backward(const linattn_d_plan *plan, int layout,    \
  *         int64_t n, const double *q, int64_t ldq, const double *k,        \

@@ -158,7 +158,7 @@ int XI(attention_backward_run)(const X(plan) *plan, int layout, int64_t nq,
                                XI(view) v, XI(view) out, const real *den,
                                XI(view) g, real *dq, int64_t lddq, real *dk,
                                int64_t lddk, real *dv, int64_t lddv,
-                               const XI(pgrad) *pg)
+                               const XI(pgrad) *pg, const X(state) *given)
 {
     int64_t m = plan->m, e = plan->e, block = XI(block_rows)(plan);
     int ntq = linattn_i_threads(nq, block), ntk = linattn_i_threads(nk, block);
@@ -175,13 +175,15 @@ int XI(attention_backward_run)(const X(plan) *plan, int layout, int64_t nq,
     int split = nt > 1 && (pgv->dw || pgv->db);
     while (have < nt && !alloc_bwd_ws(&ws[have], plan, rows))
         have++;
-    void *mem = malloc(XI(state_bytes)(plan));
+    void *mem = given ? NULL : malloc(XI(state_bytes)(plan));
     real *tr = linattn_i_alloc(2 * m * (e + 1), sizeof(real));
-    if (have < nt || !mem || !tr ||
+    if (have < nt || (!given && !mem) || !tr ||
         (split && XI(pgrad_alloc)(parts, nt, plan, pgv)))
         st = LINATTN_ENOMEM;
     X(state) state;
-    if (!st) {
+    if (!st && given) {
+        state = *given; /* read only */
+    } else if (!st) {
         XI(state_init)(&state, plan, mem);
         st = XI(state_update_checked)(&state, k, v, nk);
     }
@@ -205,7 +207,7 @@ int XI(attention_backward_run)(const X(plan) *plan, int layout, int64_t nq,
         if (split)
             XI(pgrad_fold)(plan, pgv, parts, nt);
     }
-    if (split && have == nt && mem && tr)
+    if (split && have == nt && (given || mem) && tr)
         XI(pgrad_free)(parts, nt);
     free(tr);
     for (int t = 0; t < have; t++)
@@ -240,9 +242,9 @@ int X(attention_backward)(const X(plan) *plan, int layout, int64_t nq,
                           const real *den, const real *g, int64_t ldg,
                           real *dq, int64_t lddq, real *dk, int64_t lddk,
                           real *dv, int64_t lddv, real *dw, int64_t lddw,
-                          real *db, int64_t *bad_row)
+                          real *db, const X(state) *state, int64_t *bad_row)
 {
     return XI(backward_call)(0, plan, layout, nq, nk, q, ldq, k, ldk, v, ldv,
                              out, ldout, den, g, ldg, dq, lddq, dk, lddk, dv,
-                             lddv, dw, lddw, db, bad_row);
+                             lddv, dw, lddw, db, state, bad_row);
 }

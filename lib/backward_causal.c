@@ -492,5 +492,5 @@ int X(causal_backward)(const X(plan) *plan, int layout, int64_t n,
 {
     return XI(backward_call)(1, plan, layout, n, n, q, ldq, k, ldk, v, ldv,
                              out, ldout, den, g, ldg, dq, lddq, dk, lddk, dv,
-                             lddv, dw, lddw, db, bad_row);
+                             lddv, dw, lddw, db, NULL, bad_row);
 }

@@ -68,7 +68,7 @@ static int run_one(const gjob *j, int64_t p, const XI(pgrad) *pg,
     if (j->kind == BWD_ATT)
         return XI(attention_backward_run)(j->plan, j->layout, nq, nk, qv, kv,
                                           vv, ov, den, gv, dq, j->sdq->ld, dk,
-                                          j->sdk->ld, dv, j->sdv->ld, pg);
+                                          j->sdk->ld, dv, j->sdv->ld, pg, NULL);
     return XI(causal_backward_run)(j->plan, j->layout, nq, qv, kv, vv, ov,
                                    den, gv, dq, j->sdq->ld, dk, j->sdk->ld, dv,
                                    j->sdv->ld, pg);

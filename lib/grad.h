@@ -114,12 +114,13 @@ void XI(pgrad_write)(const X(plan) *plan, const XI(pgrad) *pg, int layout,
  * backward_causal.c); den is valid.  They add to pg's accumulators and
  * return 0 or LINATTN_ENOMEM (then no gradient was written). ---- */
 
+/* state: NULL, or the state of K, V to use instead of rebuilding it. */
 int XI(attention_backward_run)(const X(plan) *plan, int layout, int64_t nq,
                                int64_t nk, XI(view) q, XI(view) k,
                                XI(view) v, XI(view) out, const real *den,
                                XI(view) g, real *dq, int64_t lddq, real *dk,
                                int64_t lddk, real *dv, int64_t lddv,
-                               const XI(pgrad) *pg);
+                               const XI(pgrad) *pg, const X(state) *state);
 int XI(causal_backward_run)(const X(plan) *plan, int layout, int64_t n,
                             XI(view) q, XI(view) k, XI(view) v, XI(view) out,
                             const real *den, XI(view) g, real *dq,
@@ -127,22 +128,25 @@ int XI(causal_backward_run)(const X(plan) *plan, int layout, int64_t n,
                             int64_t lddv, const XI(pgrad) *pg);
 
 /* The public backward calls (causal: nk = nq = n, positions one less from
- * q on): the checks of positions 1-4, backward_args, then the run with
- * dW and db accumulated and written on success. */
+ * q on, no state): the checks of positions 1-4, backward_args, the
+ * state's, then the run with dW and db accumulated and written on
+ * success. */
 int XI(backward_call)(int causal, const X(plan) *plan, int layout,
                       int64_t nq, int64_t nk, const real *q, int64_t ldq,
                       const real *k, int64_t ldk, const real *v, int64_t ldv,
                       const real *out, int64_t ldout, const real *den,
                       const real *g, int64_t ldg, real *dq, int64_t lddq,
                       real *dk, int64_t lddk, real *dv, int64_t lddv,
-                      real *dw, int64_t lddw, real *db, int64_t *bad_row);
+                      real *dw, int64_t lddw, real *db, const X(state) *state,
+                      int64_t *bad_row);
 
 /* The argument checks the backward calls share, from the matrices on:
  * Q (nq x d), K, V (nk x d, nk x e), out (nq x e) at positions pos,
  * pos + 2, ..., den (nq) at pos + 8, G (nq x e) at pos + 9, dq, dk, dv at
- * pos + 11, pos + 13, pos + 15, dw and its ld at pos + 17, db at pos + 19;
- * then the sizes, the finiteness scan, and den against the policy
- * (LINATTN_EDENOM with *bad_row).  Positions follow the prototypes. */
+ * pos + 11, pos + 13, pos + 15, dw and its ld at pos + 17, db at pos + 19,
+ * the state to use (NULL: none) at pos + 20; then the sizes, the
+ * finiteness scan, and den against the policy (LINATTN_EDENOM with
+ * *bad_row).  Positions follow the prototypes. */
 int XI(backward_args)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
                       const real *q, int64_t ldq, const real *k, int64_t ldk,
                       const real *v, int64_t ldv, const real *out,
@@ -150,7 +154,8 @@ int XI(backward_args)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
                       int64_t ldg, const real *dq, int64_t lddq,
                       const real *dk, int64_t lddk, const real *dv,
                       int64_t lddv, const real *dw, int64_t lddw,
-                      const real *db, int pos, int64_t *bad_row);
+                      const real *db, const X(state) *state, int pos,
+                      int64_t *bad_row);
 
 /* The checks of dw (rows of W x d, pos) and db (pos + 2) alone. */
 int XI(pgrad_args)(const X(plan) *plan, int layout, const real *dw,

@@ -249,7 +249,8 @@ int XI(backward_call)(int causal, const X(plan) *plan, int layout,
                       const real *out, int64_t ldout, const real *den,
                       const real *g, int64_t ldg, real *dq, int64_t lddq,
                       real *dk, int64_t lddk, real *dv, int64_t lddv,
-                      real *dw, int64_t lddw, real *db, int64_t *bad_row)
+                      real *dw, int64_t lddw, real *db, const X(state) *state,
+                      int64_t *bad_row)
 {
     if (!plan)
         return -1;
@@ -261,8 +262,8 @@ int XI(backward_call)(int causal, const X(plan) *plan, int layout,
         return -4;
     int st = XI(backward_args)(plan, layout, nq, nk, q, ldq, k, ldk, v, ldv,
                                out, ldout, den, g, ldg, dq, lddq, dk, lddk,
-                               dv, lddv, dw, lddw, db, causal ? 4 : 5,
-                               bad_row);
+                               dv, lddv, dw, lddw, db, state,
+                               causal ? 4 : 5, bad_row);
     if (st)
         return st;
     XI(pgrad) pg;
@@ -277,7 +278,7 @@ int XI(backward_call)(int causal, const X(plan) *plan, int layout,
     else
         st = XI(attention_backward_run)(plan, layout, nq, nk, qv, kv, vv, ov,
                                         den, gv, dq, lddq, dk, lddk, dv, lddv,
-                                        &pg);
+                                        &pg, state);
     if (!st)
         XI(pgrad_write)(plan, &pg, layout, dw, lddw, db);
     XI(pgrad_free)(&pg, 1);
@@ -291,7 +292,8 @@ int XI(backward_args)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
                       int64_t ldg, const real *dq, int64_t lddq,
                       const real *dk, int64_t lddk, const real *dv,
                       int64_t lddv, const real *dw, int64_t lddw,
-                      const real *db, int pos, int64_t *bad_row)
+                      const real *db, const X(state) *state, int pos,
+                      int64_t *bad_row)
 {
     int64_t d = plan->d, e = plan->e;
     /* den is an nq x 1 matrix whose leading dimension the call implies */
@@ -308,6 +310,13 @@ int XI(backward_args)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
     int pst = XI(pgrad_args)(plan, layout, dw, lddw, db, pos + 17);
     if (pst < 0)
         return pst;
+    /* a state to use must be of this map, holding nk tokens (its shift is
+     * the one den was taken at, by the forward that made it) */
+    const X(plan) *sp = state ? state->plan : NULL;
+    if (sp && (sp->fingerprint != plan->fingerprint || sp->map != plan->map ||
+               sp->d != plan->d || sp->m != plan->m || sp->e != plan->e ||
+               state->tokens != nk))
+        return -(pos + 20);
     if (st || pst)
         return st ? st : pst;
     int cm = layout == LINATTN_COL_MAJOR;

@@ -141,7 +141,7 @@ static int lib_grad(P(plan) *p, const mapcase *c, int causal, problem *x)
                                  x->out.a, x->out.ld, x->den, x->g.a, x->g.ld,
                                  x->dq.a, x->dq.ld, x->dk.a, x->dk.ld,
                                  x->dv.a, x->dv.ld, dw, lw > 0 ? lw : 1, db,
-                                 &bad);
+                                 NULL, &bad);
 }
 
 /* Library results of x against the reference: the forward's out and den,
@@ -238,6 +238,51 @@ START_TEST(large_leading_dimensions)
 }
 END_TEST
 
+/* The non-causal backward given the keys' state (state_update, as a
+ * forward made of state_update and state_query builds it, whose den it
+ * takes) gives the same bytes as rebuilding it, for every map, both
+ * layouts, a call split over threads. */
+START_TEST(backward_with_state)
+{
+    for (int mi = 0; mi < NMAPS; mi++)
+        for (int layout = ROW; layout <= COL; layout++) {
+            mapcase c = map_case(mi);
+            linattn_opts o = small_opts(0);
+            P(plan) *p = grad_plan(&c, D, E, &o);
+            problem x = problem_new(&c, p, layout, NQ, NK, 23 + mi);
+            problem y = problem_new(&c, p, layout, NQ, NK, 23 + mi);
+            P(state) *st;
+            ck_assert_int_eq(P(state_create)(&st, p), 0);
+            ck_assert_int_eq(P(state_update)(st, layout, NK, x.k.a, x.k.ld,
+                                             x.v.a, x.v.ld), 0);
+            ck_assert_int_eq(P(state_query)(st, layout, NQ, x.q.a, x.q.ld,
+                                            x.out.a, x.out.ld, NULL, 0, x.den,
+                                            NULL), 0);
+            int64_t d = D, lw = layout == COL ? x.rows : d, bad;
+            real *dw = x.rows ? x.dw : NULL, *yw = x.rows ? y.dw : NULL;
+            real *db = c.map == LINATTN_MAP_CUSTOM ? x.db : NULL;
+            real *yb = c.map == LINATTN_MAP_CUSTOM ? y.db : NULL;
+            const P(state) *given[2] = {NULL, st};
+            problem *to[2] = {&x, &y};
+            for (int t = 0; t < 2; t++)
+                ck_assert_int_eq(P(attention_backward)(
+                    p, layout, NQ, NK, x.q.a, x.q.ld, x.k.a, x.k.ld, x.v.a,
+                    x.v.ld, x.out.a, x.out.ld, x.den, x.g.a, x.g.ld,
+                    to[t]->dq.a, to[t]->dq.ld, to[t]->dk.a, to[t]->dk.ld,
+                    to[t]->dv.a, to[t]->dv.ld, t ? yw : dw, lw > 0 ? lw : 1,
+                    t ? yb : db, given[t], &bad), 0);
+            ck_assert(rel_diff(&x.dq, &y.dq) == 0);
+            ck_assert(rel_diff(&x.dk, &y.dk) == 0);
+            ck_assert(rel_diff(&x.dv, &y.dv) == 0);
+            for (int64_t i = 0; i < x.rows * D; i++)
+                ck_assert(x.dw[i] == y.dw[i]);
+            P(state_destroy)(st);
+            problem_free(&x), problem_free(&y);
+            P(plan_destroy)(p);
+        }
+}
+END_TEST
+
 /* features_backward against J^T dphi of the formula, dW and db included. */
 START_TEST(features_backward_matches_jacobian)
 {
@@ -317,7 +362,7 @@ START_TEST(empty_sides)
                                            x.out.ld, NULL, x.g.a, x.g.ld,
                                            x.dq.a, x.dq.ld, x.dk.a, x.dk.ld,
                                            x.dv.a, x.dv.ld, x.dw, D, x.db,
-                                           &bad), 0);
+                                           NULL, &bad), 0);
     for (int64_t i = 0; i < 6; i++) {
         for (int64_t t = 0; t < D; t++)
             ck_assert(*tmat_at(&x.dk, i, t) == 0);
@@ -330,7 +375,7 @@ START_TEST(empty_sides)
                                            D, NULL, E, x.out.a, x.out.ld,
                                            x.den, x.g.a, x.g.ld, x.dq.a,
                                            x.dq.ld, NULL, D, NULL, E, x.dw, D,
-                                           x.db, &bad), 0);
+                                           x.db, NULL, &bad), 0);
     for (int64_t i = 0; i < 4; i++)
         for (int64_t t = 0; t < D; t++)
             ck_assert(*tmat_at(&x.dq, i, t) == 0);
@@ -664,6 +709,7 @@ static Suite *suite(void)
     tcase_add_test(tc, relu_derivative_at_zero);
     tcase_add_test(tc, empty_sides);
     tcase_add_test(tc, large_leading_dimensions);
+    tcase_add_test(tc, backward_with_state);
 #ifndef TEST_SINGLE
     tcase_add_test(tc, finite_differences);
 #endif

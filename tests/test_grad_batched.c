@@ -130,7 +130,7 @@ static void single_problem(const P(plan) *p, int causal, const bset *s,
                                         s->k.s.ld, v, s->v.s.ld, out,
                                         t->out.s.ld, den, g, s->g.s.ld, dq,
                                         t->dq.s.ld, dk, t->dk.s.ld, dv,
-                                        t->dv.s.ld, pdw, lw, pdb, &bad);
+                                        t->dv.s.ld, pdw, lw, pdb, NULL, &bad);
     ck_assert_int_eq(st, 0);
     for (int64_t i = 0; i < s->rows; i++) /* the sums row major */
         for (int64_t c = 0; c < d; c++)

@@ -25,6 +25,7 @@ typedef struct {
     const real *q, *k, *v, *out, *den, *g;
     int64_t ldq, ldk, ldv, ldout, ldg, lddq, lddk, lddv, lddw;
     real *dq, *dk, *dv, *dw, *db;
+    const P(state) *state; /* non-causal only */
     int64_t *bad;
 } bargs;
 
@@ -40,7 +41,7 @@ static int call_backward(const bargs *a, int causal)
                                  a->ldq, a->k, a->ldk, a->v, a->ldv, a->out,
                                  a->ldout, a->den, a->g, a->ldg, a->dq,
                                  a->lddq, a->dk, a->lddk, a->dv, a->lddv,
-                                 a->dw, a->lddw, a->db, a->bad);
+                                 a->dw, a->lddw, a->db, a->state, a->bad);
 }
 
 /* The arrays of one call, row major, inputs in [0.1, 1) (positive
@@ -88,7 +89,7 @@ static bargs valid_args(const P(plan) *p, data *x, int with_w, int with_b,
     bargs a = {p,     ROW,   N,     N,     x->q,  x->k,  x->v,  x->out,
                x->den, x->g, D,     D,     E,     E,     E,     D,
                D,     E,     D,     x->dq, x->dk, x->dv, with_w ? x->dw : NULL,
-               with_b ? x->db : NULL, bad};
+               with_b ? x->db : NULL, NULL, bad};
     return a;
 }
 
@@ -141,6 +142,7 @@ static int break_arg(bargs *a, int pos, const P(plan) *plain)
     case 22: a->plan = plain; return 1; /* dw given, the map has no W */
     case 23: a->lddw = D - 1; return 1;
     case 24: a->plan = plain, a->dw = NULL; return 1; /* db, not custom */
+    case 25: return 0; /* the state: backward_state_errors */
     default: return 0;
     }
 }
@@ -185,6 +187,48 @@ START_TEST(backward_argument_errors)
     ck_assert_int_eq(call_backward(&a, causal), 0);
     P(plan_destroy)(p);
     P(plan_destroy)(plain);
+}
+END_TEST
+
+/* The non-causal call's state (argument 25): one of another map or other
+ * dimensions, or not holding nk tokens, is refused before anything is
+ * written, and outranks a size condition and a bad normalizer. */
+START_TEST(backward_state_errors)
+{
+    P(plan) *p = custom_plan(0, 0), *other;
+    ck_assert_int_eq(P(plan_create)(&other, LINATTN_MAP_ELU1, D, E, NULL), 0);
+    data x;
+    data_fill(&x, p, 0);
+    P(state) *s_other, *s_short, *s_ok;
+    ck_assert_int_eq(P(state_create)(&s_other, other), 0);
+    ck_assert_int_eq(P(state_create)(&s_short, p), 0);
+    ck_assert_int_eq(P(state_create)(&s_ok, p), 0);
+    ck_assert_int_eq(P(state_update)(s_other, ROW, N, x.k, D, x.v, E), 0);
+    ck_assert_int_eq(P(state_update)(s_short, ROW, N - 1, x.k, D, x.v, E), 0);
+    ck_assert_int_eq(P(state_update)(s_ok, ROW, N, x.k, D, x.v, E), 0);
+    const P(state) *bad_states[2] = {s_other, s_short};
+    for (int i = 0; i < 2; i++) {
+        int64_t bad = -5;
+        bargs a = valid_args(p, &x, 1, 1, &bad);
+        a.state = bad_states[i];
+        ck_assert_int_eq(call_backward(&a, 0), -25);
+        a.ldg = (int64_t)1 << 62; /* outranks ESIZE */
+        ck_assert_int_eq(call_backward(&a, 0), -25);
+        a = valid_args(p, &x, 1, 1, &bad);
+        a.state = bad_states[i];
+        real keep = x.den[3];
+        x.den[3] = 0; /* and EDENOM, whose row stays unwritten */
+        ck_assert_int_eq(call_backward(&a, 0), -25);
+        x.den[3] = keep;
+        ck_assert(outputs_untouched(&x) && bad == -5);
+    }
+    bargs a = valid_args(p, &x, 1, 1, NULL);
+    a.state = s_ok;
+    ck_assert_int_eq(call_backward(&a, 0), 0);
+    P(state_destroy)(s_other), P(state_destroy)(s_short);
+    P(state_destroy)(s_ok);
+    P(plan_destroy)(other);
+    P(plan_destroy)(p);
 }
 END_TEST
 
@@ -394,7 +438,7 @@ START_TEST(backward_out_of_memory)
                     : P(attention_backward)(p, ROW, n, n, q, d, k, d, v, e,
                                             out, e, den, g, e, grad, d,
                                             grad + n * d, d, grad + 2 * n * d,
-                                            e, NULL, 1, NULL, &bad);
+                                            e, NULL, 1, NULL, NULL, &bad);
     ck_assert_int_eq(st, LINATTN_ENOMEM);
     for (int64_t i = 0; i < n * (2 * d + e); i++)
         ck_assert(grad[i] == 7);
@@ -409,6 +453,7 @@ static Suite *suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, backward_argument_errors, 0, 2);
     tcase_add_loop_test(tc, backward_bad_normalizer, 0, 2);
+    tcase_add_test(tc, backward_state_errors);
     tcase_add_loop_test(tc, backward_nonfinite_inputs, 0, 2);
     tcase_add_test(tc, forward_errors);
     tcase_add_test(tc, features_backward_errors);

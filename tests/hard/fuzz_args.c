@@ -148,7 +148,7 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
             : linattn_##P##_attention_backward(plan, layout, nq, nk, q->a,    \
                   q->ld, k->a, k->ld, v->a, v->ld, out->a, out->ld,           \
                   den_null ? NULL : den, g.a, g.ld, dq.a, dq.ld, dk.a, dk.ld, \
-                  dv.a, dv.ld, pdw, dw.ld, pdb, &bad);                        \
+                  dv.a, dv.ld, pdw, dw.ld, pdb, NULL, &bad);                  \
         int lay = layout == LINATTN_ROW_MAJOR || layout == LINATTN_COL_MAJOR; \
         int args_ok = lay && nq >= 0 && nk >= 0 &&                            \
                       arg_ok(layout, nq, d, q->a, q->ld) &&                   \
