@@ -30,7 +30,10 @@ module linattn
       linattn_batched_attention, linattn_batched_naive, &
       linattn_batched_causal, linattn_batched_naive_causal, &
       linattn_state_causal, linattn_attention_check, linattn_causal_check, &
-      linattn_batched_attention_check, linattn_batched_causal_check
+      linattn_batched_attention_check, linattn_batched_causal_check, &
+      linattn_attention_forward, linattn_causal_forward, &
+      linattn_attention_backward, linattn_causal_backward, &
+      linattn_features_backward
   use linattn_s, only: linattn_plan_create_custom, linattn_plan_weights, &
       linattn_features, linattn_state_update, linattn_state_get, &
       linattn_state_query, linattn_attention, linattn_causal, linattn_naive, &
@@ -38,7 +41,10 @@ module linattn
       linattn_batched_attention, linattn_batched_naive, &
       linattn_batched_causal, linattn_batched_naive_causal, &
       linattn_state_causal, linattn_attention_check, linattn_causal_check, &
-      linattn_batched_attention_check, linattn_batched_causal_check
+      linattn_batched_attention_check, linattn_batched_causal_check, &
+      linattn_attention_forward, linattn_causal_forward, &
+      linattn_attention_backward, linattn_causal_backward, &
+      linattn_features_backward
   implicit none
   private
 
@@ -57,7 +63,10 @@ module linattn
       linattn_batched_attention, linattn_batched_naive, &
       linattn_batched_causal, linattn_batched_naive_causal, &
       linattn_state_causal, linattn_attention_check, linattn_causal_check, &
-      linattn_batched_attention_check, linattn_batched_causal_check
+      linattn_batched_attention_check, linattn_batched_causal_check, &
+      linattn_attention_forward, linattn_causal_forward, &
+      linattn_attention_backward, linattn_causal_backward, &
+      linattn_features_backward
 
   ! Handle-only and precision-free procedures.
   public :: linattn_plan_create, linattn_plan_destroy, linattn_plan_dims, &

@@ -1,0 +1,262 @@
+! SPDX-License-Identifier: BSD-3-Clause
+! test_f_grad.f90 -- the training calls through module linattn
+! (linattn_grad.inc): the backward's gradients against central finite
+! differences of the module's own forward calls (real64), non-causal and
+! causal, in both orders, dw and db of a custom map, features_backward
+! against differences of linattn_features; real32 against real64; a
+! wrong extent refused with stat and nothing written.
+program test_f_grad
+  use, intrinsic :: iso_fortran_env, only: int64, real32, real64
+  use linattn
+  use ftest
+  implicit none
+  integer, parameter :: d = 3, e = 2, m = 6, n = 13
+  real(real64) :: wc(m, d), bc(m)
+  type(linattn_plan) :: plan, plan_s
+  type(linattn_state) :: state
+  integer :: causal, st, i
+  character(200) :: msg
+  ! the problem of fd_check, and the W, b its differences move
+  real(real64), allocatable :: cq(:, :), ck(:, :), cv(:, :), cg(:, :)
+  real(real64) :: cw(m, d), cb(m)
+  logical :: cur_causal, cur_tf
+
+  call fill(wc, 7, -0.5_real64, 0.5_real64)
+  bc = [(0.3_real64 + 0.1_real64 * i, i = 1, m)]
+  call linattn_plan_create_custom(plan, LINATTN_ACT_ELU1, wc, bc, e)
+  do causal = 0, 1
+    call fd_check(causal == 1, LINATTN_FEATURE_TOKEN)
+    call fd_check(causal == 1, LINATTN_TOKEN_FEATURE)
+  end do
+  call features_check()
+  ! the non-causal backward given the forward's state: the same numbers
+  call state_check()
+  ! real32 follows real64
+  call single_check()
+  ! a wrong extent: refused, nothing written
+  call refusal_check()
+  call linattn_plan_destroy(plan)
+  call finish('test_f_grad')
+
+contains
+
+  ! sum(g * out) through the module's forward calls.
+  function loss(causal, q, k, v, g, w, b) result(l)
+    logical, intent(in) :: causal
+    real(real64), intent(in) :: q(:, :), k(:, :), v(:, :), g(:, :)
+    real(real64), intent(in) :: w(:, :), b(:)
+    real(real64) :: l
+    real(real64), allocatable :: out(:, :), den(:)
+    type(linattn_plan) :: p
+    call linattn_plan_create_custom(p, LINATTN_ACT_ELU1, w, b, e)
+    allocate(out(size(g, 1), size(g, 2)), den(n))
+    if (causal) then
+      call linattn_causal_forward(p, q, k, v, out, den)
+    else
+      call linattn_attention_forward(p, q, k, v, out, den)
+    end if
+    call linattn_plan_destroy(p)
+    l = sum(g * out)
+  end function loss
+
+  subroutine fd_check(causal, order)
+    logical, intent(in) :: causal
+    integer, intent(in) :: order
+    real(real64), allocatable :: out(:, :), dq(:, :), dk(:, :), dv(:, :)
+    real(real64), allocatable :: fq(:, :), fk(:, :), fv(:, :)
+    real(real64) :: den(n), dw(m, d), db(m), fw(m, d), fb(m)
+    cur_causal = causal
+    cur_tf = order == LINATTN_TOKEN_FEATURE
+    call alloc(cq, d, cur_tf, 1)
+    call alloc(ck, d, cur_tf, 2)
+    call alloc(cv, e, cur_tf, 3)
+    call alloc(cg, e, cur_tf, 4)
+    allocate(out, mold=cg)
+    allocate(dq, fq, mold=cq)
+    allocate(dk, fk, mold=ck)
+    allocate(dv, fv, mold=cv)
+    if (causal) then
+      call linattn_causal_forward(plan, cq, ck, cv, out, den, order=order)
+      call linattn_causal_backward(plan, cq, ck, cv, out, den, cg, dq, dk, &
+          dv, dw=dw, db=db, order=order)
+    else
+      call linattn_attention_forward(plan, cq, ck, cv, out, den, order=order)
+      call linattn_attention_backward(plan, cq, ck, cv, out, den, cg, dq, &
+          dk, dv, dw=dw, db=db, order=order)
+    end if
+    cw = wc
+    cb = bc
+    call diff2(cq, fq)
+    call diff2(ck, fk)
+    call diff2(cv, fv)
+    call diff_params(fw, fb)
+    call close_to(dq, fq, 1e-6_real64, 'dq by differences')
+    call close_to(dk, fk, 1e-6_real64, 'dk by differences')
+    call close_to(dv, fv, 1e-6_real64, 'dv by differences')
+    call close_to(dw, fw, 1e-6_real64, 'dw by differences')
+    call close_to(db, fb, 1e-6_real64, 'db by differences')
+  end subroutine fd_check
+
+  ! Central differences of the loss in every entry of x (one of cq, ck,
+  ! cv), and in every entry of W and b.
+  subroutine diff2(x, fx)
+    real(real64), intent(inout) :: x(:, :)
+    real(real64), intent(out) :: fx(:, :)
+    real(real64) :: keep, h
+    integer :: i, j
+    do j = 1, size(x, 2)
+      do i = 1, size(x, 1)
+        keep = x(i, j)
+        h = 1e-6_real64 * max(1.0_real64, abs(keep))
+        x(i, j) = keep + h
+        fx(i, j) = lossx()
+        x(i, j) = keep - h
+        fx(i, j) = (fx(i, j) - lossx()) / (2 * h)
+        x(i, j) = keep
+      end do
+    end do
+  end subroutine diff2
+
+  subroutine diff_params(fw, fb)
+    real(real64), intent(out) :: fw(:, :), fb(:)
+    real(real64) :: keep, h
+    integer :: i, j
+    do j = 1, d
+      do i = 1, m
+        keep = cw(i, j)
+        h = 1e-6_real64 * max(1.0_real64, abs(keep))
+        cw(i, j) = keep + h
+        fw(i, j) = lossx()
+        cw(i, j) = keep - h
+        fw(i, j) = (fw(i, j) - lossx()) / (2 * h)
+        cw(i, j) = keep
+      end do
+    end do
+    do i = 1, m
+      keep = cb(i)
+      h = 1e-6_real64 * max(1.0_real64, abs(keep))
+      cb(i) = keep + h
+      fb(i) = lossx()
+      cb(i) = keep - h
+      fb(i) = (fb(i) - lossx()) / (2 * h)
+      cb(i) = keep
+    end do
+  end subroutine diff_params
+
+  function lossx() result(l)
+    real(real64) :: l
+    if (cur_tf) then
+      l = loss(cur_causal, transpose(cq), transpose(ck), transpose(cv), &
+          transpose(cg), cw, cb)
+    else
+      l = loss(cur_causal, cq, ck, cv, cg, cw, cb)
+    end if
+  end function lossx
+
+  ! a(c, n), or a(n, c) in the token-feature order, filled.
+  subroutine alloc(a, c, tf, seed)
+    real(real64), allocatable, intent(out) :: a(:, :)
+    integer, intent(in) :: c, seed
+    logical, intent(in) :: tf
+    if (tf) then
+      allocate(a(n, c))
+    else
+      allocate(a(c, n))
+    end if
+    call fill(a, seed, -1.0_real64, 1.0_real64)
+  end subroutine alloc
+
+  subroutine features_check()
+    real(real64) :: x(d, n), a(m, n), dx(d, n), fdx(d, n), phi(m, n)
+    real(real64) :: dw(m, d), db(m), keep, h, lp
+    integer :: i, j
+    call fill(x, 11, -1.0_real64, 1.0_real64)
+    call fill(a, 12, -1.0_real64, 1.0_real64)
+    call linattn_features_backward(plan, x, a, dx, dw=dw, db=db)
+    do j = 1, n
+      do i = 1, d
+        keep = x(i, j)
+        h = 1e-6_real64
+        x(i, j) = keep + h
+        call linattn_features(plan, x, phi)
+        lp = sum(a * phi)
+        x(i, j) = keep - h
+        call linattn_features(plan, x, phi)
+        fdx(i, j) = (lp - sum(a * phi)) / (2 * h)
+        x(i, j) = keep
+      end do
+    end do
+    call close_to(dx, fdx, 1e-6_real64, 'features_backward by differences')
+  end subroutine features_check
+
+  subroutine state_check()
+    real(real64) :: q(d, n), k(d, n), v(e, n), g(e, n), out(e, n), den(n)
+    real(real64) :: dq(d, n), dk(d, n), dv(e, n), sq(d, n), sk(d, n), sv(e, n)
+    call fill(q, 21, -1.0_real64, 1.0_real64)
+    call fill(k, 22, -1.0_real64, 1.0_real64)
+    call fill(v, 23, -1.0_real64, 1.0_real64)
+    call fill(g, 24, -1.0_real64, 1.0_real64)
+    call linattn_state_create(state, plan)
+    call linattn_state_update(state, k, v)
+    call linattn_state_query(state, q, out=out, den=den)
+    call linattn_attention_backward(plan, q, k, v, out, den, g, dq, dk, dv)
+    call linattn_attention_backward(plan, q, k, v, out, den, g, sq, sk, sv, &
+        state=state)
+    call check(all(dq == sq) .and. all(dk == sk) .and. all(dv == sv), &
+        'the backward given the state equals the one that rebuilds it')
+    call linattn_state_destroy(state)
+  end subroutine state_check
+
+  subroutine single_check()
+    real(real64) :: q(d, n), k(d, n), v(e, n), g(e, n), out(e, n), den(n)
+    real(real64) :: dq(d, n), dk(d, n), dv(e, n)
+    real(real32) :: q4(d, n), k4(d, n), v4(e, n), g4(e, n), out4(e, n)
+    real(real32) :: den4(n), dq4(d, n), dk4(d, n), dv4(e, n)
+    call fill(q, 31, -1.0_real64, 1.0_real64)
+    call fill(k, 32, -1.0_real64, 1.0_real64)
+    call fill(v, 33, -1.0_real64, 1.0_real64)
+    call fill(g, 34, -1.0_real64, 1.0_real64)
+    q4 = real(q, real32)
+    k4 = real(k, real32)
+    v4 = real(v, real32)
+    g4 = real(g, real32)
+    call linattn_plan_create(plan_s, LINATTN_MAP_ELU1, d, e, kind=real32)
+    call linattn_causal_forward(plan_s, q4, k4, v4, out4, den4)
+    call linattn_causal_backward(plan_s, q4, k4, v4, out4, den4, g4, dq4, &
+        dk4, dv4)
+    call linattn_plan_destroy(plan_s)
+    call linattn_plan_create(plan_s, LINATTN_MAP_ELU1, d, e)
+    call linattn_causal_forward(plan_s, q, k, v, out, den)
+    call linattn_causal_backward(plan_s, q, k, v, out, den, g, dq, dk, dv)
+    call linattn_plan_destroy(plan_s)
+    call close_to(real(dq4, real64), dq, 1e-4_real64, 'real32 dq')
+    call close_to(real(dk4, real64), dk, 1e-4_real64, 'real32 dk')
+    call close_to(real(dv4, real64), dv, 1e-4_real64, 'real32 dv')
+  end subroutine single_check
+
+  subroutine refusal_check()
+    real(real64) :: q(d, n), k(d, n), v(e, n), g(e, n), out(e, n), den(n)
+    real(real64) :: dq(d, n), dk(d, n), dv(e, n + 1), dw(m, d)
+    call fill(q, 41, -1.0_real64, 1.0_real64)
+    call fill(k, 42, -1.0_real64, 1.0_real64)
+    call fill(v, 43, -1.0_real64, 1.0_real64)
+    call fill(g, 44, -1.0_real64, 1.0_real64)
+    call linattn_attention_forward(plan, q, k, v, out, den)
+    dq = 7
+    dk = 7
+    dv = 7
+    dw = 7
+    msg = ''
+    call linattn_attention_backward(plan, q, k, v, out, den, g, dq, dk, dv, &
+        dw=dw, stat=st, errmsg=msg)
+    call check(st == -20 .and. index(msg, 'tokens of dv') > 0, &
+        'dv with a token too many: refused, named')
+    call check(all(dq == 7) .and. all(dk == 7) .and. all(dv == 7) .and. &
+        all(dw == 7), 'nothing written on the refused call')
+    den(3) = 0
+    call linattn_causal_backward(plan, q, k, v, out, den, g, dq, dk, &
+        dv(:, 1:n), stat=st, errmsg=msg)
+    call check(st == LINATTN_EDENOM .and. all(dq == 7), &
+        'a zero normalizer: EDENOM, nothing written')
+  end subroutine refusal_check
+end program test_f_grad
