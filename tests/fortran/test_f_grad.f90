@@ -36,6 +36,7 @@ program test_f_grad
   ! a wrong extent: refused, nothing written
   call refusal_check()
   call linattn_plan_destroy(plan)
+  deallocate(cq, ck, cv, cg) ! finish stops: LeakSanitizer would see them
   call finish('test_f_grad')
 
 contains
