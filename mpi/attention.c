@@ -50,7 +50,8 @@ int MX(attention)(const X(plan) *plan, MPI_Comm comm, int layout, int64_t nq,
                                 out, ldout);
     MI(job) j = {plan, layout, 1, 1, 1, nq, nk, q, k, v, out,
                  {ldq, 0, 0}, {ldk, 0, 0}, {ldv, 0, 0}, {ldout, 0, 0}};
-    return MI(run)(&j, comm, st, 0, attention_work, bad_row, NULL);
+    return MI(run)(&j, comm, st, LINATTN_MPI_CALL_ATTENTION, attention_work,
+                   bad_row, NULL);
 }
 
 int MX(batched_attention)(const X(plan) *plan, MPI_Comm comm, int layout,
@@ -64,5 +65,6 @@ int MX(batched_attention)(const X(plan) *plan, MPI_Comm comm, int layout,
                                         sq, k, sk, v, sv, out, sout);
     MI(job) j = MI(batched_job)(st, plan, layout, batch, heads, nq, nk, q, sq,
                                 k, sk, v, sv, out, sout);
-    return MI(run)(&j, comm, st, 0, attention_work, NULL, bad);
+    return MI(run)(&j, comm, st, LINATTN_MPI_CALL_ATTENTION, attention_work,
+                   NULL, bad);
 }
