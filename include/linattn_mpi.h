@@ -116,6 +116,23 @@ extern "C" {
 /* The MPI_Init_thread level the library needs (see Threads above). */
 #define LINATTN_MPI_THREAD_LEVEL MPI_THREAD_FUNNELED
 
+/* int linattn_mpi_refuse(MPI_Comm comm, int comm_arg, int status)
+ * For interfaces over this library (the Fortran module linattn_mpi): a
+ * call refused on this rank before reaching C (status, nonzero: the -i of
+ * the C argument found invalid, or a LINATTN_E* code) takes part in the
+ * agreement of whatever collective call of this library the other ranks
+ * of comm make, so that they return the agreed status instead of waiting;
+ * returns that status (the first failing rank's, in rank order).  When
+ * comm cannot be used (see "Not agreed" above) nothing is communicated
+ * and the result is status if it names an argument before the
+ * communicator (-status < comm_arg), else -comm_arg or LINATTN_EMPI, as
+ * the call would have returned.  Collective (as the call it stands for).
+ * Threads: as the call it stands for.  Errors: -3 status 0 (returned
+ * without communicating: the other ranks then wait, an erroneous
+ * program); otherwise the agreed status. */
+LINATTN_MPI_API int linattn_mpi_refuse(MPI_Comm comm, int comm_arg,
+                                       int status);
+
 /*
  * The precision template: MX names this library's functions, X the
  * serial library's types, R the real type.

@@ -59,6 +59,19 @@ int linattn_mpi_i_agree(MPI_Comm comm, int status, const uint64_t *keys,
     return 0;
 }
 
+int linattn_mpi_refuse(MPI_Comm comm, int comm_arg, int status)
+{
+    if (!status)
+        return -3;
+    int ready = linattn_mpi_i_ready(comm);
+    if (ready)
+        return status < 0 && -status < comm_arg ? status
+               : ready == 1                    ? -comm_arg
+                                               : ready;
+    /* a rank with a status sends no keys: it matches any call's agreement */
+    return linattn_mpi_i_agree(comm, status, NULL, 0);
+}
+
 int linattn_mpi_i_agree_final(MPI_Comm comm, int status, int64_t problem,
                               int64_t row, int64_t rows_here,
                               int64_t *gproblem, int64_t *grow)
