@@ -29,7 +29,9 @@ static int attention_work(const MI(job) *j, MPI_Comm comm, MI(work) *w,
                         i < j->problems;
          i++) {
         int st = MI(unpack)(w->state, MI(elem)(w, w->elems, i), 0);
-        if (!st)
+        /* no queries here: nothing to ask (out may be NULL, which
+         * state_query refuses) */
+        if (!st && j->nq > 0)
             st = X(state_query)(w->state, j->layout, j->nq,
                                 MI(at)(j, j->q, &j->sq, j->nq, i), j->sq.ld,
                                 (real *)MI(at)(j, j->out, &j->sout, j->nq, i),

@@ -926,6 +926,42 @@ static void empty_states_keep_accumulators(void)
     P(plan_destroy)(p);
 }
 
+/* A rank without rows may pass NULL arrays (as the serial calls allow):
+ * every call succeeds and the other ranks get the serial results. */
+static void null_arrays_without_rows(void)
+{
+    int64_t n = 9, d = 2, e = 3, off, cnt;
+    block_of(n, SKEWED, &off, &cnt); /* rank 0 has none */
+    P(plan) *p = make_plan(LINATTN_MAP_ELU1, d, e, 1, 0, 0, 0);
+    tmat q, k, v;
+    plain_data(n, d, e, -1, 1, 41, &q, &k, &v);
+    tmat out = tmat_like(&q, n, e, 0), ref = tmat_like(&q, n, e, 0);
+    linattn_strides sqk = {d, 0, 0}, sv = {e, 0, 0};
+    for (int c = 0; c < 4; c++) {
+        int none = cnt == 0;
+        const real *lq = none ? NULL : q.a + off * d, *lk = none ? NULL : k.a + off * d;
+        const real *lv = none ? NULL : v.a + off * e;
+        real *lo = none ? NULL : out.a + off * e;
+        int st, sts;
+        if (c % 2) {
+            sts = P(causal)(p, ROW, n, q.a, d, k.a, d, v.a, e, ref.a, e, NULL);
+            st = c < 2 ? MP(causal)(p, WORLD, ROW, cnt, lq, d, lk, d, lv, e, lo, e, NULL)
+                       : MP(batched_causal)(p, WORLD, ROW, 1, 1, cnt, lq, &sqk, lk, &sqk, lv,
+                                            &sv, lo, &sv, NULL);
+        } else {
+            sts = P(attention)(p, ROW, n, n, q.a, d, k.a, d, v.a, e, ref.a, e, NULL);
+            st = c < 2 ? MP(attention)(p, WORLD, ROW, cnt, cnt, lq, d, lk, d, lv, e, lo, e, NULL)
+                       : MP(batched_attention)(p, WORLD, ROW, 1, 1, cnt, cnt, lq, &sqk, lk,
+                                               &sqk, lv, &sv, lo, &sv, NULL);
+        }
+        tmat a = view(&out, off, cnt), b = view(&ref, off, cnt);
+        MT_CHECK(st == 0 && sts == 0 && rel_diff(&a, &b) < TOL, "case %d: status %d", c, st);
+    }
+    tmat_free(&out), tmat_free(&ref);
+    free_data(&q, &k, &v);
+    P(plan_destroy)(p);
+}
+
 /* LAPACKE's order: an invalid argument before the communicator is
  * returned before the communicator's own error (no communication). */
 static void argument_order(void)
@@ -1081,6 +1117,7 @@ int main(int argc, char **argv)
     MT_RUN(mismatched_calls);
     MT_RUN(empty_states_keep_accumulators);
     MT_RUN(argument_order);
+    MT_RUN(null_arrays_without_rows);
     MT_RUN(mpi_and_memory_failures);
     int status = mt_finish("mpi " PREC);
     MPI_Finalize();
