@@ -75,8 +75,8 @@ if [ -f "$libdir/pkgconfig/linattn-mpi-fortran.pc" ]; then
     fc=${FC:-gfortran}
     echo "== pkg-config linattn-mpi-fortran"
     # shellcheck disable=SC2046
-    (cd "$work" && $fc -o "$work/app_mpi_f" "$top_srcdir/tests/consumer/app_mpi.f90" \
-        $(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config --cflags --libs linattn-mpi-fortran))
+    $fc -o "$work/app_mpi_f" "$top_srcdir/tests/consumer/app_mpi.f90" \
+        $(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config --cflags --libs linattn-mpi-fortran)
     LD_LIBRARY_PATH=$libdir sh "$launch" 2 "$work/app_mpi_f"
     if command -v cmake >/dev/null 2>&1; then
         echo "== CMake linattn::mpi_fortran"
