@@ -86,7 +86,7 @@
  *     shares.
  *   - Results equal the serial call on the concatenated sequence to
  *     rounding (tested to 1e-12 relative in double, 1e-5 in float, at
- *     1 to 4 ranks, uneven splits and ranks without rows), and causal
+ *     1 to 8 ranks, uneven splits and ranks without rows), and causal
  *     outputs never depend on later tokens, bit for bit, across ranks too.
  *     With one rank they are the serial call's, bit for bit.
  *   - Exponential maps: states carry a stabilizing shift (linattn.h,
