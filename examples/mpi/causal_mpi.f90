@@ -101,7 +101,7 @@ program causal_mpi_f
       MPI_COMM_WORLD)
   call linattn_state_tokens(seen, tokens)
   write (sumtext, '(es20.12e2)') total
-  if (rank == 0) write (*, '(a, i0, a, i0, a, i0, a, f0.3, a, f0.3, 5a, i0, a)') &
+  if (rank == 0) write (*, '(a, i0, a, i0, a, i0, a, f5.3, a, f5.3, 5a, i0, a)') &
       'tokens [', start, ', ', start + n, ') on ', nranks, &
       ' rank(s): attention ', t1 - t0, ' s, checkpoint ', t2 - t1, &
       ' s; checksum ', trim(adjustl(sumtext)), '; ', trim(path), &
