@@ -106,6 +106,7 @@ program causal_mpi_f
       ' rank(s): attention ', t1 - t0, ' s, checkpoint ', t2 - t1, &
       ' s; checksum ', trim(adjustl(sumtext)), '; ', trim(path), &
       ' now holds ', tokens, ' tokens'
+  deallocate (q, k, v, out)
   call linattn_state_destroy(seen)
   call linattn_plan_destroy(plan)
   call MPI_Finalize()
