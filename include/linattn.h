@@ -162,7 +162,12 @@ enum linattn_status {
     LINATTN_EIO = 5,       /* a file could not be opened, written or read  */
     LINATTN_EFORMAT = 6,   /* not a linattn checkpoint, or a damaged one    */
     LINATTN_EVERSION = 7,  /* a checkpoint format version not supported     */
-    LINATTN_EMISMATCH = 8  /* a checkpoint of another precision, map, sizes */
+    LINATTN_EMISMATCH = 8, /* a checkpoint of another precision, map, sizes */
+    /* A result of finite inputs left the floating-point range (a sum of
+     * the state, a numerator or a quotient beyond the largest value): the
+     * call says which row (see linattn_d_state_query). */
+    LINATTN_EOVERFLOW = 9
+    /* 10 is reserved (LINATTN_EMPI, liblinattn_mpi). */
 };
 
 /*

@@ -238,11 +238,14 @@ static void move_shift(const X(plan) *plan, causal_ws *w, int64_t rows)
     w->has = 1;
 }
 
-/* Rows [0, n) causally; returns -1 or the first row whose normalizer
- * breaks the policy (rows before it written, none after). */
+/* Rows [0, n) causally; returns -1, or the first row whose normalizer
+ * breaks the policy (*status LINATTN_EDENOM) or that overflowed
+ * (LINATTN_EOVERFLOW): rows before it written, none after.  Row r is row
+ * orow + r of the origin o (the whole call's inputs). */
 static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
                              int layout, int64_t n, XI(view) q, XI(view) k,
-                             XI(view) v, real *out, int64_t ldout)
+                             XI(view) v, real *out, int64_t ldout,
+                             XI(origin) *o, int64_t orow, int *status)
 {
     int64_t m = plan->m, e = plan->e, ld = e + 1, ldb = w->ldb;
     real *den = w->dd, *inv = w->dd + c;
@@ -270,12 +273,19 @@ static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
         for (int64_t i = 0; i < rows; i++)
             den[i] = w->r[i * ldb + e];
         int64_t good = XI(good_rows)(plan, den, rows, 1);
-        for (int64_t i = 0; i < good; i++)
-            inv[i] = 1 / den[i];
-        XI(put_rows)(cm ? out + r : out + r * ldout, cm, ldout, w->r, 0, ldb,
-                     good, e, inv);
-        if (good < rows)
+        real *at = cm ? out + r : out + r * ldout;
+        if (XI(divide_rows)(at, cm, ldout, w->r, 0, ldb, good, e, den, inv)) {
+            int64_t over = XI(first_overflow)(layout, good, e, at, ldout, NULL,
+                                              0, NULL, o, orow + r);
+            if (over < good) {
+                *status = LINATTN_EOVERFLOW;
+                return r + over;
+            }
+        }
+        if (good < rows) {
+            *status = LINATTN_EDENOM;
             return r + good;
+        }
         /* The state moves past this chunk: [S z] += phi(K_c)^T [V_c 1]. */
         if (plan->shifted)
             move_shift(plan, w, rows);
@@ -301,7 +311,8 @@ typedef struct {
     int64_t c;
     XI(view) q, k, v;
     real *out;
-    int64_t ldout;
+    int64_t ldout, n;
+    int status[LINATTN_MAX_THREADS]; /* range t's, with its first bad row */
 } causal_job;
 
 static int64_t range_chunks(void *ctx, int t, int64_t lo, int64_t hi)
@@ -309,9 +320,12 @@ static int64_t range_chunks(void *ctx, int t, int64_t lo, int64_t hi)
     causal_job *j = ctx;
     int cm = j->layout == LINATTN_COL_MAJOR;
     real *out = cm ? j->out + lo : j->out + lo * j->ldout;
+    XI(origin) o = {j->q, j->k, j->v, j->plan->d, j->plan->e, j->n, 1, NULL,
+                    -1};
     int64_t bad = causal_serial(j->plan, &j->ws[t], j->c, j->layout, hi - lo,
                                 XI(view_rows)(j->q, lo), XI(view_rows)(j->k, lo),
-                                XI(view_rows)(j->v, lo), out, j->ldout);
+                                XI(view_rows)(j->v, lo), out, j->ldout, &o, lo,
+                                &j->status[t]);
     return bad >= 0 ? lo + bad : INT64_MAX;
 }
 
@@ -348,7 +362,7 @@ int XI(causal_run)(const X(plan) *plan, int layout, int64_t n, const real *q,
     int64_t bad = INT64_MAX;
     int cm = layout == LINATTN_COL_MAJOR;
     causal_job job = {plan, ws, states, nt, layout, c, {q, ldq, cm},
-                      {k, ldk, cm}, {v, ldv, cm}, out, ldout};
+                      {k, ldk, cm}, {v, ldv, cm}, out, ldout, n, {0}};
     if (have < nt) {
         st = LINATTN_ENOMEM;
     } else if (nt > 1) {
@@ -391,7 +405,7 @@ int XI(causal_run)(const X(plan) *plan, int layout, int64_t n, const real *q,
     if (bad < n) {
         if (bad_row)
             *bad_row = bad;
-        return LINATTN_EDENOM;
+        return job.status[linattn_i_range_of(n, nt, bad)];
     }
     return 0;
 }

@@ -80,6 +80,10 @@ const char *linattn_strerror(int status)
     case LINATTN_EMISMATCH:
         return "the checkpoint is of another precision, feature map or "
                "dimensions than the state it is loaded into";
+    case LINATTN_EOVERFLOW:
+        return "a result of finite inputs is beyond the floating-point range "
+               "(a state sum, numerator or quotient overflowed; see the row "
+               "reported)";
     default:
         return "unknown status code";
     }
