@@ -382,6 +382,34 @@ START_TEST(nonfinite_inputs_propagate)
 }
 END_TEST
 
+/* approx_error where the invariant applies to it: its kernelized output
+ * (the attention it measures) of finite inputs beyond the range is
+ * LINATTN_EOVERFLOW with the statistics untouched, not +Inf errors; a tiny
+ * normalizer is divided (exact statistics 0 for one key). */
+START_TEST(approx_error_overflow)
+{
+    /* identity, signed weights A = (2, -1) over den 1: O~ = 2 v0 - v1 =
+     * 2.25 REAL_MAX for v = +-0.75 REAL_MAX (softmax's O stays inside) */
+    real h = (real)(0.75 * (sizeof(real) == 4 ? FLT_MAX : DBL_MAX));
+    real q[1] = {1}, k[2] = {2, -1}, v[2] = {h, -h};
+    P(plan) *p = plan_with(LINATTN_MAP_IDENTITY, 1, 1, LINATTN_DENOM_NONZERO, 0);
+    linattn_approx_stats stats, poison;
+    memset(&poison, 0x5a, sizeof poison);
+    stats = poison;
+    ck_assert_int_eq(P(approx_error)(p, ROW, 1, 2, q, 1, k, 1, v, 1, 1, 0, &stats),
+                     LINATTN_EOVERFLOW);
+    ck_assert(!memcmp(&stats, &poison, sizeof stats));
+    P(plan_destroy)(p);
+    real t = sizeof(real) == 4 ? (real)0x1p-70 : (real)0x1p-520, two = 2;
+    p = plan_with(LINATTN_MAP_IDENTITY, 1, 1, 0, 0);
+    ck_assert_int_eq(P(approx_error)(p, ROW, 1, 1, &t, 1, &t, 1, &two, 1, 1, 0,
+                                     &stats), 0);
+    ck_assert(stats.out_rel_fro == 0 && stats.out_max_abs == 0 &&
+              stats.attn_rel_fro == 0);
+    P(plan_destroy)(p);
+}
+END_TEST
+
 /* A value with its exponent drawn from [lo, hi] (subnormals included at
  * the bottom of the range), a random sign, sometimes 0. */
 static real draw(uint64_t *s, int lo, int hi)
@@ -483,6 +511,7 @@ static Suite *suite(void)
     tcase_add_test(tc, merge_overflow_refused);
     tcase_add_test(tc, overflow_row_semantics);
     tcase_add_test(tc, nonfinite_inputs_propagate);
+    tcase_add_test(tc, approx_error_overflow);
     tcase_add_loop_test(tc, invariant_sweep, 0, 11 * 3 * 4);
     suite_add_tcase(s, tc);
     return s;
