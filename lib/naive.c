@@ -362,7 +362,7 @@ int X(softmax)(int layout, int64_t nq, int64_t nk, int64_t d, int64_t e,
                                   {nk, d, k, ldk, 9, 0},
                                   {nk, e, v, ldv, 11, 0},
                                   {nq, e, out, ldout, 13, 0}};
-    int st = linattn_i_check_mats(layout, mats, 4);
+    int st = linattn_i_check_mats_io(layout, sizeof(real), mats, 4, 3);
     if (!st && (linattn_i_blas_fits(nk) || linattn_i_blas_fits(d) ||
                 linattn_i_blas_fits(e)))
         st = LINATTN_ESIZE;

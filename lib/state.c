@@ -277,8 +277,11 @@ int X(state_get)(const X(state) *state, int layout, real *s, int64_t lds,
     if (!linattn_i_layout_ok(layout))
         return -2;
     int64_t m = state->plan->m, e = state->plan->e;
-    const linattn_i_mat mats[] = {{m, e, s, lds, 3, 1}};
-    int st = linattn_i_check_mats(layout, mats, 1);
+    /* z (m entries) as an m x 1 matrix, only for its address range */
+    const linattn_i_mat mats[] = {{m, e, s, lds, 3, 1},
+                                  {m, 1, z, layout == LINATTN_ROW_MAJOR ? 1 : m,
+                                   5, 1}};
+    int st = linattn_i_check_mats_io(layout, sizeof(real), mats, 2, 0);
     if (st)
         return st;
     for (int64_t i = 0; s && i < m; i++)
@@ -694,8 +697,11 @@ int X(state_query)(const X(state) *state, int layout, int64_t n,
      * least one of out, num, den must be asked for. */
     const linattn_i_mat mats[] = {{n, plan->d, q, ldq, 4, 0},
                                   {n, plan->e, out, ldout, 6, 1},
-                                  {n, plan->e, num, ldnum, 8, 1}};
-    st = linattn_i_check_mats(layout, mats, 3);
+                                  {n, plan->e, num, ldnum, 8, 1},
+                                  /* den (n entries) only for its range */
+                                  {n, 1, den, layout == LINATTN_ROW_MAJOR ? 1 : n,
+                                   10, 1}};
+    st = linattn_i_check_mats_io(layout, sizeof(real), mats, 4, 1);
     /* An argument error (negative) outranks a size condition (positive). */
     if (st >= 0 && !out && !num && !den)
         st = -10;

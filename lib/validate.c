@@ -27,21 +27,39 @@ int linattn_i_blas_fits(int64_t x)
     return x <= LINATTN_BLAS_INT_MAX ? 0 : LINATTN_ESIZE;
 }
 
-int linattn_i_matrix_fits(int layout, int64_t rows, int64_t cols, int64_t ld)
+int64_t linattn_i_extent(int layout, int64_t rows, int64_t cols, int64_t ld)
 {
-    if (linattn_i_blas_fits(cols))
-        return LINATTN_ESIZE;
-    if (rows == 0)
+    if (rows == 0 || cols == 0)
         return 0;
     /* The last element sits at (outer - 1) * ld + inner - 1. */
     int64_t outer = layout == LINATTN_ROW_MAJOR ? rows : cols;
     int64_t inner = layout == LINATTN_ROW_MAJOR ? cols : rows;
-    if (outer - 1 > (INT64_MAX - inner) / ld)
-        return LINATTN_ESIZE;
-    return 0;
+    const int64_t most = INT64_MAX / LINATTN_ELEM_MAX;
+    if (inner > most || outer - 1 > (most - inner) / ld)
+        return -1;
+    return (outer - 1) * ld + inner;
 }
 
-int linattn_i_check_mats(int layout, const linattn_i_mat *mats, int count)
+int linattn_i_matrix_fits(int layout, int64_t rows, int64_t cols, int64_t ld)
+{
+    if (linattn_i_blas_fits(cols))
+        return LINATTN_ESIZE;
+    return linattn_i_extent(layout, rows, cols, ld) < 0 ? LINATTN_ESIZE : 0;
+}
+
+/* The byte range [lo, hi) of a matrix argument; empty (lo = hi) when it has
+ * no elements, is NULL, or is not addressable (refused later). */
+static void range_of(int layout, size_t elem, const linattn_i_mat *a,
+                     uintptr_t *lo, uintptr_t *hi)
+{
+    int64_t n = a->p ? linattn_i_extent(layout, a->rows, a->cols, a->ld) : 0;
+    *lo = *hi = (uintptr_t)a->p;
+    if (n > 0)
+        *hi += (uintptr_t)n * elem;
+}
+
+int linattn_i_check_mats_io(int layout, size_t elem, const linattn_i_mat *mats,
+                            int count, int first_output)
 {
     for (int i = 0; i < count; i++) {
         const linattn_i_mat *a = &mats[i];
@@ -60,7 +78,22 @@ int linattn_i_check_mats(int layout, const linattn_i_mat *mats, int count)
         if (st)
             return st;
     }
+    for (int o = first_output; o < count; o++) {
+        uintptr_t olo, ohi;
+        range_of(layout, elem, &mats[o], &olo, &ohi);
+        for (int i = 0; olo < ohi && i < o; i++) {
+            uintptr_t lo, hi;
+            range_of(layout, elem, &mats[i], &lo, &hi);
+            if (lo < hi && lo < ohi && olo < hi)
+                return -mats[o].pos;
+        }
+    }
     return 0;
+}
+
+int linattn_i_check_mats(int layout, const linattn_i_mat *mats, int count)
+{
+    return linattn_i_check_mats_io(layout, 1, mats, count, count);
 }
 
 void *linattn_i_alloc(int64_t count, size_t size)
