@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * approx.c -- how well kernelized attention approximates softmax attention:
  * errors against the number of features m, per feature map, over repeated

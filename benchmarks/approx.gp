@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # approx.gp -- the approximation study's picture from benchmarks/approx's
 # CSV: output MSE and kernel MSE against m on log-log axes, one curve per
 # random-feature map (mean over seeds, error bars one standard error), the

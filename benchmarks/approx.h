@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* approx.h -- what the two modes of benchmarks/approx share: the feature
  * maps by name, Gaussian numbers, and running means with their standard
  * errors. */

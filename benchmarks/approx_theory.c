@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * approx_theory.c -- benchmarks/approx --theory: the mean squared error of
  * the random-feature estimators of the softmax kernel SM(x, y) = exp(x.y)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_causal.c -- causal linear attention: chunked causal against the
  * non-causal call and the masked naive rescan across n and chunk size, and

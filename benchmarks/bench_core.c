@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_core.c -- factored against naive linear attention across n, with
  * the machine's ceilings measured in the same run.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_maps.c -- the kernelized maps' attention against the time their
  * GEMM flops would take at the large-dgemm rate measured in the same run.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_prec.h -- the precision switch of the benchmark-side sources that
  * are compiled twice (measure.c, scaling_run.c), as the library's are:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* blas_rate.h -- the BLAS ceiling the benchmarks compare with: a large
  * square cblas_dgemm (2048^3), timed call by call so that a benchmark can
  * interleave it with the paths it judges, or as a median rate. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * linattn_scaling.c -- linattn-scaling, the scaling study: how time and
  * memory grow with n for naive linear attention, softmax attention, and
@@ -104,7 +105,7 @@ static void usage(FILE *out)
         "                    (default 0.01: shorter ones measure overheads)\n"
         "  --csv FILE        (default scaling.csv)\n"
         "  --summary FILE    (default: the CSV's name with -summary)\n"
-        "  --help\n"
+        "  --help, --version\n"
         "Ctrl-C stops after the current call: the CSV keeps every finished\n"
         "size and the summary covers them; a second Ctrl-C quits at once.\n",
         SCALING_MAX_LG);
@@ -157,7 +158,8 @@ static int parse_paths(const char *s, unsigned *paths)
     return *paths != 0;
 }
 
-/* 0 on success, 1 for --help, -1 with a message on stderr. */
+/* 0 on success, 1 for --help, 2 for --version, -1 with a message on
+ * stderr. */
 static int parse_args(int argc, char **argv, options *o)
 {
     enum { O_MAP = 256, O_PREC, O_D, O_E, O_M, O_BATCH, O_HEADS, O_THREADS,
@@ -174,7 +176,7 @@ static int parse_args(int argc, char **argv, options *o)
         {"block", 1, 0, O_BLOCK},     {"chunk", 1, 0, O_CHUNK},
         {"fit-time", 1, 0, O_FITTIME},  {"csv", 1, 0, O_CSV},
         {"summary", 1, 0, O_SUMMARY}, {"help", 0, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"version", 0, 0, 'V'},       {0, 0, 0, 0}};
     scaling_cfg *c = &o->cfg;
     *o = (options){&precisions[0], "elu1", {0}, 4, 20, 16, 2.5, 0.01,
                    DEFAULT_PATHS, "scaling.csv", NULL};
@@ -193,6 +195,8 @@ static int parse_args(int argc, char **argv, options *o)
         switch (opt) {
         case 'h':
             return 1;
+        case 'V':
+            return 2;
         case O_MAP: {
             size_t i = 0, count = sizeof map_table / sizeof map_table[0];
             while (i < count && strcmp(a, map_table[i].name))
@@ -373,6 +377,10 @@ int main(int argc, char **argv)
 {
     options o;
     int pa = parse_args(argc, argv, &o);
+    if (pa == 2) {
+        printf(PROG " (linattn) %s\n", linattn_version_string());
+        return 0;
+    }
     if (pa > 0) {
         usage(stdout);
         return 0;

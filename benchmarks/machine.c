@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* machine.c -- threads, available memory, peak memory (machine.h). */
 #include <stdio.h>
 #include <string.h>

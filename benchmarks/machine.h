@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * machine.h -- what the benchmarks ask of the machine: thread counts
  * (OpenMP and OpenBLAS together), the memory available, and the peak

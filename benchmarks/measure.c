@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * measure.c -- the ceilings the benchmarks judge linattn by (measure.h),
  * compiled once per precision (bench_prec.h).

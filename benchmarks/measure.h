@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * measure.h -- what the benchmarks measure besides the library: the
  * machine's GEMM rate, and the GEMM calls of the factored path alone.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # scaling.gp -- draws a linattn-scaling CSV: time per call against n on
 # log-log axes, the quadratic paths bold, the factored ones dashed (the
 # textbook picture, measured), with the slopes and the crossover n that
@@ -44,7 +45,7 @@ if (strlen(crossover) && real(crossover) > 0) \
 paths = "naive softmax naive_causal factored causal bare_gemm"
 names = "'naive linear attention, O(n^2)' 'softmax attention, O(n^2)' " . \
         "'naive causal, O(n^2)' 'factored linear attention, O(n)' " . \
-        "'factored causal, O(n)' 'bare GEMM calls of the factored path (ceiling)'"
+        "'factored causal, O(n)' 'bare GEMM calls of the factored path (time floor)'"
 widths = "4 4 4 2.5 2.5 1.5"
 dashes = "1 1 1 2 2 3"
 points = "7 5 4 9 11 0"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * scaling.h -- the measuring half of linattn-scaling: data, plans and
  * interleaved timings for one size, in either precision (scaling_run.c,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* scaling_report.c -- CSV rows, progress, fits and summary (scaling_report.h). */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * scaling_report.h -- what linattn-scaling makes of its measurements: the
  * CSV rows (each written whole, so that the file is valid whenever the

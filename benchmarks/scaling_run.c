@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * scaling_run.c -- one size of a scaling study (scaling.h), compiled once
  * per precision (bench_prec.h).  Every path goes through the batched

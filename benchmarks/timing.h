@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* timing.h -- what the benchmarks share: wall clock, medians,
  * reproducible random matrices, option parsing. */
 #ifndef LINATTN_TIMING_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * worked_example.c -- the textbook example of linear attention, computed
  * both ways with linattn (identity feature map, d = 2, e = 1).

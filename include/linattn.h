@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * linattn.h -- linear attention and kernelized approximations of softmax
  * attention on BLAS.
@@ -68,7 +69,11 @@
  * first offending row; LINATTN_DENOM_NONZERO accepts any finite non-zero
  * normalizer (signed kernels).  A plan may also add a fixed eps to every
  * normalizer before the check (linattn_opts.eps), the usual guard for
- * non-negative feature maps.
+ * non-negative feature maps.  LINATTN_DENOM_COUNT divides instead by the
+ * number of keys a row sees, as Galerkin-type attention in neural operators
+ * does: nk in the non-causal calls, i + 1 for row i of the causal ones, the
+ * state's token count in linattn_d_state_query.  Everywhere below, "the
+ * normalizer" den_i means phi(q_i)^T z + eps, or that count + eps.
  */
 #ifndef LINATTN_H
 #define LINATTN_H
@@ -79,13 +84,9 @@
 extern "C" {
 #endif
 
-#define LINATTN_VERSION_MAJOR 0
-#define LINATTN_VERSION_MINOR 1
-#define LINATTN_VERSION_PATCH 0
-/* MAJOR*10000 + MINOR*100 + PATCH, comparable with linattn_version(). */
-#define LINATTN_VERSION_NUMBER \
-    (LINATTN_VERSION_MAJOR * 10000 + LINATTN_VERSION_MINOR * 100 + \
-     LINATTN_VERSION_PATCH)
+/* LINATTN_VERSION_MAJOR, _MINOR, _PATCH, and LINATTN_VERSION_NUMBER =
+ * MAJOR*10000 + MINOR*100 + PATCH (comparable with linattn_version()). */
+#include "linattn_version.h"
 
 #if defined(LINATTN_BUILDING) && defined(__GNUC__)
 #define LINATTN_API __attribute__((visibility("default")))
@@ -148,7 +149,13 @@ enum linattn_act {
 /* Normalizer policies (linattn_opts.denom). */
 enum linattn_denom {
     LINATTN_DENOM_POSITIVE = 0, /* accept finite den > 0 (default)  */
-    LINATTN_DENOM_NONZERO = 1   /* accept finite den != 0           */
+    LINATTN_DENOM_NONZERO = 1,  /* accept finite den != 0           */
+    /* den = the number of keys the row sees (+ eps), not phi(q).z:    */
+    /* Galerkin-type attention (Cao 2021), out = phi(Q) S / n.  A row  */
+    /* that sees no key is LINATTN_EDENOM.  Not for the maps with      */
+    /* stabilizing shifts (FAVOR, FAVOR_HYP, TRIG, custom EXP), whose  */
+    /* numerators carry a factor that only phi(q).z cancels.           */
+    LINATTN_DENOM_COUNT = 2
 };
 
 /* Status codes: 0, -i for invalid argument i, or one of these. */
@@ -183,7 +190,9 @@ enum linattn_status {
  *          Extra memory is O(block * (m + e)), independent of n.
  *   chunk  C, rows per chunk of the causal paths; 0 = library default.
  *          Extra memory O(C (m + e + C)).
- *   denom  LINATTN_DENOM_POSITIVE or LINATTN_DENOM_NONZERO.
+ *   denom  LINATTN_DENOM_POSITIVE, LINATTN_DENOM_NONZERO or
+ *          LINATTN_DENOM_COUNT (not with FAVOR, FAVOR_HYP, TRIG or a
+ *          custom EXP map).
  *   eps    >= 0, finite; added to every normalizer before the check.
  *   seed   seed of the random feature maps' W (ignored by the others).
  *   check_finite
@@ -260,7 +269,8 @@ LINATTN_API int linattn_rng_normal(uint64_t seed, uint64_t stream,
  * (linattn_d_approx_error), in double whatever the precision of the call.
  * O~ is the plan's attention output, O = softmax(scale Q K^T) V; A~ the
  * plan's kernel matrix phi(Q) phi(K)^T, Ah its rows divided by their
- * normalizers (row sum + eps), P the softmax matrix, K = exp(scale Q K^T)
+ * normalizers (row sum + eps, or the count + eps under LINATTN_DENOM_COUNT:
+ * then Ah's rows need not sum to 1), P the softmax matrix, K = exp(scale Q K^T)
  * the kernel that Ah approximates.  Causal calls compare the pairs j <= i
  * only.  A relative error whose reference norm is 0 is 0 when the
  * difference is 0 too, else +Inf.
@@ -345,7 +355,8 @@ typedef struct X(state_s) X(state);                                           \
  * Errors: -1 plan NULL; -2 unknown map (or LINATTN_MAP_CUSTOM); -3 d < 1;    \
  * -4 e < 1; -5 an option out of range (m, block or chunk < 0, denom, eps < 0,\
  * not finite, or not representable in the plan's precision, draw,           \
- * input_scale); LINATTN_ESIZE; LINATTN_ENOMEM (also for the workspace of   \
+ * input_scale, LINATTN_DENOM_COUNT with FAVOR, FAVOR_HYP or TRIG);          \
+ * LINATTN_ESIZE; LINATTN_ENOMEM (also for the workspace of   \
  * W's QR).  *plan is set only on success.  Thread-safe. */                                                  \
 LINATTN_API int X(plan_create)(X(plan) **plan, int map, int64_t d,            \
                                int64_t e, const linattn_opts *opts);          \
@@ -362,7 +373,8 @@ LINATTN_API int X(plan_create)(X(plan) **plan, int map, int64_t d,            \
  * Errors: -1 plan NULL; -2 act unknown; -3 d < 1; -4 m < 1, or odd for       \
  * HEDGEHOG; -5 e < 1; -6 layout; -7 w NULL, or an entry not finite in        \
  * the plan's precision; -8 ldw; -9 an entry of b not finite; -10 an          \
- * option out of range (as linattn_d_plan_create, or opts.m);                 \
+ * option out of range (as linattn_d_plan_create, or opts.m, or               \
+ * LINATTN_DENOM_COUNT with LINATTN_ACT_EXP);                                 \
  * LINATTN_ESIZE; LINATTN_ENOMEM.  *plan is set only on success.              \
  * Thread-safe. */                                                            \
 LINATTN_API int X(plan_create_custom)(X(plan) **plan, int act, int64_t d,     \
@@ -468,8 +480,8 @@ LINATTN_API int X(state_shift)(const X(state) *state, double *shift);         \
  *         int64_t n, const double *q, int64_t ldq, double *out,             \
  *         int64_t ldout, double *num, int64_t ldnum, double *den,           \
  *         int64_t *bad_row)                                                 \
- * num_i = phi(q_i)^T S (1 x e), den_i = phi(q_i)^T z + eps,                 \
- * out_i = num_i / den_i, for the n x d queries Q.  out and num are n x e    \
+ * num_i = phi(q_i)^T S (1 x e), den_i = phi(q_i)^T z + eps (COUNT: the    \
+ * state's tokens + eps), out_i = num_i / den_i, for the n x d queries Q.  out and num are n x e    \
  * in layout, den has n entries (stride 1).  Each of out, num, den may be    \
  * NULL (not all three; a NULL one's leading dimension is ignored); the      \
  * normalizer policy is applied only when out is requested.  With the         \
@@ -495,9 +507,10 @@ LINATTN_API int X(state_query)(const X(state) *state, int layout, int64_t n,  \
  *         const double *k, int64_t ldk, const double *v, int64_t ldv,       \
  *         double *out, int64_t ldout, int64_t *bad_row)                     \
  * Non-causal linear attention, factored: out_i = phi(q_i)^T S /             \
- * (phi(q_i)^T z + eps) with S, z over all nk keys.  Q is nq x d, K nk x d,  \
- * V nk x e, out nq x e, all in layout.  O((nq + nk) m e) work; extra memory \
- * O(block (m + e) + m e), independent of nq and nk.                         \
+ * (phi(q_i)^T z + eps) with S, z over all nk keys (COUNT: / (nk + eps)).     \
+ * Q is nq x d, K nk x d, V nk x e, out nq x e, all in layout.                \
+ * O((nq + nk) m e) work; extra memory O(block (m + e) + m e),                \
+ * independent of nq and nk.                                                  \
  * Errors: -1 plan NULL; -2 layout; -3 nq < 0; -4 nk < 0; -5 q NULL;         \
  * -6 ldq; -7 k NULL; -8 ldk; -9 v NULL; -10 ldv; -11 out NULL; -12 ldout;   \
  * LINATTN_ESIZE; LINATTN_ENOMEM; LINATTN_EDENOM (as state_query);          \
@@ -513,13 +526,13 @@ LINATTN_API int X(attention)(const X(plan) *plan, int layout, int64_t nq,     \
  *         const double *v, int64_t ldv, double *out, int64_t ldout,         \
  *         int64_t *bad_row)                                                 \
  * Causal linear attention: out_i = sum_{j<=i} phi(q_i).phi(k_j) v_j /       \
- * (sum_{j<=i} phi(q_i).phi(k_j) + eps), by chunks of C rows: the triangle   \
- * tril(phi(Q_c) phi(K_c)^T) and the carried state, all GEMMs.  Q, K are     \
- * n x d, V and out n x e, in layout.  O(n (C + m) e) work, extra memory     \
- * O(C (m + e + C) + m e) per thread.  LINATTN_EDENOM as in                 \
- * linattn_d_state_query.  Errors: -1 plan; -2 layout; -3 n < 0; -4 q;       \
- * -5 ldq; -6 k;                                                             \
- * -7 ldk; -8 v; -9 ldv; -10 out; -11 ldout; LINATTN_ESIZE; LINATTN_ENOMEM;  \
+ * (sum_{j<=i} phi(q_i).phi(k_j) + eps) (COUNT: / (i + 1 + eps)), by          \
+ * chunks of C rows: the triangle tril(phi(Q_c) phi(K_c)^T) and the           \
+ * carried state, all GEMMs.  Q, K are n x d, V and out n x e, in layout.     \
+ * O(n (C + m) e) work, extra memory O(C (m + e + C) + m e) per thread.       \
+ * LINATTN_EDENOM as in linattn_d_state_query.  Errors: -1 plan; -2 layout;   \
+ * -3 n < 0; -4 q; -5 ldq; -6 k; -7 ldk; -8 v; -9 ldv; -10 out; -11 ldout;    \
+ * LINATTN_ESIZE; LINATTN_ENOMEM;                                             \
  * LINATTN_EDENOM; LINATTN_ENONFINITE.  Thread-safe. */                      \
 LINATTN_API int X(causal)(const X(plan) *plan, int layout, int64_t n,         \
                           const R *q, int64_t ldq, const R *k, int64_t ldk,   \
@@ -536,8 +549,9 @@ LINATTN_API int X(naive_causal)(const X(plan) *plan, int layout, int64_t n,   \
                                                                               \
 /* int linattn_d_naive(same arguments as linattn_d_attention)                \
  * The quadratic baseline of the same maths: A = phi(Q) phi(K)^T by row      \
- * blocks of queries (GEMM), out = (A V) / (A 1 + eps).  O(nq nk (m + e))    \
- * work; memory O(nk m + rows nk), never nq x nk.  Errors and thread-safety  \
+ * blocks of queries (GEMM), out = (A V) / (A 1 + eps) (COUNT: nk + eps).     \
+ * O(nq nk (m + e)) work; memory O(nk m + rows nk), never nq x nk.  Errors    \
+ * and thread-safety                                                          \
  * as linattn_d_attention. */                                                 \
 LINATTN_API int X(naive)(const X(plan) *plan, int layout, int64_t nq,         \
                          int64_t nk, const R *q, int64_t ldq, const R *k,     \
@@ -632,7 +646,7 @@ LINATTN_API int X(state_load_file)(X(state) *state, const char *path);        \
  *         double scale, int causal, linattn_approx_stats *stats)             \
  * How well the plan's attention approximates softmax attention on these      \
  * inputs: the statistics of linattn_approx_stats, comparing                  \
- * (A~ V) / (A~ 1 + eps), A~ = phi(Q) phi(K)^T, with softmax(scale QK^T) V    \
+ * (A~ V) / den, den = A~ 1 + eps or the plan's count, A~ = phi(Q) phi(K)^T, with softmax(scale QK^T) V    \
  * (causal = 1: both masked to j <= i, nq = nk).  Q is nq x d, K nk x d,      \
  * V nk x e, in layout.  Both are computed here by row blocks of queries      \
  * (quadratic work, O(nq nk (d + m + e))), phi by linattn_d_features (no      \

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * approx.c -- how far a plan's kernelized attention is from exact softmax
  * attention on given inputs (linattn_d_approx_error): the measuring tool of
@@ -147,7 +148,8 @@ static int run_block(job *jb, int64_t nq, int64_t r, int64_t rows, sums *t)
             s += b[KA][i * cols + j];
         b[DEN][i] = (real)s;
     }
-    if (XI(good_rows)(plan, b[DEN], rows, 1) < rows)
+    if (XI(good_rows)(plan, b[DEN], rows, 1, jb->causal ? r + 1 : cols,
+                      jb->causal) < rows)
         return LINATTN_EDENOM;
     for (int64_t i = 0; i < rows; i++)
         compare_row(b[SC] + i * cols, b[KA] + i * cols, b[DEN][i],

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * attention.c -- non-causal linear attention in one call: build the state
  * over all keys in row blocks, then answer the queries in row blocks.

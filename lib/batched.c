@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * batched.c -- batch x heads independent problems in one call.  Each
  * problem runs the single call's code on its own matrices; the calls

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * blas.h -- the only door to BLAS.  Every matrix is seen as a row-major
  * "view": a column-major argument is the row-major view of its transpose, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * causal.c -- causal linear attention, out_i from keys j <= i only, as
  * chunked GEMMs.  For each chunk c of C rows, with (S, z) the state of all
@@ -238,14 +239,15 @@ static void move_shift(const X(plan) *plan, causal_ws *w, int64_t rows)
     w->has = 1;
 }
 
-/* Rows [0, n) causally; returns -1, or the first row whose normalizer
- * breaks the policy (*status LINATTN_EDENOM) or that overflowed
- * (LINATTN_EOVERFLOW): rows before it written, none after.  Row r is row
- * orow + r of the origin o (the whole call's inputs). */
+/* Rows [0, n) causally, after `before` tokens absorbed in the carried
+ * state (row r is row before + r of the origin o, the whole call's
+ * inputs); returns -1, or the first row whose normalizer breaks the
+ * policy (*status LINATTN_EDENOM) or that overflowed (LINATTN_EOVERFLOW):
+ * rows before it written, none after. */
 static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
-                             int layout, int64_t n, XI(view) q, XI(view) k,
-                             XI(view) v, real *out, int64_t ldout,
-                             XI(origin) *o, int64_t orow, int *status)
+                             int layout, int64_t before, int64_t n,
+                             XI(view) q, XI(view) k, XI(view) v, real *out,
+                             int64_t ldout, XI(origin) *o, int *status)
 {
     int64_t m = plan->m, e = plan->e, ld = e + 1, ldb = w->ldb;
     real *den = w->dd, *inv = w->dd + c;
@@ -272,11 +274,11 @@ static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
         XI(triangle_times)(w->r + ld, ldb, w->vaug, rows, ld, w->r, ldb);
         for (int64_t i = 0; i < rows; i++)
             den[i] = w->r[i * ldb + e];
-        int64_t good = XI(good_rows)(plan, den, rows, 1);
+        int64_t good = XI(good_rows)(plan, den, rows, 1, before + r + 1, 1);
         real *at = cm ? out + r : out + r * ldout;
         if (XI(divide_rows)(at, cm, ldout, w->r, 0, ldb, good, e, den, inv)) {
             int64_t over = XI(first_overflow)(layout, good, e, at, ldout, NULL,
-                                              0, NULL, o, orow + r);
+                                              0, NULL, o, before + r);
             if (over < good) {
                 *status = LINATTN_EOVERFLOW;
                 return r + over;
@@ -322,9 +324,10 @@ static int64_t range_chunks(void *ctx, int t, int64_t lo, int64_t hi)
     real *out = cm ? j->out + lo : j->out + lo * j->ldout;
     XI(origin) o = {j->q, j->k, j->v, j->plan->d, j->plan->e, j->n, 1, NULL,
                     -1};
-    int64_t bad = causal_serial(j->plan, &j->ws[t], j->c, j->layout, hi - lo,
-                                XI(view_rows)(j->q, lo), XI(view_rows)(j->k, lo),
-                                XI(view_rows)(j->v, lo), out, j->ldout, &o, lo,
+    int64_t bad = causal_serial(j->plan, &j->ws[t], j->c, j->layout, lo,
+                                hi - lo, XI(view_rows)(j->q, lo),
+                                XI(view_rows)(j->k, lo),
+                                XI(view_rows)(j->v, lo), out, j->ldout, &o,
                                 &j->status[t]);
     return bad >= 0 ? lo + bad : INT64_MAX;
 }

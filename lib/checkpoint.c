@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * checkpoint.c -- saving a state to bytes or a file and restoring it
  * (format: ckformat.h and doc/checkpoint-format.md).

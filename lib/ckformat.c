@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ckformat.c -- encoding and verifying checkpoint bytes (ckformat.h,
  * doc/checkpoint-format.md).  Every multi-byte field is written and read

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * ckformat.h -- the byte format of a state checkpoint, version 1
  * (specified in doc/checkpoint-format.md, which is the reference: keep the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* crc32.c -- CRC-32 (see crc32.h), four bits per table step: a table of
  * 16 words is short enough to check by eye against the bitwise definition
  * (tests/test_checkpoint.c recomputes it bit by bit), and a checkpoint is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * crc32.h -- CRC-32 as in zlib, gzip and PNG (ISO-HDLC: reflected
  * polynomial 0xEDB88320, initial value and final xor 0xFFFFFFFF; the CRC of

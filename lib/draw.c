@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * draw.c -- the random projection W (rows x d) of the random-feature maps,
  * always in double (float plans round it), from the generator of rng.c:

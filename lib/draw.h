@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * draw.h -- the random projection W of the random-feature maps (draw.c).
  * Not installed.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* errors.c -- status strings, version, option defaults. */
 #include <stdint.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * featmap.c -- the feature maps phi applied to row blocks.
  *

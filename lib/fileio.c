@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fileio.c -- atomic replacement of a file, and opening one to read
  * (fileio.h).

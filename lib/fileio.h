@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fileio.h -- replacing a file atomically, and opening one to read (POSIX,
  * with Linux's unnamed temporary files where they exist).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * internal.h -- the objects behind the opaque handles, and the helpers the
  * precision-generic files share.  Not installed.
@@ -159,10 +160,13 @@ int XI(all_finite)(XI(view) x, int64_t rows, int64_t cols);
 
 /* ---- normalization (normalize.c) ---- */
 
-/* Adds the plan's eps to den[0, rows); returns the number of leading rows
- * whose normalizer satisfies the plan's policy (rows when !check). */
+/* Makes den[0, rows) the normalizers of a block: under LINATTN_DENOM_COUNT
+ * den[i] = count0 + i * step (the keys row i sees: step 1 in the causal
+ * paths, 0 otherwise), else den as given (phi . z); then adds the plan's
+ * eps.  Returns the number of leading rows whose normalizer satisfies the
+ * plan's policy (rows when !check). */
 int64_t XI(good_rows)(const X(plan) *plan, real *den, int64_t rows,
-                      int check);
+                      int check, int64_t count0, int64_t step);
 
 /* Where a non-finite output came from.  Finite inputs never give one with
  * status 0: a row whose inputs were all finite but whose output (or

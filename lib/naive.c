@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * naive.c -- the quadratic baselines: the same kernel maths rescanned for
  * every query (linattn_d_naive) and exact softmax attention
@@ -165,7 +166,8 @@ static int64_t naive_range(void *ctx, int t, int64_t lo, int64_t hi)
                 if (j->mrun[c] != j->mrun[r + i])
                     w->a[i * nk + c] *= (real)exp(j->mrun[c] - j->mrun[r + i]);
         row_sums(w->a, rows, nk, w->dd);
-        int64_t good = XI(good_rows)(plan, w->dd, rows, 1);
+        int64_t good = XI(good_rows)(plan, w->dd, rows, 1,
+                                      j->causal ? r + 1 : nk, j->causal);
         int nf = j->causal
                      ? causal_rows(j, w, r, good, nk)
                      /* with no keys the GEMM has inner dimension 0: zeros */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * normalize.c -- numerators and normalizers into outputs, with the plan's
  * normalizer policy.  Shared by the factored and the naive paths so that
@@ -24,9 +25,12 @@
 #endif
 
 int64_t XI(good_rows)(const X(plan) *plan, real *den, int64_t rows,
-                      int check)
+                      int check, int64_t count0, int64_t step)
 {
     int nonzero = plan->denom == LINATTN_DENOM_NONZERO;
+    if (plan->denom == LINATTN_DENOM_COUNT)
+        for (int64_t i = 0; i < rows; i++)
+            den[i] = (real)(count0 + i * step);
     for (int64_t i = 0; i < rows; i++)
         den[i] += plan->eps;
     for (int64_t i = 0; check && i < rows; i++)

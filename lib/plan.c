@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * plan.c -- plan creation: checks the options once, so that executing a
  * plan needs no further option checks, draws or copies the map's W, and
@@ -90,7 +91,8 @@ static int opts_bad(const linattn_opts *o)
     return o->block < 0 || o->chunk < 0 || !isfinite(o->eps) || o->eps < 0 ||
            !isfinite(eps) || (o->eps > 0 && eps == 0) ||
            (o->denom != LINATTN_DENOM_POSITIVE &&
-            o->denom != LINATTN_DENOM_NONZERO) ||
+            o->denom != LINATTN_DENOM_NONZERO &&
+            o->denom != LINATTN_DENOM_COUNT) ||
            o->draw < LINATTN_DRAW_ORTHO || o->draw > LINATTN_DRAW_IID ||
            !isfinite(o->input_scale) || o->input_scale < 0 || !isfinite(s) ||
            (o->input_scale > 0 && s == 0);
@@ -108,6 +110,21 @@ static int sizes_bad(int64_t d, int64_t m, int64_t e, int64_t block,
            e > LINATTN_BLAS_INT_MAX - 1 || linattn_i_blas_fits(block) ||
            linattn_i_blas_fits(chunk) || chunk > INT64_MAX / chunk ||
            m > PTRDIFF_MAX / entry / (e + 1) || block > INT64_MAX / (m + e + 1);
+}
+
+/* The maps whose features carry a stabilizing shift (doc/maps.md). */
+static int map_shifted(int map, int act)
+{
+    return map == LINATTN_MAP_FAVOR || map == LINATTN_MAP_FAVOR_HYP ||
+           map == LINATTN_MAP_TRIG ||
+           (map == LINATTN_MAP_CUSTOM && act == LINATTN_ACT_EXP);
+}
+
+/* A count normalizer cannot undo the shift that the numerators of the
+ * shifted maps carry (only phi(q).z cancels it), so the pair is refused. */
+static int denom_bad_for(const linattn_opts *o, int map, int act)
+{
+    return o->denom == LINATTN_DENOM_COUNT && map_shifted(map, act);
 }
 
 static int64_t block_of(const linattn_opts *o)
@@ -146,9 +163,7 @@ static X(plan) *plan_new(const linattn_opts *o, int map, int act, int64_t d,
     p->input_scale = s;
     p->half_s2 = (real)(0.5 * s * s);
     p->wrows = wrows;
-    p->shifted = map == LINATTN_MAP_FAVOR || map == LINATTN_MAP_FAVOR_HYP ||
-                 map == LINATTN_MAP_TRIG ||
-                 (map == LINATTN_MAP_CUSTOM && act == LINATTN_ACT_EXP);
+    p->shifted = map_shifted(map, act);
     if (map == LINATTN_MAP_FAVOR || map == LINATTN_MAP_FAVOR_HYP)
         p->log_norm = (real)(0.5 * log((double)m));
     else if (map == LINATTN_MAP_TRIG)
@@ -202,7 +217,7 @@ int X(plan_create)(X(plan) **plan, int map, int64_t d, int64_t e,
             wrows = map == LINATTN_MAP_FAVOR ? m : m / 2;
         }
     }
-    if (opts_bad(o))
+    if (opts_bad(o) || denom_bad_for(o, map, 0))
         return -5;
     if (sizes_bad(d, m, e, block_of(o), chunk_of(o)))
         return LINATTN_ESIZE;
@@ -252,7 +267,8 @@ int X(plan_create_custom)(X(plan) **plan, int act, int64_t d, int64_t m,
     int st = linattn_i_matrix_arg(layout, rows, d, w, ldw, 7);
     if (st)
         return st;
-    if (opts_bad(o) || (o->m != 0 && o->m != m))
+    if (opts_bad(o) || (o->m != 0 && o->m != m) ||
+        denom_bad_for(o, LINATTN_MAP_CUSTOM, act))
         return -10;
     if (linattn_i_matrix_fits(layout, rows, d, ldw) ||
         sizes_bad(d, m, e, block_of(o), chunk_of(o)))

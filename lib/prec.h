@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * prec.h -- the precision switch.  Every precision-generic source file is
  * compiled twice: once plain (double) and once with LINATTN_SINGLE (float).

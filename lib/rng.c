@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rng.c -- reproducible normals: Philox4x32-10 (Salmon et al., SC'11) and
  * Box-Muller, with the logarithm, sine and cosine written out here in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * rng.h -- the counter-based generator behind the random feature maps
  * (Philox4x32-10 and Box-Muller in fixed IEEE arithmetic; doc/rng.md gives

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * state.c -- the additive state (S, z) of linear attention.
  *
@@ -574,7 +575,8 @@ static int query_serial(const X(state) *st, query_ws *w, int layout,
         XI(phi_rows)(plan, pq, rows, w->phi, &ds);
         if (w->phi)
             pq = (XI(view)){w->phi, m, 0};
-        int64_t good = XI(good_rows)(plan, w->dd, rows, out != NULL);
+        int64_t good = XI(good_rows)(plan, w->dd, rows, out != NULL,
+                                      st->tokens, 0);
         int64_t r1 = r0 + r;
         if (XI(write_rows)(plan, pq, s, m, w->dd, good, layout, r1, out,
                            ldout, num, ldnum, den, inv, w->y)) {

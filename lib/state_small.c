@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * state_small.c -- updates and queries of a few rows (token-by-token
  * decoding) without workspace allocation or BLAS.
@@ -120,7 +121,7 @@ int XI(state_query_small)(const X(state) *st, int layout, int64_t n,
     for (int64_t r = 0; r < n; r++) {
         XI(row_times_state)(y, st->sz, m, e, phi + r * m);
         real dr = y[e], inv;
-        if (XI(good_rows)(plan, &dr, 1, out != NULL) == 0) {
+        if (XI(good_rows)(plan, &dr, 1, out != NULL, st->tokens, 0) == 0) {
             if (bad_row)
                 *bad_row = r;
             return LINATTN_EDENOM;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * strides.c -- the argument checks of the batched calls (validate.h):
  * strided batches of matrices, the policy on negative and overlapping

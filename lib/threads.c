@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* threads.c -- the threading policy (see threads.h). */
 #include <pthread.h>
 #ifdef _OPENMP

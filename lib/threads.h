@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * threads.h -- how many threads a row-parallel path may use.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* validate.c -- argument checks (see validate.h). */
 #include <limits.h>
 #include <stddef.h>

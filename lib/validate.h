@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * validate.h -- argument checks shared by every public entry point.  They
  * run before any work, so a rejected call writes nothing and never reaches

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * vexp.h -- a branch-free exponential that compilers vectorize.
  *

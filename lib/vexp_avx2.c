@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * vexp_avx2.c -- the double exponential for x86-64 with AVX2 and FMA.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* vexp_avx2.h -- exp and elu + 1 over double arrays with AVX2 + FMA
  * (see vexp_avx2.c); available when LINATTN_HAVE_AVX2_EXP is defined. */
 #ifndef LINATTN_VEXP_AVX2_H

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # linattn.m4 -- configure helpers of linattn.
 
 # LINATTN_CHECK_CFLAG(FLAG, VARIABLE)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * crc32_ref.h -- CRC-32 (ISO-HDLC, as zlib) bit by bit, straight from its
  * definition in doc/checkpoint-format.md: the tests' and the fuzz

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * finite_check.h -- the invariant of issue 12, shared by tests/test_finite.c
  * (make check) and tests/hard/fuzz_finite.c (libFuzzer, make check-hard):

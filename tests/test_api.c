@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_api.c -- the precision-independent API (version, status strings,
  * options) and the textbook example, checked exactly.
@@ -12,6 +13,9 @@ START_TEST(version_matches_header)
     snprintf(want, sizeof want, "%d.%d.%d", LINATTN_VERSION_MAJOR,
              LINATTN_VERSION_MINOR, LINATTN_VERSION_PATCH);
     ck_assert_str_eq(linattn_version_string(), want);
+    /* configure.ac's version (AC_INIT: the tarball, pkg-config) is the
+     * header's and the library's: one place sets all of them */
+    ck_assert_str_eq(linattn_version_string(), PACKAGE_VERSION);
 }
 END_TEST
 

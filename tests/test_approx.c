@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_approx.c -- linattn_*_approx_error, the errors of kernelized
  * attention against softmax attention, compiled once per precision.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_batched.c -- the batched calls (batch x heads problems, strided),
  * compiled once per precision.  Every path and layout against the single

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_checkpoint.c -- checkpoint/restart of states, compiled once per
  * precision.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_errors.c -- every argument check of every entry point, compiled once
  * per precision.  Each rejected call must return the documented status and

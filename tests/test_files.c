@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_files.c -- checkpoint files on every kind of path (issue 12),
  * compiled once per precision: names as long as the file system takes,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_finite.c -- finite inputs never produce a non-finite output with
  * status 0 (issue 12), compiled once per precision.
@@ -439,28 +440,45 @@ static void exponents(uint64_t *s, int *lo, int *hi)
 }
 
 /* The plan of sweep case c: every map (the custom ones through W = 1),
- * and the three normalizer policies (positive, nonzero, eps). */
+ * and the four normalizer policies (positive, nonzero, eps, count; count
+ * is not offered to the shifted maps, which take positive instead). */
 static P(plan) *sweep_plan(int c, int64_t d, int64_t e)
 {
-    int kind = c % 11, policy = (c / 11) % 3;
-    if (kind >= 7)
-        return custom_plan(kind - 6, d, e);
-    int map = kind + 1;
+    int kind = c % 11, policy = (c / 11) % 4;
     linattn_opts o;
     linattn_opts_init(&o);
     o.block = 4;
     o.chunk = 3;
-    o.denom = policy == 1 ? LINATTN_DENOM_NONZERO : LINATTN_DENOM_POSITIVE;
+    o.denom = policy == 1   ? LINATTN_DENOM_NONZERO
+              : policy == 3 ? LINATTN_DENOM_COUNT
+                            : LINATTN_DENOM_POSITIVE;
     o.eps = policy == 2 ? 1e-3 : 0;
-    if (map == LINATTN_MAP_IDENTITY || map == LINATTN_MAP_TRIG)
-        o.denom = LINATTN_DENOM_NONZERO; /* signed kernels */
     P(plan) *p = NULL;
+    if (kind >= 7) {
+        int act = kind - 6;
+        real w[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+        if (act == LINATTN_ACT_EXP && o.denom == LINATTN_DENOM_COUNT)
+            o.denom = LINATTN_DENOM_POSITIVE;
+        ck_assert_int_eq(P(plan_create_custom)(&p, act, d,
+                                               act == LINATTN_ACT_HEDGEHOG ? 2 * d
+                                                                           : d,
+                                               e, ROW, w, 3, NULL, &o), 0);
+        return p;
+    }
+    int map = kind + 1;
+    if ((map == LINATTN_MAP_IDENTITY || map == LINATTN_MAP_TRIG) &&
+        o.denom == LINATTN_DENOM_POSITIVE)
+        o.denom = LINATTN_DENOM_NONZERO; /* signed kernels */
+    if (o.denom == LINATTN_DENOM_COUNT &&
+        (map == LINATTN_MAP_FAVOR || map == LINATTN_MAP_FAVOR_HYP ||
+         map == LINATTN_MAP_TRIG))
+        o.denom = LINATTN_DENOM_POSITIVE;
     ck_assert_int_eq(P(plan_create)(&p, map, d, e, &o), 0);
     return p;
 }
 
-/* The invariant over every map, policy, path and layout, on inputs whose
- * exponents span the whole range. */
+/* The invariant over every map, policy (LINATTN_DENOM_COUNT included),
+ * path and layout, on inputs whose exponents span the whole range. */
 START_TEST(invariant_sweep)
 {
     uint64_t s = 12345 + (uint64_t)_i;
@@ -512,7 +530,7 @@ static Suite *suite(void)
     tcase_add_test(tc, overflow_row_semantics);
     tcase_add_test(tc, nonfinite_inputs_propagate);
     tcase_add_test(tc, approx_error_overflow);
-    tcase_add_loop_test(tc, invariant_sweep, 0, 11 * 3 * 4);
+    tcase_add_loop_test(tc, invariant_sweep, 0, 11 * 4 * 3);
     suite_add_tcase(s, tc);
     return s;
 }

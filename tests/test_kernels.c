@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_kernels.c -- the vectorized exponentials against libm, compiled
  * once per precision: the portable kernel of lib/vexp.h (included here

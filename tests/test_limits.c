@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_limits.c -- integer limits and aliasing (issue 12), compiled once
  * per precision: every size and count that the library adds or multiplies

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_maps.c -- the kernelized feature maps (FAVOR+, two-sided FAVOR+,
  * random Fourier, Taylor, caller-supplied), their W and their

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_math.c -- numerical tests, compiled once per precision.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * testutil.h -- shared helpers of the test suites: the precision switch
  * (TEST_SINGLE selects float), a seeded generator, matrices in either

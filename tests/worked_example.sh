@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # The worked example program prints the textbook numbers, and a query given
 # on the command line moves the rescan and the state lookup together.
 ex=${top_builddir:-.}/examples/worked_example

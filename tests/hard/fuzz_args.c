@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_args.c -- libFuzzer harness for the argument checks of the plan and
  * execute calls, in both precisions.

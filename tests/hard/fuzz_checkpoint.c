@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_checkpoint.c -- libFuzzer harness for the checkpoint loader
  * (linattn_*_state_load and, for one input in eight, _load_file).

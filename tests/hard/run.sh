@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # make check-hard: the whole test suite under AddressSanitizer and
 # UndefinedBehaviorSanitizer, again in a build with the BLAS integer limit
 # lowered to 512, a representative subset under valgrind memcheck, and the
@@ -88,7 +89,7 @@ mkdir -p "$hard/fuzz" "$hard/corpus" "$hard/corpus_checkpoint"
     for harness in fuzz_args fuzz_checkpoint; do
         # shellcheck disable=SC2086
         clang -g -O1 -Wall -Wextra -Werror $san -fsanitize=fuzzer \
-            -I"$src/include" "$src/tests/hard/$harness.c" \
+            -Iinclude -I"$src/include" "$src/tests/hard/$harness.c" \
             lib/.libs/liblinattn.a $lapacke $blas -lm -o "$harness"
     done
     # libFuzzer exits nonzero and writes crash-* (the input) on a finding.
