@@ -17,25 +17,10 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "fileutil.h"
 #include "testutil.h"
 
 #define ROW LINATTN_ROW_MAJOR
-
-static char *temp_dir(void)
-{
-    const char *base = getenv("TMPDIR");
-    char *dir = malloc(4096);
-    snprintf(dir, 4096, "%s/linattn-files-XXXXXX", base && *base ? base : "/tmp");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    return dir;
-}
-
-static char *in_dir(const char *dir, const char *name)
-{
-    char *p = malloc(4096);
-    snprintf(p, 4096, "%s/%s", dir, name);
-    return p;
-}
 
 /* Entries of dir other than . and ..; *temps counts those that look like a
  * save's temporary file. */
@@ -54,28 +39,6 @@ static int entries(const char *dir, int *temps)
     if (temps)
         *temps = t;
     return n;
-}
-
-static void remove_tree(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    for (struct dirent *de; (de = readdir(d));) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        char *p = in_dir(dir, de->d_name);
-        struct stat sb;
-        if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-            chmod(p, 0700);
-            remove_tree(p);
-        } else {
-            unlink(p);
-        }
-        free(p);
-    }
-    closedir(d);
-    rmdir(dir);
 }
 
 typedef struct {

@@ -27,19 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "linattn.h"
+#include "fuzz_reader.h"
 
-typedef struct {
-    const uint8_t *p;
-    size_t n;
-} reader;
-
-static unsigned take(reader *r)
-{
-    if (!r->n)
-        return 0;
-    r->n--;
-    return *r->p++;
-}
 
 static int64_t take_size(reader *r, int64_t max)
 {

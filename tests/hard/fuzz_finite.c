@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "linattn.h"
+#include "fuzz_reader.h"
 
 #define FC_REAL double
 #define FC_API(name) linattn_d_##name
@@ -36,18 +37,6 @@
 #undef FC_API
 #undef FC
 
-typedef struct {
-    const uint8_t *p;
-    size_t n;
-} reader;
-
-static unsigned take(reader *r)
-{
-    if (!r->n)
-        return 0;
-    r->n--;
-    return *r->p++;
-}
 
 /* A finite value whose binary exponent lies in [lo, hi] (the bottom of
  * the range reaching the subnormals), or 0; never beyond the precision's
