@@ -13,11 +13,13 @@ void openblas_set_num_threads(int);
 int openblas_get_num_threads(void);
 #endif
 
+#ifdef LINATTN_HAVE_OPENBLAS_GET_PARALLEL
 /* OpenBLAS's thread count is process-wide: concurrent calls into the
  * library count their splits, the first saves the setting and the last
  * restores it. */
 static pthread_mutex_t serial_lock = PTHREAD_MUTEX_INITIALIZER;
 static int serial_depth, serial_saved;
+#endif
 
 int linattn_i_blas_serial_begin(void)
 {

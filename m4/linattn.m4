@@ -41,3 +41,17 @@ AC_DEFUN([LINATTN_FIND_LIB], [
     [AC_MSG_ERROR([no $1 library providing $2 was found.
   $6])])
 ])
+
+# LINATTN_VARIANT_DIRS(SUBDIR, SONAME)
+# Sets linattn_variant_flags to a list of quoted linker flag sets, one per
+# library directory holding SUBDIR/SONAME (Debian's layout for BLAS
+# variants: /usr/lib/<multiarch>/openblas-openmp/libopenblas.so.0), each
+# linking that exact file and putting its directory on the run-time path.
+# Needs linattn_multiarch (may be empty).
+AC_DEFUN([LINATTN_VARIANT_DIRS], [
+  linattn_variant_flags=
+  for linattn_dir in /usr/lib/$linattn_multiarch/$1 /usr/lib64/$1 /usr/lib/$1; do
+    AS_IF([test -f "$linattn_dir/$2"],
+      [linattn_variant_flags="$linattn_variant_flags '-L$linattn_dir -Wl,-rpath,$linattn_dir -l:$2'"])
+  done
+])

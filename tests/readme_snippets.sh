@@ -21,23 +21,27 @@ status=0
 for c in "$work"/snippet*.c; do
     name=$(basename "$c" .c)
     first=$(head -n 1 "$c")
-    if ! ./libtool --mode=link --tag=CC ${CC:-cc} -std=c99 -Wall -Wextra -Werror \
-            -I"$build/include" -I"${srcdir:-.}/include" -o "$work/$name" "$c" \
-            lib/liblinattn.la > "$work/$name.log" 2>&1; then
+    # the build's compiler and flags (a sanitizer build's among them)
+    # shellcheck disable=SC2086
+    if ! ./libtool --mode=link --tag=CC ${CC:-cc} ${CFLAGS:-} -std=c99 -Wall -Wextra \
+            -Werror -I"$build/include" -I"${srcdir:-.}/include" ${LDFLAGS:-} \
+            -o "$work/$name" "$c" lib/liblinattn.la > "$work/$name.log" 2>&1; then
         cat "$work/$name.log"
         echo "readme_snippets: $name ($first) does not compile" >&2
         status=1
         continue
     fi
+    ok=1
     for run in 1 2; do
         if ! (cd "$work" && "$build/libtool" --mode=execute "./$name") > "$work/$name.out" 2>&1; then
             cat "$work/$name.out"
             echo "readme_snippets: $name ($first) failed on run $run" >&2
             status=1
+            ok=0
             break
         fi
     done
-    echo "$name ok: $first"
+    [ $ok = 1 ] && echo "$name ok: $first"
 done
 echo "readme_snippets: $count C snippets"
 exit $status
