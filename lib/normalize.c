@@ -42,7 +42,7 @@ int64_t XI(good_rows)(const X(plan) *plan, real *den, int64_t rows,
 int XI(scale_rows)(real *a, int colmajor, int64_t lda, int64_t rows,
                    int64_t cols, const real *s)
 {
-    int64_t bad = 0;
+    real_bits bad = 0;
     if (colmajor) {
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) reduction(| : bad) if (rows * cols >= LINATTN_PAR_MIN && linattn_i_may_thread())
@@ -53,7 +53,7 @@ int XI(scale_rows)(real *a, int colmajor, int64_t lda, int64_t rows,
             for (int64_t i = 0; i < rows; i++) {
                 real y = col[i] * s[i];
                 col[i] = y;
-                bad |= LINATTN_NOT_FINITE(y);
+                bad |= linattn_i_zero_bits(y);
             }
         }
     } else {
@@ -66,18 +66,18 @@ int XI(scale_rows)(real *a, int colmajor, int64_t lda, int64_t rows,
             for (int64_t j = 0; j < cols; j++) {
                 real y = row[j] * si;
                 row[j] = y;
-                bad |= LINATTN_NOT_FINITE(y);
+                bad |= linattn_i_zero_bits(y);
             }
         }
     }
-    return bad != 0;
+    return (bad & REAL_EXP_BITS) != 0;
 }
 
 int XI(put_rows)(real *a, int colmajor, int64_t lda, const real *b,
                  int b_colmajor, int64_t ldb, int64_t rows, int64_t cols,
                  const real *s)
 {
-    int64_t bad = 0;
+    real_bits bad = 0;
     if (!colmajor && !b_colmajor) {
         /* Row major to row major (the causal path's case): contiguous rows,
          * vectorized. */
@@ -88,10 +88,10 @@ int XI(put_rows)(real *a, int colmajor, int64_t lda, const real *b,
             for (int64_t c = 0; c < cols; c++) {
                 real y = br[c] * sr;
                 ar[c] = y;
-                bad |= LINATTN_NOT_FINITE(y);
+                bad |= linattn_i_zero_bits(y);
             }
         }
-        return bad != 0;
+        return (bad & REAL_EXP_BITS) != 0;
     }
     /* Walk the destination in its own order: its writes are contiguous. */
     int64_t outer = colmajor ? cols : rows, inner = colmajor ? rows : cols;
@@ -101,9 +101,9 @@ int XI(put_rows)(real *a, int colmajor, int64_t lda, const real *b,
             real v = b_colmajor ? b[r + c * ldb] : b[r * ldb + c];
             real y = s ? v * s[r] : v;
             a[o * lda + i] = y;
-            bad |= LINATTN_NOT_FINITE(y);
+            bad |= linattn_i_zero_bits(y);
         }
-    return bad != 0;
+    return (bad & REAL_EXP_BITS) != 0;
 }
 
 /* 1 / den when that is a normal number.  Then num (1 / den) differs from
