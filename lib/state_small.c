@@ -40,17 +40,20 @@ static void XI(rank_one)(acc_t *acc, int64_t m, int64_t e, const real *p,
     }
 }
 
-/* The largest |x_i| over count values, or +Inf when one is NaN or Inf. */
+/* The largest |x_i| over count values, or +Inf when one is NaN or Inf
+ * (x * 0 is NaN exactly then); branch-free, so that it vectorizes. */
 static double max_abs(const real *x, int64_t count)
 {
-    double mx = 0;
+    real mx = 0, acc = 0;
+#ifdef LINATTN_HAVE_OPENMP_SIMD
+#pragma omp simd reduction(max : mx) reduction(+ : acc)
+#endif
     for (int64_t i = 0; i < count; i++) {
-        double u = x[i] < 0 ? -(double)x[i] : (double)x[i];
-        if (!(u <= REAL_MAX))
-            return INFINITY;
+        real u = x[i] < 0 ? -x[i] : x[i];
         mx = u > mx ? u : mx;
+        acc += x[i] * 0;
     }
-    return mx;
+    return acc == 0 ? (double)mx : INFINITY;
 }
 
 int XI(state_update_small)(X(state) *st, XI(view) k, XI(view) v, int64_t n)
