@@ -64,6 +64,11 @@ if ($help2man ne '') {
     my $usage = shift @help;
     chomp $usage;
     $usage =~ s/^usage:\s*//;
+    # indented lines continue the usage
+    while (@help && $help[0] =~ /^\s+\S/) {
+        (my $more = shift @help) =~ s/^\s+|\s+$//g;
+        $usage .= " $more";
+    }
     # the first sentence of the help names the program
     my $what = '';
     for my $l (@help) {
@@ -71,6 +76,7 @@ if ($help2man ne '') {
         $what .= ($what eq '' ? '' : ' ') . $t;
         last if $t =~ /\.$/ || $t eq '';
     }
+    $what =~ s/^(.*?\.)\s.*$/$1/;
     $what =~ s/\.$//;
     my $page = header_line($help2man, 1)
              . ".SH NAME\n" . roff("$help2man - $what") . "\n"
@@ -104,6 +110,7 @@ sub comment_text {
 # A declaration of the template in one precision.
 sub instantiate {
     my ($decl, $p, $type) = @_;
+    $decl =~ s/\bMX\((\w+)\)/linattn_mpi_${p}_$1/g;
     $decl =~ s/\bX\((\w+)\)/linattn_${p}_$1/g;
     $decl =~ s/\bR\b/$type/g;
     return $decl;
@@ -193,7 +200,7 @@ for my $h (@headers) {
             $decl =~ s/\s+/ /g;
             $decl =~ s/\s*;.*$/;/;
             $decl =~ s/\( /(/g;
-            my ($name) = $decl =~ /\b(X\(\w+\)|\w+)\s*\(/;
+            my ($name) = $decl =~ /\b((?:MX|X)\(\w+\)|\w+)\s*\(/;
             push @funcs, [$name, $decl, \@block];
         } elsif (@block && $block[0] =~ /^SPDX-License-Identifier/) {
             next;
@@ -222,13 +229,15 @@ for my $h (@headers) {
 
     for my $f (@funcs) {
         my ($name, $decl, $block) = @$f;
-        my $generic = $name =~ /^X\((\w+)\)$/;
-        my $stem = $generic ? $1 : $name;
-        my $page_name = $generic ? "linattn_d_$stem" : $name;
+        # X(name): liblinattn's template; MX(name): liblinattn_mpi's
+        my $generic = $name =~ /^(M?)X\((\w+)\)$/;
+        my $lib = $generic && $1 ? 'linattn_mpi' : 'linattn';
+        my $stem = $generic ? $2 : $name;
+        my $page_name = $generic ? "${lib}_d_$stem" : $name;
         my @decls = $generic
             ? (instantiate($decl, 'd', 'double'), instantiate($decl, 's', 'float'))
             : ($decl);
-        my @names = $generic ? ("linattn_d_$stem", "linattn_s_$stem") : ($name);
+        my @names = $generic ? ("${lib}_d_$stem", "${lib}_s_$stem") : ($name);
         my $text = join("\n", @$block);
         my (undef, $desc) = split_prototype($text);
         $desc = $text if $desc eq '';
@@ -250,13 +259,13 @@ for my $h (@headers) {
                  . join(".PP\n", map { roff(wrap_decl($_)) } @decls) . ".fi\n"
                  . ".SH DESCRIPTION\n" . body(@dl)
                  . ($errors ne '' ? ".SH ERRORS\n" . body(split /\n/, $errors) : '')
-                 . ($generic ? ".SH PRECISIONS\nThe double (linattn_d_) and float "
-                              . "(linattn_s_) forms are made from one "
+                 . ($generic ? ".SH PRECISIONS\nThe double (${lib}_d_) and float "
+                              . "(${lib}_s_) forms are made from one "
                               . "source; the description names the double "
                               . "one.\n" : '')
                  . ".SH SEE ALSO\n.BR $hname (3)\n";
         write_page("$page_name.3", $page);
-        write_page("linattn_s_$stem.3", ".so man3/$page_name.3\n") if $generic;
+        write_page("${lib}_s_$stem.3", ".so man3/$page_name.3\n") if $generic;
         push @all, @names;
     }
 

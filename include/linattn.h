@@ -191,12 +191,15 @@ enum linattn_status {
     LINATTN_EFORMAT = 6,   /* not a linattn checkpoint, or a damaged one    */
     LINATTN_EVERSION = 7,  /* a checkpoint format version not supported     */
     LINATTN_EMISMATCH = 8, /* a checkpoint of another precision, map, sizes */
+                           /* (liblinattn_mpi: plans that differ across   */
+                           /* the ranks of a communicator)                 */
     /* A result of finite inputs left the floating-point range (a sum of
      * the state, a numerator or a quotient beyond the largest value; in
      * float, also the float copy of the double sums): see
      * linattn_d_state_query for the rows written. */
-    LINATTN_EOVERFLOW = 9
-    /* 10 is reserved (LINATTN_EMPI, liblinattn_mpi). */
+    LINATTN_EOVERFLOW = 9,
+    LINATTN_EMPI = 10      /* liblinattn_mpi: MPI not initialized at the    */
+                           /* thread level it needs, or an MPI call failed  */
 };
 
 /*
@@ -805,7 +808,129 @@ LINATTN_API int X(batched_naive_causal)(const X(plan) *plan, int layout,      \
         int64_t batch, int64_t heads, int64_t n, const R *q,                  \
         const linattn_strides *sq, const R *k, const linattn_strides *sk,     \
         const R *v, const linattn_strides *sv, R *out,                        \
-        const linattn_strides *sout, linattn_where *bad);
+        const linattn_strides *sout, linattn_where *bad);                     \
+                                                                              \
+/* ---- Building blocks of distributed and segmented runs (liblinattn_mpi   \
+ * is written on them): a plan's fingerprint, a state's accumulator in and  \
+ * out, causal attention that continues from a state, and argument checks  \
+ * that do no work. ---- */                                                  \
+                                                                              \
+/* int linattn_d_plan_fingerprint(const linattn_d_plan *plan, uint64_t *fp) \
+ * *fp = a 64-bit hash of everything that decides the plan's results and    \
+ * statuses: precision, map, d, m, e, W and b (their bits), seed, draw,     \
+ * input scale, block, chunk, normalizer policy, eps and check_finite.      \
+ * Plans built alike (same arguments and options, in any process or on any \
+ * platform) have equal fingerprints; plans that differ in any of these     \
+ * have different ones except with probability about 2^-64.  (Checkpoints   \
+ * carry a narrower fingerprint, of the map alone.)  Errors: -1 plan NULL;  \
+ * -2 fp NULL.  Thread-safe. */                                              \
+LINATTN_API int X(plan_fingerprint)(const X(plan) *plan, uint64_t *fp);       \
+                                                                              \
+/* int linattn_d_state_plan(const linattn_d_state *state,                    \
+ *                          const linattn_d_plan **plan)                     \
+ * *plan = the plan state was created for.  Errors: -1 state NULL; -2 plan  \
+ * NULL.  Thread-safe. */                                                    \
+LINATTN_API int X(state_plan)(const X(state) *state, const X(plan) **plan);   \
+                                                                              \
+/* int linattn_d_state_export(const linattn_d_state *state, double *acc,     \
+ *                            double *shift, int64_t *tokens)                \
+ * The state as it accumulates: acc = [S z], m x (e + 1) doubles, row major  \
+ * with leading dimension e + 1 (S in columns 0..e-1, z in column e), in    \
+ * double for either precision (float states accumulate in double, so      \
+ * nothing is rounded); *shift = c such that the true sums are              \
+ * acc exp(c) (the stabilizing shift of linattn_d_state_shift, 0 for the    \
+ * maps without one); *tokens = the number of keys absorbed.  Each output    \
+ * may be NULL to skip it.  export followed by import restores the state    \
+ * bit for bit.  Errors: -1 state NULL.  Several threads may export and     \
+ * query one state at once. */                                               \
+LINATTN_API int X(state_export)(const X(state) *state, double *acc,           \
+                                double *shift, int64_t *tokens);              \
+                                                                              \
+/* int linattn_d_state_import(linattn_d_state *state, const double *acc,     \
+ *                            double shift, int64_t tokens)                  \
+ * state = the accumulator acc (m x (e + 1), as linattn_d_state_export      \
+ * writes it) at shift, holding tokens keys: the inverse of export, e.g.    \
+ * for a sum of states computed elsewhere (an MPI reduction).  Entries are  \
+ * taken as they are (NaN and Inf included, as a checkpoint load takes      \
+ * them).  Errors (state unchanged): -1 state NULL; -2 acc NULL; -3 shift   \
+ * not finite, or not 0 for a map without shifts; -4 tokens < 0.  Needs     \
+ * exclusive access to state. */                                             \
+LINATTN_API int X(state_import)(X(state) *state, const double *acc,           \
+                                double shift, int64_t tokens);                \
+                                                                              \
+/* int linattn_d_state_causal(linattn_d_state *state, int layout, int64_t n, \
+ *         const double *q, int64_t ldq, const double *k, int64_t ldk,       \
+ *         const double *v, int64_t ldv, double *out, int64_t ldout,         \
+ *         int absorb, int64_t *bad_row)                                     \
+ * Causal attention continuing from a state: row i of this call sees the    \
+ * state's keys and the call's keys j <= i,                                 \
+ *   out_i = (phi(q_i)^T S + sum_{j<=i} phi(q_i).phi(k_j) v_j) /             \
+ *           (phi(q_i)^T z + sum_{j<=i} phi(q_i).phi(k_j) + eps),           \
+ * which is linattn_d_causal on the state's tokens followed by these rows,  \
+ * for rows of this call.  A long sequence cut into segments, each passed   \
+ * with absorb = 1, gives the causal result of the whole (to rounding); a   \
+ * state holding the keys of other processes' earlier rows gives the      \
+ * distributed causal result.  From a zero state it is linattn_d_causal,   \
+ * bit for bit.  absorb = 1: on success the state then holds its keys and   \
+ * these n (tokens += n, as linattn_d_state_update would leave it, to       \
+ * rounding); absorb = 0: the state is only read.  Q, K n x d, V and out    \
+ * n x e, in layout; work, memory and threads as linattn_d_causal; bad     \
+ * rows as linattn_d_state_query (row numbers within this call).  Under     \
+ * LINATTN_DENOM_COUNT row i's count is the state's tokens + i + 1.  On any \
+ * error the state is unchanged.  Errors: -1 state NULL; -2 layout; -3      \
+ * n < 0; -4 q; -5 ldq; -6 k; -7 ldk; -8 v; -9 ldv; -10 out; -11 ldout;     \
+ * -12 absorb not 0 or 1; LINATTN_ESIZE; LINATTN_ENOMEM; LINATTN_EDENOM;    \
+ * LINATTN_ENONFINITE.  absorb = 1 needs exclusive access to state;         \
+ * absorb = 0 calls may share it (and query it) from several threads. */    \
+LINATTN_API int X(state_causal)(X(state) *state, int layout, int64_t n,       \
+                                const R *q, int64_t ldq, const R *k,          \
+                                int64_t ldk, const R *v, int64_t ldv, R *out, \
+                                int64_t ldout, int absorb, int64_t *bad_row); \
+                                                                              \
+/* int linattn_d_attention_check(const linattn_d_plan *plan, int layout,     \
+ *         int64_t nq, int64_t nk, const double *q, int64_t ldq,             \
+ *         const double *k, int64_t ldk, const double *v, int64_t ldv,       \
+ *         const double *out, int64_t ldout)                                 \
+ * The status linattn_d_attention would return for these arguments before  \
+ * doing any work: 0, its -i, LINATTN_ESIZE, or with opts.check_finite      \
+ * LINATTN_ENONFINITE (the inputs are scanned).  Nothing is computed or     \
+ * written.  (For agreeing on arguments before a collective call.)          \
+ * Thread-safe. */                                                           \
+LINATTN_API int X(attention_check)(const X(plan) *plan, int layout,           \
+                                   int64_t nq, int64_t nk, const R *q,        \
+                                   int64_t ldq, const R *k, int64_t ldk,      \
+                                   const R *v, int64_t ldv, const R *out,     \
+                                   int64_t ldout);                            \
+                                                                              \
+/* int linattn_d_causal_check(same arguments as linattn_d_causal, without   \
+ *                            bad_row)                                      \
+ * As linattn_d_attention_check, for linattn_d_causal.  Thread-safe. */     \
+LINATTN_API int X(causal_check)(const X(plan) *plan, int layout, int64_t n,   \
+                                const R *q, int64_t ldq, const R *k,          \
+                                int64_t ldk, const R *v, int64_t ldv,         \
+                                const R *out, int64_t ldout);                 \
+                                                                              \
+/* int linattn_d_batched_attention_check(same arguments as                  \
+ *                                       linattn_d_batched_attention,       \
+ *                                       without bad)                       \
+ * As linattn_d_attention_check, for linattn_d_batched_attention (every     \
+ * problem's checks, strides and overlaps included).  Thread-safe. */       \
+LINATTN_API int X(batched_attention_check)(const X(plan) *plan, int layout,   \
+        int64_t batch, int64_t heads, int64_t nq, int64_t nk, const R *q,     \
+        const linattn_strides *sq, const R *k, const linattn_strides *sk,     \
+        const R *v, const linattn_strides *sv, const R *out,                  \
+        const linattn_strides *sout);                                         \
+                                                                              \
+/* int linattn_d_batched_causal_check(same arguments as                     \
+ *                                    linattn_d_batched_causal, without     \
+ *                                    bad)                                  \
+ * As linattn_d_attention_check, for linattn_d_batched_causal.              \
+ * Thread-safe. */                                                           \
+LINATTN_API int X(batched_causal_check)(const X(plan) *plan, int layout,      \
+        int64_t batch, int64_t heads, int64_t n, const R *q,                  \
+        const linattn_strides *sq, const R *k, const linattn_strides *sk,     \
+        const R *v, const linattn_strides *sv, const R *out,                  \
+        const linattn_strides *sout);
 
 #define LINATTN_MANGLE_DOUBLE(name) linattn_d_##name
 #define LINATTN_MANGLE_FLOAT(name) linattn_s_##name

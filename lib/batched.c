@@ -153,7 +153,7 @@ static int batched(batch_job *j, int64_t batch, int pos, int keys_in_blas,
     if (!st && plan->check_finite && !inputs_finite(j, batch))
         st = LINATTN_ENONFINITE;
     int64_t problems = batch * j->heads;
-    if (st || problems == 0 || j->nq == 0)
+    if (st || problems == 0 || j->nq == 0 || !j->run) /* no run: checks only */
         return st;
     /* Problems over threads when there are enough of them, else one after
      * another with each call threading its rows. */
@@ -230,3 +230,19 @@ ENTRY(batched_attention, run_attention, 0, 0, (int64_t nq, int64_t nk), nq, nk)
 ENTRY(batched_naive, run_naive, 0, 1, (int64_t nq, int64_t nk), nq, nk)
 ENTRY(batched_causal, run_causal, 1, 0, (int64_t n), n, n)
 ENTRY(batched_naive_causal, run_naive_causal, 1, 1, (int64_t n), n, n)
+
+/* The checks alone (the _check entry points): no problem runs. */
+#define CHECK_ENTRY(name, seq, sizes, nq, nk)                                 \
+    int X(name)(const X(plan) *plan, int layout, int64_t batch,               \
+                int64_t heads, UNWRAP sizes, const real *q,                   \
+                const linattn_strides *sq, const real *k,                     \
+                const linattn_strides *sk, const real *v,                     \
+                const linattn_strides *sv, const real *out,                   \
+                const linattn_strides *sout)                                  \
+    {                                                                         \
+        return batched_call(NULL, seq, 0, plan, layout, batch, heads, nq, nk, \
+                            q, sq, k, sk, v, sv, (real *)out, sout, NULL);    \
+    }
+
+CHECK_ENTRY(batched_attention_check, 0, (int64_t nq, int64_t nk), nq, nk)
+CHECK_ENTRY(batched_causal_check, 1, (int64_t n), n, n)

@@ -240,14 +240,15 @@ static void move_shift(const X(plan) *plan, causal_ws *w, int64_t rows)
 }
 
 /* Rows [0, n) causally, after `before` tokens absorbed in the carried
- * state (row r is row before + r of the origin o, the whole call's
- * inputs); returns -1, or the first row whose normalizer breaks the
- * policy (*status LINATTN_EDENOM) or that overflowed (LINATTN_EOVERFLOW):
- * rows before it written, none after. */
+ * state (row r is row orow + r of the origin o, the whole call's inputs);
+ * returns -1, or the first row whose normalizer breaks the policy
+ * (*status LINATTN_EDENOM) or that overflowed (LINATTN_EOVERFLOW): rows
+ * before it written, none after. */
 static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
                              int layout, int64_t before, int64_t n,
                              XI(view) q, XI(view) k, XI(view) v, real *out,
-                             int64_t ldout, XI(origin) *o, int *status)
+                             int64_t ldout, XI(origin) *o, int64_t orow,
+                             int *status)
 {
     int64_t m = plan->m, e = plan->e, ld = e + 1, ldb = w->ldb;
     real *den = w->dd, *inv = w->dd + c;
@@ -278,7 +279,7 @@ static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
         real *at = cm ? out + r : out + r * ldout;
         if (XI(divide_rows)(at, cm, ldout, w->r, 0, ldb, good, e, den, inv)) {
             int64_t over = XI(first_overflow)(layout, good, e, at, ldout, NULL,
-                                              0, NULL, o, before + r);
+                                              0, NULL, o, orow + r);
             if (over < good) {
                 *status = LINATTN_EOVERFLOW;
                 return r + over;
@@ -314,7 +315,9 @@ typedef struct {
     XI(view) q, k, v;
     real *out;
     int64_t ldout, n;
+    int64_t before; /* tokens of the starting state (causal_from) */
     int status[LINATTN_MAX_THREADS]; /* range t's, with its first bad row */
+    int poisoned; /* the starting state holds NaN or Inf from its inputs */
 } causal_job;
 
 static int64_t range_chunks(void *ctx, int t, int64_t lo, int64_t hi)
@@ -323,11 +326,12 @@ static int64_t range_chunks(void *ctx, int t, int64_t lo, int64_t hi)
     int cm = j->layout == LINATTN_COL_MAJOR;
     real *out = cm ? j->out + lo : j->out + lo * j->ldout;
     XI(origin) o = {j->q, j->k, j->v, j->plan->d, j->plan->e, j->n, 1, NULL,
-                    -1};
-    int64_t bad = causal_serial(j->plan, &j->ws[t], j->c, j->layout, lo,
+                    j->poisoned ? 0 : -1};
+    int64_t bad = causal_serial(j->plan, &j->ws[t], j->c, j->layout,
+                                j->before + lo,
                                 hi - lo, XI(view_rows)(j->q, lo),
                                 XI(view_rows)(j->k, lo),
-                                XI(view_rows)(j->v, lo), out, j->ldout, &o,
+                                XI(view_rows)(j->v, lo), out, j->ldout, &o, lo,
                                 &j->status[t]);
     return bad >= 0 ? lo + bad : INT64_MAX;
 }
@@ -348,6 +352,43 @@ int XI(causal_run)(const X(plan) *plan, int layout, int64_t n, const real *q,
                    int64_t ldq, const real *k, int64_t ldk, const real *v,
                    int64_t ldv, real *out, int64_t ldout, int64_t *bad_row)
 {
+    return XI(causal_from)(plan, NULL, 0, layout, n, q, ldq, k, ldk, v, ldv,
+                           out, ldout, bad_row);
+}
+
+/* The first range's carried state starts as from (acc at shift; has: it
+ * holds tokens), as if its chunks had run before. */
+static void seed_ws(const X(plan) *plan, causal_ws *w, const X(state) *from)
+{
+    int64_t m = plan->m, ld = plan->e + 1;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < ld; j++) {
+            acc_t x = from->acc[i * ld + j];
+            w->acc[i * w->ldacc + j] = x;
+            w->b[i * w->ldb + j] = (real)x;
+        }
+    w->shift = from->shift;
+    w->has = from->tokens > 0;
+}
+
+/* The carried state after the last range's chunks, back into st. */
+static void absorb_ws(const X(plan) *plan, const causal_ws *w, X(state) *st,
+                      int64_t n)
+{
+    int64_t m = plan->m, ld = plan->e + 1;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < ld; j++)
+            st->acc[i * ld + j] = w->acc[i * w->ldacc + j];
+    st->shift = w->shift;
+    st->tokens += n;
+    XI(state_publish)(st);
+}
+
+int XI(causal_from)(const X(plan) *plan, X(state) *from, int absorb,
+                    int layout, int64_t n, const real *q, int64_t ldq,
+                    const real *k, int64_t ldk, const real *v, int64_t ldv,
+                    real *out, int64_t ldout, int64_t *bad_row)
+{
     if (n == 0)
         return 0;
     int st = 0;
@@ -365,7 +406,11 @@ int XI(causal_run)(const X(plan) *plan, int layout, int64_t n, const real *q,
     int64_t bad = INT64_MAX;
     int cm = layout == LINATTN_COL_MAJOR;
     causal_job job = {plan, ws, states, nt, layout, c, {q, ldq, cm},
-                      {k, ldk, cm}, {v, ldv, cm}, out, ldout, n, {0}};
+                      {k, ldk, cm}, {v, ldv, cm}, out, ldout, n,
+                      from ? from->tokens : 0, {0},
+                      from ? from->poisoned : 0};
+    if (have == nt && from)
+        seed_ws(plan, &ws[0], from);
     if (have < nt) {
         st = LINATTN_ENOMEM;
     } else if (nt > 1) {
@@ -400,6 +445,8 @@ int XI(causal_run)(const X(plan) *plan, int layout, int64_t n, const real *q,
     }
     if (!st)
         bad = linattn_i_parallel_ranges(nt, n, range_chunks, &job);
+    if (!st && bad >= n && absorb)
+        absorb_ws(plan, &ws[nt - 1], from, n);
     for (int t = 0; t < have; t++)
         free_causal_ws(&ws[t]);
     free(mem);

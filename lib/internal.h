@@ -325,6 +325,13 @@ int XI(attention_run)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
 int XI(causal_run)(const X(plan) *plan, int layout, int64_t n, const real *q,
                    int64_t ldq, const real *k, int64_t ldk, const real *v,
                    int64_t ldv, real *out, int64_t ldout, int64_t *bad_row);
+/* causal_run continuing from the state from (NULL: a zero state): rows
+ * see its keys first; with absorb set and status 0, from then holds its
+ * keys and these n.  On any error from is unchanged. */
+int XI(causal_from)(const X(plan) *plan, X(state) *from, int absorb,
+                    int layout, int64_t n, const real *q, int64_t ldq,
+                    const real *k, int64_t ldk, const real *v, int64_t ldv,
+                    real *out, int64_t ldout, int64_t *bad_row);
 int XI(naive_run)(const X(plan) *plan, int causal, int layout, int64_t nq,
                   int64_t nk, const real *q, int64_t ldq, const real *k,
                   int64_t ldk, const real *v, int64_t ldv, real *out,

@@ -48,6 +48,26 @@ else
     echo "consumers: cmake not installed: the CMake package is not checked"
 fi
 
+# liblinattn_mpi, where it was installed: pkg-config linattn-mpi and
+# CMake's linattn::mpi, run on 2 ranks
+if [ -f "$libdir/pkgconfig/linattn-mpi.pc" ]; then
+    launch=$top_srcdir/tests/mpi/launch.sh
+    echo "== pkg-config linattn-mpi"
+    # shellcheck disable=SC2046
+    $cc -o "$work/app_mpi_pc" "$top_srcdir/tests/consumer/app_mpi.c" \
+        $(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config --cflags --libs linattn-mpi)
+    LD_LIBRARY_PATH=$libdir sh "$launch" 2 "$work/app_mpi_pc"
+    if command -v cmake >/dev/null 2>&1; then
+        echo "== CMake linattn::mpi"
+        rm -rf "$work/cmpi"
+        cmake -S "$top_srcdir/tests/consumer/mpi" -B "$work/cmpi" \
+            -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_COMPILER="$cc" > "$work/cmake.log" 2>&1 ||
+            { cat "$work/cmake.log"; echo "consumers: linattn::mpi not found" >&2; exit 1; }
+        cmake --build "$work/cmpi" > "$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
+        LD_LIBRARY_PATH=$libdir sh "$launch" 2 "$work/cmpi/app_mpi"
+    fi
+fi
+
 lmod_init=
 for f in /usr/share/lmod/lmod/init/bash /usr/share/lmod/*/init/bash; do
     [ -f "$f" ] && { lmod_init=$f; break; }

@@ -240,6 +240,24 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
                       (!causal || nk == nq) &&                                \
                       arg_ok(layout, nq, d, q.a, q.ld) && keys_ok &&          \
                       isfinite((R)ascale) && !stats_null;                     \
+        /* causal (6): the one-call path, or continuing from a (fresh)   \
+         * state with absorb 0, 1 or the invalid 2 */                         \
+        int variant = (int)(take(r) % 2), absorb = (int)(take(r) % 3);        \
+        if (entry == 6 && variant)                                            \
+            args_ok = args_ok && absorb <= 1;                                 \
+        /* the checks without the call (1, 6) return what the call does   \
+         * before any work, and write nothing */                              \
+        int chk = entry == 1                                                  \
+            ? linattn_##P##_attention_check(plan, layout, nq, nk, q.a, q.ld,  \
+                                            k.a, k.ld, v.a, v.ld, out.a,      \
+                                            out.ld)                           \
+            : entry == 6                                                      \
+            ? linattn_##P##_causal_check(plan, layout, n, q.a, q.ld, k.a,     \
+                                         k.ld, v.a, v.ld, out.a, out.ld)      \
+            : 0;                                                              \
+        if (!P##untouched(&out))                                              \
+            abort(); /* a check wrote */                                      \
+        int64_t tokens = -1;                                                  \
         switch (entry) {                                                      \
         case 1:                                                               \
             st = linattn_##P##_attention(plan, layout, nq, nk, q.a, q.ld, k.a,\
@@ -269,8 +287,23 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
             linattn_##P##_state_destroy(s);                                   \
             break;                                                            \
         case 6:                                                               \
-            st = linattn_##P##_causal(plan, layout, n, q.a, q.ld, k.a, k.ld,  \
-                                      v.a, v.ld, out.a, out.ld, &bad);        \
+            if (!variant) {                                                   \
+                st = linattn_##P##_causal(plan, layout, n, q.a, q.ld, k.a,    \
+                                          k.ld, v.a, v.ld, out.a, out.ld,     \
+                                          &bad);                              \
+                break;                                                        \
+            }                                                                 \
+            if (linattn_##P##_state_create(&s, plan))                         \
+                break;                                                        \
+            st = linattn_##P##_state_causal(s, layout, n, q.a, q.ld, k.a,     \
+                                            k.ld, v.a, v.ld, out.a, out.ld,   \
+                                            absorb, &bad);                    \
+            linattn_##P##_state_get(s, LINATTN_ROW_MAJOR, NULL, 1, NULL,      \
+                                    &tokens);                                 \
+            linattn_##P##_state_destroy(s);                                   \
+            /* absorbed on success with absorb 1, else unchanged */           \
+            if (tokens != (st == 0 && absorb == 1 ? n : 0))                   \
+                abort();                                                      \
             break;                                                            \
         case 7:                                                               \
             st = linattn_##P##_naive_causal(plan, layout, n, q.a, q.ld, k.a,  \
@@ -290,6 +323,10 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
         }                                                                     \
         if (st >= 0 && !args_ok)                                              \
             abort(); /* a bad argument got through (update, for entry 4) */  \
+        if ((entry == 1 || (entry == 6 && (!variant || absorb <= 1))) &&     \
+            (chk ? st != chk                                                  \
+                 : st < 0 || st == LINATTN_ESIZE || st == LINATTN_ENONFINITE))\
+            abort(); /* the check and its call disagree */                    \
         if (queried && st >= 0 &&                                             \
             !(queries_ok && (!out.a || arg_ok(layout, nq, e, out.a, out.ld))  \
               && (!num.a || arg_ok(layout, nq, e, num.a, num.ld))))           \

@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * linattn_mpi.h -- sequence-parallel linear attention across MPI ranks
+ * (liblinattn_mpi, on liblinattn).
+ *
+ * Each rank holds a contiguous block of a sequence's rows, in rank order:
+ * rank 0 the first rows, rank P-1 the last; any rank may hold none.  The
+ * state (S, z) is additive, so
+ *
+ *   - non-causal attention is: local state, one MPI_Allreduce of the
+ *     states, local queries;
+ *   - causal attention is: local state, one MPI_Exscan of the states (the
+ *     exclusive prefix: rank r gets the state of every earlier rank's
+ *     keys, in O(log P) steps), then the local rows continue causally
+ *     from that prefix (linattn_d_state_causal).
+ *
+ * A reduction moves 8 (m (e + 1) + 5) bytes per problem (head), however
+ * long the sequence.  doc/mpi.md has the algorithms, the performance model
+ * and measurements.
+ *
+ * Conventions (on top of linattn.h's)
+ *
+ *   - Arguments: the serial call's, with the communicator after the plan;
+ *     the -i of an argument counts the communicator (argument 2).  Sizes
+ *     nq, nk, n and the arrays are this rank's rows; every other argument
+ *     (plan, batch, heads) must agree across the ranks.
+ *   - Collective: every function here is collective over comm.  Every
+ *     rank must call it, with the same communicator, in the same order as
+ *     the other collective calls on that communicator (as for any MPI
+ *     collective).  Every rank returns the same status.
+ *   - Agreement before data moves: each rank checks its own arguments
+ *     (the serial call's checks: linattn_d_attention_check and friends),
+ *     then one small MPI_Allreduce agrees on them: if any rank's are
+ *     invalid, every rank returns the status of the first such rank (in
+ *     rank order) and nothing is computed or written anywhere.  Plans are
+ *     compared by their fingerprints (linattn_d_plan_fingerprint: map, W,
+ *     seed, sizes, options, precision), together with batch and heads:
+ *     any difference is LINATTN_EMISMATCH on every rank, nothing written.
+ *     The random maps draw W from the seed, so equal seeds give the same
+ *     W on every rank (tested).
+ *   - Run-time conditions after the agreement (LINATTN_EDENOM,
+ *     LINATTN_ENOMEM) are agreed on at the end: every rank returns the
+ *     status of the first failing problem (in (b, h) order; ties: the
+ *     first failing rank), and bad_row is a global row index (counted
+ *     over the concatenated sequence), the same on every rank.  Outputs
+ *     then hold what each rank's local call left: for EDENOM the rows
+ *     before the bad one hold results (on every rank), the bad row is
+ *     untouched, and later rows hold results or their previous contents;
+ *     for ENOMEM see each function.
+ *   - Not agreed, returned on the rank where it happens, without
+ *     communication: LINATTN_EMPI when MPI is not initialized, already
+ *     finalized, or initialized below the thread level below; and -2 (the
+ *     communicator) for MPI_COMM_NULL or an inter-communicator.  A rank
+ *     that cannot communicate cannot agree: such a program is erroneous on
+ *     every rank that makes the call.
+ *   - MPI errors: calls on comm follow comm's error handler.  With MPI's
+ *     default (MPI_ERRORS_ARE_FATAL) a failing MPI call ends the job, as
+ *     in any MPI program; with MPI_ERRORS_RETURN the library returns
+ *     LINATTN_EMPI on the rank that saw it (other ranks may then block).
+ *   - Threads: MPI must be initialized with MPI_Init_thread at level
+ *     LINATTN_MPI_THREAD_LEVEL (MPI_THREAD_FUNNELED) or higher: liblinattn
+ *     may run OpenMP threads inside a call (they never call MPI), which
+ *     MPI_THREAD_SINGLE forbids.  Below MPI_THREAD_SERIALIZED the calls
+ *     must come from the thread that initialized MPI.  Checked on every
+ *     call (LINATTN_EMPI).  MPI itself is called only from the calling
+ *     thread.
+ *   - Results equal the serial call on the concatenated sequence to
+ *     rounding (tested to 1e-12 relative in double, 1e-5 in float, at
+ *     1 to 4 ranks, uneven splits and ranks without rows), and causal
+ *     outputs never depend on later tokens, bit for bit, across ranks too.
+ *     With one rank they are the serial call's, bit for bit.
+ *   - Exponential maps: states carry a stabilizing shift (linattn.h,
+ *     linattn_d_state_shift).  The reductions combine states pairwise,
+ *     each pair brought to the larger of its two shifts before adding, so
+ *     the prefix of rank r only ever takes the largest shift of ranks
+ *     before r: nothing overflows or underflows for want of a common shift,
+ *     and no prefix depends on later ranks' keys.
+ */
+#ifndef LINATTN_MPI_H
+#define LINATTN_MPI_H
+
+#include <stdint.h>
+#include <mpi.h>
+#include "linattn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(LINATTN_MPI_BUILDING) && defined(__GNUC__)
+#define LINATTN_MPI_API __attribute__((visibility("default")))
+#else
+#define LINATTN_MPI_API
+#endif
+
+/* The MPI_Init_thread level the library needs (see Threads above). */
+#define LINATTN_MPI_THREAD_LEVEL MPI_THREAD_FUNNELED
+
+/*
+ * The precision template: MX names this library's functions, X the
+ * serial library's types, R the real type.
+ */
+#define LINATTN_MPI_DEFINE_API(MX, X, R)                                      \
+                                                                              \
+/* int linattn_mpi_d_attention(const linattn_d_plan *plan, MPI_Comm comm,    \
+ *         int layout, int64_t nq, int64_t nk, const double *q, int64_t ldq, \
+ *         const double *k, int64_t ldk, const double *v, int64_t ldv,       \
+ *         double *out, int64_t ldout, int64_t *bad_row)                     \
+ * Distributed non-causal attention: every rank's queries attend to the     \
+ * keys of every rank, out_i = phi(q_i)^T S / (phi(q_i)^T z + eps) with S,  \
+ * z summed over all ranks' keys (LINATTN_DENOM_COUNT: the count is every  \
+ * rank's nk added).  This rank holds nq queries (Q nq x d,                 \
+ * out nq x e) and nk keys (K nk x d, V nk x e), in layout.  Local state,   \
+ * one MPI_Allreduce of 8 (m (e + 1) + 5) bytes, local queries; work        \
+ * O((nq + nk) m e) per rank, memory as linattn_d_attention.                \
+ * Collective.  ENOMEM while building the local state: every rank returns   \
+ * it with nothing written anywhere; ENOMEM in a query: as EDENOM, rows of  \
+ * other ranks written.  bad_row (if not NULL, written on EDENOM only) is   \
+ * global: the query's row in the concatenation of every rank's queries.   \
+ * Errors: -1 plan NULL; -2 comm; -3 layout; -4 nq < 0; -5 nk < 0; -6 q     \
+ * NULL; -7 ldq; -8 k NULL; -9 ldk; -10 v NULL; -11 ldv; -12 out NULL;      \
+ * -13 ldout; LINATTN_ESIZE; LINATTN_ENONFINITE; LINATTN_EMISMATCH;         \
+ * LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EMPI. */                          \
+LINATTN_MPI_API int MX(attention)(const X(plan) *plan, MPI_Comm comm,         \
+        int layout, int64_t nq, int64_t nk, const R *q, int64_t ldq,          \
+        const R *k, int64_t ldk, const R *v, int64_t ldv, R *out,             \
+        int64_t ldout, int64_t *bad_row);                                     \
+                                                                              \
+/* int linattn_mpi_d_causal(const linattn_d_plan *plan, MPI_Comm comm,       \
+ *         int layout, int64_t n, const double *q, int64_t ldq,              \
+ *         const double *k, int64_t ldk, const double *v, int64_t ldv,       \
+ *         double *out, int64_t ldout, int64_t *bad_row)                     \
+ * Distributed causal attention: global row i sees the global keys j <= i \
+ * (LINATTN_DENOM_COUNT: its count is i + 1, i global).                    \
+ * This rank holds n rows of Q, K (n x d), V and out (n x e).  Each rank    \
+ * but the last builds the state of its keys; one MPI_Exscan of 8 (m (e +   \
+ * 1) + 5) bytes gives rank r the state of every earlier rank's keys (the   \
+ * prefix, in O(log P) steps), from which its rows continue causally        \
+ * (linattn_d_state_causal).  Work per rank: linattn_d_causal on its rows   \
+ * plus one state pass over its keys (not on the last rank, and not with   \
+ * one rank: then this is linattn_d_causal bit for bit).  Collective.       \
+ * ENOMEM: every rank returns it; ranks before the one that failed may have \
+ * written their rows.  bad_row (EDENOM only) is the global row.  Errors:   \
+ * -1 plan; -2 comm; -3 layout; -4 n < 0; -5 q; -6 ldq; -7 k; -8 ldk; -9 v; \
+ * -10 ldv; -11 out; -12 ldout; LINATTN_ESIZE (also more than 2^63 - 1      \
+ * tokens in all); LINATTN_ENONFINITE; LINATTN_EMISMATCH; LINATTN_ENOMEM;   \
+ * LINATTN_EDENOM; LINATTN_EMPI. */                                          \
+LINATTN_MPI_API int MX(causal)(const X(plan) *plan, MPI_Comm comm,            \
+        int layout, int64_t n, const R *q, int64_t ldq, const R *k,           \
+        int64_t ldk, const R *v, int64_t ldv, R *out, int64_t ldout,          \
+        int64_t *bad_row);                                                    \
+                                                                              \
+/* int linattn_mpi_d_batched_attention(const linattn_d_plan *plan,           \
+ *         MPI_Comm comm, int layout, int64_t batch, int64_t heads,          \
+ *         int64_t nq, int64_t nk, const double *q,                          \
+ *         const linattn_strides *sq, const double *k,                       \
+ *         const linattn_strides *sk, const double *v,                       \
+ *         const linattn_strides *sv, double *out,                           \
+ *         const linattn_strides *sout, linattn_where *bad)                  \
+ * linattn_mpi_d_attention on batch x heads problems (strides and their     \
+ * policy: linattn_d_batched_attention), with one MPI_Allreduce for all of  \
+ * them: 8 batch heads (m (e + 1) + 5) bytes.  batch and heads must agree   \
+ * across ranks; nq and nk are this rank's rows of every problem.  The      \
+ * problems' local work runs one after another on this rank (each call     \
+ * threads its rows as linattn_d_attention does).  *bad (if not NULL,       \
+ * written on a failure): the first failing problem (b, h) and, for         \
+ * EDENOM, its global row (else -1).  Collective.  Errors: -1 plan; -2      \
+ * comm; -3 layout; -4 batch < 0; -5 heads < 0; -6 nq < 0; -7 nk < 0;       \
+ * -8 q; -9 sq; -10 k; -11 sk; -12 v; -13 sv; -14 out; -15 sout;            \
+ * LINATTN_ESIZE; LINATTN_ENONFINITE; LINATTN_EMISMATCH; LINATTN_ENOMEM;    \
+ * LINATTN_EDENOM; LINATTN_EMPI. */                                          \
+LINATTN_MPI_API int MX(batched_attention)(const X(plan) *plan, MPI_Comm comm, \
+        int layout, int64_t batch, int64_t heads, int64_t nq, int64_t nk,     \
+        const R *q, const linattn_strides *sq, const R *k,                    \
+        const linattn_strides *sk, const R *v, const linattn_strides *sv,     \
+        R *out, const linattn_strides *sout, linattn_where *bad);             \
+                                                                              \
+/* int linattn_mpi_d_batched_causal(const linattn_d_plan *plan,              \
+ *         MPI_Comm comm, int layout, int64_t batch, int64_t heads,          \
+ *         int64_t n, const double *q, const linattn_strides *sq,            \
+ *         const double *k, const linattn_strides *sk, const double *v,      \
+ *         const linattn_strides *sv, double *out,                           \
+ *         const linattn_strides *sout, linattn_where *bad)                  \
+ * linattn_mpi_d_causal on batch x heads problems with one MPI_Exscan for   \
+ * all of them.  As linattn_mpi_d_batched_attention otherwise.  Errors: -1  \
+ * plan; -2 comm; -3 layout; -4 batch; -5 heads; -6 n < 0; -7 q; -8 sq;     \
+ * -9 k; -10 sk; -11 v; -12 sv; -13 out; -14 sout; LINATTN_ESIZE;           \
+ * LINATTN_ENONFINITE; LINATTN_EMISMATCH; LINATTN_ENOMEM; LINATTN_EDENOM;   \
+ * LINATTN_EMPI. */                                                          \
+LINATTN_MPI_API int MX(batched_causal)(const X(plan) *plan, MPI_Comm comm,    \
+        int layout, int64_t batch, int64_t heads, int64_t n, const R *q,      \
+        const linattn_strides *sq, const R *k, const linattn_strides *sk,     \
+        const R *v, const linattn_strides *sv, R *out,                        \
+        const linattn_strides *sout, linattn_where *bad);                     \
+                                                                              \
+/* ---- State collectives.  states is an array of count states whose plans  \
+ * have equal fingerprints (on this rank and across ranks); count must      \
+ * agree across ranks.  One reduction carries all count states. ---- */     \
+                                                                              \
+/* int linattn_mpi_d_state_allreduce(linattn_d_state *const *states,         \
+ *                                   int64_t count, MPI_Comm comm)           \
+ * states[i] = the sum over all ranks of states[i] (S, z and tokens add;    \
+ * shifts as described above), the same bits on every rank (MPI_Allreduce \
+ * with a reduction that gives equal results on every rank for Open MPI;   \
+ * tested).  Collective.  On any error every state is unchanged.  Errors:   \
+ * -1 states NULL (count > 0), an entry NULL, or entries of plans with      \
+ * different fingerprints; -2 count < 0; -3 comm; LINATTN_EMISMATCH (plans \
+ * or count differ across ranks); LINATTN_ESIZE (more than 2^63 - 1 tokens \
+ * in all); LINATTN_ENOMEM; LINATTN_EMPI. */                                 \
+LINATTN_MPI_API int MX(state_allreduce)(X(state) *const *states,              \
+                                        int64_t count, MPI_Comm comm);        \
+                                                                              \
+/* int linattn_mpi_d_state_exscan(linattn_d_state *const *states,            \
+ *                                int64_t count, MPI_Comm comm)              \
+ * states[i] on rank r = the sum of states[i] over ranks 0 .. r-1 (rank 0:  \
+ * a zero state, no tokens): the state of every earlier rank's keys        \
+ * (MPI_Exscan, O(log P) steps).  Collective; errors and on-error policy    \
+ * as linattn_mpi_d_state_allreduce. */                                      \
+LINATTN_MPI_API int MX(state_exscan)(X(state) *const *states, int64_t count,  \
+                                     MPI_Comm comm);                          \
+                                                                              \
+/* int linattn_mpi_d_state_save_file(const linattn_d_state *state,           \
+ *                                   const char *path, MPI_Comm comm)        \
+ * Collective checkpoint of a state that every rank holds: rank 0 writes    \
+ * one file, atomically (linattn_d_state_save_file), and every rank returns \
+ * rank 0's status.  The state must be the same on every rank, bit for bit \
+ * (compared first: rank 0's checkpoint bytes are broadcast; a rank whose   \
+ * state differs makes it LINATTN_EMISMATCH everywhere, no file written).   \
+ * path is read on rank 0 only (must not be NULL or empty on any rank).     \
+ * Errors: -1 state NULL; -2 path NULL or empty; -3 comm; LINATTN_EMISMATCH \
+ * (plans or states differ across ranks); LINATTN_EIO (errno is set on      \
+ * rank 0 only); LINATTN_ENOMEM; LINATTN_EMPI. */                            \
+LINATTN_MPI_API int MX(state_save_file)(const X(state) *state,                \
+                                        const char *path, MPI_Comm comm);     \
+                                                                              \
+/* int linattn_mpi_d_state_load_file(linattn_d_state *state,                 \
+ *                                   const char *path, MPI_Comm comm)        \
+ * Collective restore: rank 0 reads and verifies the file once             \
+ * (linattn_d_state_load_file), its bytes are broadcast, every rank         \
+ * verifies them again and only then, when every rank has, replaces its    \
+ * state.  A refused file is refused with the same status on every rank,   \
+ * every state unchanged.  path is read on rank 0 only.  Errors: -1 state   \
+ * NULL; -2 path NULL or empty; -3 comm; LINATTN_EIO; LINATTN_EFORMAT;      \
+ * LINATTN_EVERSION; LINATTN_EMISMATCH (the file is of another plan, or     \
+ * plans differ across ranks); LINATTN_ENOMEM; LINATTN_EMPI. */              \
+LINATTN_MPI_API int MX(state_load_file)(X(state) *state, const char *path,    \
+                                        MPI_Comm comm);
+
+#define LINATTN_MPI_MANGLE_DOUBLE(name) linattn_mpi_d_##name
+#define LINATTN_MPI_MANGLE_FLOAT(name) linattn_mpi_s_##name
+
+LINATTN_MPI_DEFINE_API(LINATTN_MPI_MANGLE_DOUBLE, LINATTN_MANGLE_DOUBLE,
+                       double)
+LINATTN_MPI_DEFINE_API(LINATTN_MPI_MANGLE_FLOAT, LINATTN_MANGLE_FLOAT, float)
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LINATTN_MPI_H */

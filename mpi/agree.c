@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * agree.c -- readiness and agreement: every rank returns the same status
+ * (PETSc's collective semantics), decided by small reductions.
+ */
+#include <limits.h>
+#include "mpi_internal.h"
+
+int linattn_mpi_i_ready(MPI_Comm comm)
+{
+    int flag = 0, provided = MPI_THREAD_SINGLE;
+    if (MPI_Initialized(&flag) != MPI_SUCCESS || !flag)
+        return LINATTN_EMPI;
+    if (MPI_Finalized(&flag) != MPI_SUCCESS || flag)
+        return LINATTN_EMPI;
+    /* liblinattn may run OpenMP threads inside a call: FUNNELED at least,
+     * and below SERIALIZED only the main thread may call MPI. */
+    if (MPI_Query_thread(&provided) != MPI_SUCCESS ||
+        provided < LINATTN_MPI_THREAD_LEVEL)
+        return LINATTN_EMPI;
+    if (provided < MPI_THREAD_SERIALIZED &&
+        (MPI_Is_thread_main(&flag) != MPI_SUCCESS || !flag))
+        return LINATTN_EMPI;
+    if (comm == MPI_COMM_NULL)
+        return 1;
+    if (MPI_Comm_test_inter(comm, &flag) != MPI_SUCCESS)
+        return LINATTN_EMPI;
+    return flag ? 1 : 0;
+}
+
+int linattn_mpi_i_agree(MPI_Comm comm, int status, const uint64_t *keys,
+                        int nkeys)
+{
+    int rank, size;
+    if (MPI_Comm_rank(comm, &rank) != MPI_SUCCESS ||
+        MPI_Comm_size(comm, &size) != MPI_SUCCESS)
+        return LINATTN_EMPI;
+    /* One maximum decides everything: word 0 ranks failures by rank (the
+     * lowest failing rank has the largest size - rank) and carries that
+     * rank's status in its low half; each key k goes as k and ~k, whose
+     * maxima give the largest and the smallest k. */
+    /* Every agreement has the same length, so that ranks on different
+     * paths (an argument error here, the work there) still match. */
+    uint64_t w[1 + 2 * LINATTN_MPI_MAX_KEYS] = {0};
+    if (status)
+        w[0] = (uint64_t)(size - rank) << 32 | (uint32_t)status;
+    for (int i = 0; !status && i < nkeys; i++) {
+        w[1 + 2 * i] = keys[i];
+        w[2 + 2 * i] = ~keys[i];
+    }
+    if (MPI_Allreduce(MPI_IN_PLACE, w, 1 + 2 * LINATTN_MPI_MAX_KEYS,
+                      MPI_UINT64_T, MPI_MAX, comm) != MPI_SUCCESS)
+        return LINATTN_EMPI;
+    if (w[0])
+        return (int)(int32_t)(uint32_t)(w[0] & 0xffffffffu);
+    for (int i = 0; i < nkeys; i++)
+        if (w[1 + 2 * i] != ~w[2 + 2 * i])
+            return LINATTN_EMISMATCH;
+    return 0;
+}
+
+int linattn_mpi_i_agree_final(MPI_Comm comm, int status, int64_t problem,
+                              int64_t row, int64_t rows_here,
+                              int64_t *gproblem, int64_t *grow)
+{
+    int rank;
+    if (MPI_Comm_rank(comm, &rank) != MPI_SUCCESS)
+        return LINATTN_EMPI;
+    struct {
+        long value;
+        int rank;
+    } mine = {status ? (long)problem : LONG_MAX, rank}, first;
+    if (MPI_Allreduce(&mine, &first, 1, MPI_LONG_INT, MPI_MINLOC, comm) !=
+        MPI_SUCCESS)
+        return LINATTN_EMPI;
+    if (first.value == LONG_MAX)
+        return 0;
+    /* The error path: where this rank's rows start, then the failing
+     * rank's word to everyone. */
+    int64_t offset = 0;
+    if (MPI_Exscan(&rows_here, &offset, 1, MPI_INT64_T, MPI_SUM, comm) !=
+        MPI_SUCCESS)
+        return LINATTN_EMPI;
+    if (rank == 0)
+        offset = 0; /* MPI_Exscan leaves it undefined there */
+    int64_t msg[3] = {status, problem,
+                      status == LINATTN_EDENOM ? offset + row : -1};
+    if (MPI_Bcast(msg, 3, MPI_INT64_T, first.rank, comm) != MPI_SUCCESS)
+        return LINATTN_EMPI;
+    *gproblem = msg[1];
+    *grow = msg[2];
+    return (int)msg[0];
+}

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * attention.c -- distributed non-causal attention: each problem's local
+ * state, one MPI_Allreduce of all of them, then the local queries.
+ */
+#include "mprec.h"
+
+/* Nonzero when any element of the set says a rank failed. */
+static int any_failed(const MI(work) *w, double *set, int64_t count)
+{
+    for (int64_t i = 0; i < count; i++)
+        if (MI(elem)(w, set, i)[LINATTN_MPI_E_FAIL])
+            return 1;
+    return 0;
+}
+
+/* After the agreement: the work, then the final agreement (the failing
+ * problem and global row into *problem, *grow). */
+static int attention_work(const MI(job) *j, MPI_Comm comm, MI(work) *w,
+                          int64_t *problem, int64_t *grow)
+{
+    int status = 0;
+    int64_t first = -1, row = -1;
+    if (MI(reduce_local)(j, comm, w, 0, 0, &status, &first))
+        return LINATTN_EMPI;
+    /* A rank that could not build its state stops everyone before any
+     * output is written; the sum is the same everywhere, so are these. */
+    for (int64_t i = 0; !status && !any_failed(w, w->elems, j->problems) &&
+                        i < j->problems;
+         i++) {
+        int st = MI(unpack)(w->state, MI(elem)(w, w->elems, i), 0);
+        if (!st)
+            st = X(state_query)(w->state, j->layout, j->nq,
+                                MI(at)(j, j->q, &j->sq, j->nq, i), j->sq.ld,
+                                (real *)MI(at)(j, j->out, &j->sout, j->nq, i),
+                                j->sout.ld, NULL, 0, NULL, &row);
+        if (st)
+            status = st, first = i;
+    }
+    return linattn_mpi_i_agree_final(comm, status, first, row, j->nq, problem,
+                                     grow);
+}
+
+int MX(attention)(const X(plan) *plan, MPI_Comm comm, int layout, int64_t nq,
+                  int64_t nk, const real *q, int64_t ldq, const real *k,
+                  int64_t ldk, const real *v, int64_t ldv, real *out,
+                  int64_t ldout, int64_t *bad_row)
+{
+    int st = X(attention_check)(plan, layout, nq, nk, q, ldq, k, ldk, v, ldv,
+                                out, ldout);
+    MI(job) j = {plan, layout, 1, 1, 1, nq, nk, q, k, v, out,
+                 {ldq, 0, 0}, {ldk, 0, 0}, {ldv, 0, 0}, {ldout, 0, 0}};
+    return MI(run)(&j, comm, st, 0, attention_work, bad_row, NULL);
+}
+
+int MX(batched_attention)(const X(plan) *plan, MPI_Comm comm, int layout,
+                          int64_t batch, int64_t heads, int64_t nq,
+                          int64_t nk, const real *q, const linattn_strides *sq,
+                          const real *k, const linattn_strides *sk,
+                          const real *v, const linattn_strides *sv, real *out,
+                          const linattn_strides *sout, linattn_where *bad)
+{
+    int st = X(batched_attention_check)(plan, layout, batch, heads, nq, nk, q,
+                                        sq, k, sk, v, sv, out, sout);
+    MI(job) j = MI(batched_job)(st, plan, layout, batch, heads, nq, nk, q, sq,
+                                k, sk, v, sv, out, sout);
+    return MI(run)(&j, comm, st, 0, attention_work, NULL, bad);
+}

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * causal.c -- distributed causal attention: each rank but the last builds
+ * its problems' local states, one MPI_Exscan gives rank r the states of
+ * ranks 0 .. r-1 (the prefix), and rank r's rows continue causally from
+ * it (linattn_d_state_causal).
+ *
+ * Overlap: the prefix's contribution could instead be added after a local
+ * pass from a zero state, hiding the Exscan behind that pass; but the
+ * local state must exist before the Exscan can start, so that form does
+ * one more pass over the rows (phi(Q) [S z] of the prefix) to hide one
+ * reduction of a few kilobytes.  doc/mpi.md measures both sides: the
+ * reduction costs microseconds, the extra pass milliseconds at any n
+ * worth distributing, so the prefix is computed first and nothing is
+ * recomputed.
+ */
+#include "mprec.h"
+
+static int causal_work(const MI(job) *j, MPI_Comm comm, MI(work) *w,
+                       int64_t *problem, int64_t *grow)
+{
+    int rank, size;
+    if (MPI_Comm_rank(comm, &rank) != MPI_SUCCESS ||
+        MPI_Comm_size(comm, &size) != MPI_SUCCESS)
+        return LINATTN_EMPI;
+    int status = 0;
+    int64_t first = -1, row = -1, n = j->nk;
+    /* The last rank's state would reach no one: it sends an empty one. */
+    if (MI(reduce_local)(j, comm, w, rank == size - 1, 1, &status, &first))
+        return LINATTN_EMPI;
+    /* A failure before this rank (in its prefix) or here: no rows. */
+    int skip = status != 0;
+    for (int64_t i = 0; i < j->problems; i++)
+        skip |= MI(elem)(w, w->prefix, i)[LINATTN_MPI_E_FAIL] != 0;
+    for (int64_t i = 0; !skip && !status && i < j->problems; i++) {
+        int st = MI(unpack)(w->state, MI(elem)(w, w->prefix, i), n);
+        if (!st)
+            st = X(state_causal)(w->state, j->layout, n,
+                                 MI(at)(j, j->q, &j->sq, n, i), j->sq.ld,
+                                 MI(at)(j, j->k, &j->sk, n, i), j->sk.ld,
+                                 MI(at)(j, j->v, &j->sv, n, i), j->sv.ld,
+                                 (real *)MI(at)(j, j->out, &j->sout, n, i),
+                                 j->sout.ld, 0, &row);
+        if (st)
+            status = st, first = i;
+    }
+    return linattn_mpi_i_agree_final(comm, status, first, row, n, problem,
+                                     grow);
+}
+
+int MX(causal)(const X(plan) *plan, MPI_Comm comm, int layout, int64_t n,
+               const real *q, int64_t ldq, const real *k, int64_t ldk,
+               const real *v, int64_t ldv, real *out, int64_t ldout,
+               int64_t *bad_row)
+{
+    int st = X(causal_check)(plan, layout, n, q, ldq, k, ldk, v, ldv, out,
+                             ldout);
+    MI(job) j = {plan, layout, 1, 1, 1, n, n, q, k, v, out,
+                 {ldq, 0, 0}, {ldk, 0, 0}, {ldv, 0, 0}, {ldout, 0, 0}};
+    return MI(run)(&j, comm, st, 1, causal_work, bad_row, NULL);
+}
+
+int MX(batched_causal)(const X(plan) *plan, MPI_Comm comm, int layout,
+                       int64_t batch, int64_t heads, int64_t n, const real *q,
+                       const linattn_strides *sq, const real *k,
+                       const linattn_strides *sk, const real *v,
+                       const linattn_strides *sv, real *out,
+                       const linattn_strides *sout, linattn_where *bad)
+{
+    int st = X(batched_causal_check)(plan, layout, batch, heads, n, q, sq, k,
+                                     sk, v, sv, out, sout);
+    MI(job) j = MI(batched_job)(st, plan, layout, batch, heads, n, n, q, sq, k,
+                                sk, v, sv, out, sout);
+    return MI(run)(&j, comm, st, 1, causal_work, NULL, bad);
+}

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * frame.c -- what every distributed call does around its work: workspace
+ * up front (so that a shortage is agreed on like an argument error), the
+ * agreement, and a state in and out of its element.
+ */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include "mprec.h"
+
+void MI(end)(MI(work) *w)
+{
+    X(state_destroy)(w->state);
+    free(w->elems);
+    free(w->prefix);
+    memset(w, 0, sizeof *w);
+}
+
+static double *alloc_set(int64_t count, int64_t stride)
+{
+    /* at least one element, so that no rank passes NULL to MPI */
+    size_t n = (size_t)(count > 0 ? count : 1) * (size_t)stride;
+    return malloc(n * sizeof(double));
+}
+
+int MI(begin)(const MI(job) *j, MPI_Comm comm, int status, int prefix,
+              MI(work) *w)
+{
+    memset(w, 0, sizeof *w);
+    uint64_t keys[3] = {0, (uint64_t)j->batch, (uint64_t)j->heads};
+    if (!status) {
+        int64_t m, e;
+        X(plan_dims)(j->plan, NULL, &m, &e);
+        X(plan_fingerprint)(j->plan, &keys[0]);
+        w->len = m * (e + 1);
+        /* MPI counts are int: one element, and the number of them */
+        if (w->len > INT_MAX - LINATTN_MPI_HEAD || j->problems > INT_MAX ||
+            (uint64_t)j->problems > SIZE_MAX / sizeof(double) /
+                                        (uint64_t)(w->len + LINATTN_MPI_HEAD))
+            status = LINATTN_ESIZE;
+    }
+    if (!status) {
+        int64_t stride = LINATTN_MPI_HEAD + w->len;
+        w->elems = alloc_set(j->problems, stride);
+        w->prefix = prefix ? alloc_set(j->problems, stride) : NULL;
+        if (!w->elems || (prefix && !w->prefix) ||
+            X(state_create)(&w->state, j->plan))
+            status = LINATTN_ENOMEM;
+    }
+    status = linattn_mpi_i_agree(comm, status, keys, 3);
+    if (status)
+        MI(end)(w);
+    return status;
+}
+
+void MI(pack)(const X(state) *state, int64_t len, int fail, double *el)
+{
+    double shift = 0;
+    int64_t tokens = 0;
+    if (fail) {
+        memset(el, 0, (size_t)(LINATTN_MPI_HEAD + len) * sizeof *el);
+    } else {
+        X(state_export)(state, el + LINATTN_MPI_HEAD, &shift, &tokens);
+    }
+    linattn_mpi_i_elem_head(el, len, shift, tokens);
+    el[LINATTN_MPI_E_FAIL] = fail;
+}
+
+int MI(unpack)(X(state) *state, const double *el, int64_t more)
+{
+    int64_t tokens = linattn_mpi_i_elem_tokens(el);
+    if (tokens < 0 || more > INT64_MAX - tokens)
+        return LINATTN_ESIZE;
+    /* the shift is one of the ranks' (finite, 0 for the maps without) */
+    X(state_import)(state, el + LINATTN_MPI_HEAD, el[LINATTN_MPI_E_SHIFT],
+                    tokens);
+    return 0;
+}
+
+int MI(run)(const MI(job) *j, MPI_Comm comm, int status, int prefix,
+            MI(work_fn) f, int64_t *bad_row, linattn_where *bad)
+{
+    int ready = linattn_mpi_i_ready(comm);
+    if (ready)
+        return ready == 1 ? -2 : ready;
+    /* the communicator is argument 2: the serial -i from 2 on moves up */
+    MI(work) w;
+    int st = MI(begin)(j, comm, status < -1 ? status - 1 : status, prefix, &w);
+    if (st)
+        return st;
+    int64_t problem = -1, row = -1;
+    st = f(j, comm, &w, &problem, &row);
+    MI(end)(&w);
+    if (st == LINATTN_EDENOM && bad_row)
+        *bad_row = row;
+    if (st && problem >= 0 && bad)
+        *bad = (linattn_where){problem / j->heads, problem % j->heads, row};
+    return st;
+}
+
+MI(job) MI(batched_job)(int status, const X(plan) *plan, int layout,
+                        int64_t batch, int64_t heads, int64_t nq, int64_t nk,
+                        const real *q, const linattn_strides *sq,
+                        const real *k, const linattn_strides *sk,
+                        const real *v, const linattn_strides *sv, real *out,
+                        const linattn_strides *sout)
+{
+    MI(job) j = {plan, layout, batch, heads, 0, nq, nk, q, k, v, out,
+                 {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
+    if (!status) {
+        j.problems = batch * heads;
+        j.sq = *sq, j.sk = *sk, j.sv = *sv, j.sout = *sout;
+    }
+    return j;
+}
+
+int MI(reduce_local)(const MI(job) *j, MPI_Comm comm, MI(work) *w, int skip,
+                     int exscan, int *status, int64_t *first)
+{
+    int64_t n = j->nk;
+    for (int64_t i = 0; i < j->problems; i++) {
+        int st = 0;
+        X(state_reset)(w->state);
+        if (!skip)
+            st = X(state_update)(w->state, j->layout, n,
+                                 MI(at)(j, j->k, &j->sk, n, i), j->sk.ld,
+                                 MI(at)(j, j->v, &j->sv, n, i), j->sv.ld);
+        if (st && !*status)
+            *status = st, *first = i;
+        MI(pack)(w->state, w->len, st != 0, MI(elem)(w, w->elems, i));
+    }
+    if (j->problems == 0)
+        return 0;
+    return linattn_mpi_i_reduce(comm, w->elems, exscan ? w->prefix : w->elems,
+                                j->problems, w->len, exscan);
+}

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * mprec.h -- the precision switch of liblinattn_mpi, as lib/prec.h is
+ * liblinattn's: every precision-generic file here is compiled twice,
+ * plain (double) and with LINATTN_SINGLE (float).  X() names the serial
+ * library's public API, MX() this library's, MI() its internals.
+ */
+#ifndef LINATTN_MPI_PREC_H
+#define LINATTN_MPI_PREC_H
+
+#include "mpi_internal.h"
+
+#ifdef LINATTN_SINGLE
+typedef float real;
+#define X(name) linattn_s_##name
+#define MX(name) linattn_mpi_s_##name
+#define MI(name) linattn_mpi_si_##name
+#else
+typedef double real;
+#define X(name) linattn_d_##name
+#define MX(name) linattn_mpi_d_##name
+#define MI(name) linattn_mpi_di_##name
+#endif
+
+/* A distributed call's problems: batch x heads of them (one for the
+ * single calls), each of nq queries and nk keys on this rank (nk = n for
+ * the causal ones), matrix (b, h) at p + b s.batch + h s.head. */
+typedef struct {
+    const X(plan) *plan;
+    int layout;
+    int64_t batch, heads, problems, nq, nk;
+    const real *q, *k, *v;
+    real *out;
+    linattn_strides sq, sk, sv, sout;
+} MI(job);
+
+/* Problem i's matrix of rows rows at p (the base pointer when it has no
+ * rows: its strides were not checked, as in the serial batched calls). */
+static inline const real *MI(at)(const MI(job) *j, const real *p,
+                                 const linattn_strides *s, int64_t rows,
+                                 int64_t i)
+{
+    return rows > 0 ? p + (i / j->heads) * s->batch + (i % j->heads) * s->head
+                    : p;
+}
+
+/* What a distributed call holds: a scratch state, an element per problem
+ * (and a second set for the exclusive prefix), each of
+ * LINATTN_MPI_HEAD + len doubles. */
+typedef struct {
+    X(state) *state;
+    double *elems, *prefix;
+    int64_t len;
+} MI(work);
+
+/* After the local checks (status: the serial _check's, positions already
+ * those of the distributed call): allocates the work (prefix: the second
+ * set of elements), then agrees with every rank on the status and on the
+ * plan's fingerprint, batch and heads.  Returns the agreed status; on a
+ * nonzero one nothing is held. */
+int MI(begin)(const MI(job) *j, MPI_Comm comm, int status, int prefix,
+              MI(work) *w);
+void MI(end)(MI(work) *w);
+
+/* Element i of a set. */
+static inline double *MI(elem)(const MI(work) *w, double *set, int64_t i)
+{
+    return set + i * (LINATTN_MPI_HEAD + w->len);
+}
+
+/* The state into element el (fail set: an empty one marked failed). */
+void MI(pack)(const X(state) *state, int64_t len, int fail, double *el);
+
+/* Element el into the state: 0, or LINATTN_ESIZE when its tokens (plus
+ * more, those about to be added) exceed int64. */
+int MI(unpack)(X(state) *state, const double *el, int64_t more);
+
+/* Each problem's state of this rank's keys (with skip, an empty one)
+ * into its element, then one reduction of them all: the sum into
+ * w->elems, or with exscan the exclusive prefix into w->prefix.  A
+ * problem whose state could not be built goes as an empty element marked
+ * failed; the first such is *status, *first.  Returns LINATTN_EMPI when
+ * MPI failed, else 0. */
+int MI(reduce_local)(const MI(job) *j, MPI_Comm comm, MI(work) *w, int skip,
+                     int exscan, int *status, int64_t *first);
+
+/* The work of a call after the agreement, ending with the final one:
+ * returns the agreed status, and the failing problem and global row. */
+typedef int (*MI(work_fn))(const MI(job) *j, MPI_Comm comm, MI(work) *w,
+                           int64_t *problem, int64_t *row);
+
+/* A whole distributed call: readiness (LINATTN_EMPI, or -2 for comm,
+ * without communication), then with status, the serial _check's (its
+ * positions shifted past the communicator), MI(begin), f, MI(end); then
+ * the failure's place: the global row into *bad_row on LINATTN_EDENOM
+ * (the single calls), the problem and row into *bad (the batched ones);
+ * either may be NULL. */
+int MI(run)(const MI(job) *j, MPI_Comm comm, int status, int prefix,
+            MI(work_fn) f, int64_t *bad_row, linattn_where *bad);
+
+/* The job of a batched call whose checks gave status (strides read only
+ * when they passed). */
+MI(job) MI(batched_job)(int status, const X(plan) *plan, int layout,
+                        int64_t batch, int64_t heads, int64_t nq, int64_t nk,
+                        const real *q, const linattn_strides *sq,
+                        const real *k, const linattn_strides *sk,
+                        const real *v, const linattn_strides *sv, real *out,
+                        const linattn_strides *sout);
+
+#endif

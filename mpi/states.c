@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * states.c -- the state collectives: the sum of states over all ranks,
+ * and their exclusive prefix, many states in one reduction.
+ */
+#include "mprec.h"
+
+/* -1 unless states[0 .. count) are states of plans with one fingerprint
+ * (*fp); -2 for count < 0. */
+static int states_args(X(state) *const *states, int64_t count, uint64_t *fp)
+{
+    if (count > 0 && !states)
+        return -1;
+    for (int64_t i = 0; i < count; i++) {
+        const X(plan) *p;
+        uint64_t f;
+        if (!states[i])
+            return -1;
+        X(state_plan)(states[i], &p);
+        X(plan_fingerprint)(p, &f);
+        if (i == 0)
+            *fp = f;
+        else if (f != *fp)
+            return -1;
+    }
+    return count < 0 ? -2 : 0;
+}
+
+static int collective(X(state) *const *states, int64_t count, MPI_Comm comm,
+                      int exscan)
+{
+    int st = linattn_mpi_i_ready(comm);
+    if (st)
+        return st == 1 ? -3 : st;
+    uint64_t fp = 0;
+    st = states_args(states, count, &fp);
+    if (st || count == 0) {
+        uint64_t keys[2] = {fp, (uint64_t)count};
+        return linattn_mpi_i_agree(comm, st, keys, 2);
+    }
+    const X(plan) *plan;
+    X(state_plan)(states[0], &plan);
+    /* batch = count, heads = 1: the agreement compares count */
+    MI(job) j = {plan, LINATTN_ROW_MAJOR, count, 1, count, 0, 0, NULL, NULL,
+                 NULL, NULL, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
+    MI(work) w;
+    st = MI(begin)(&j, comm, 0, exscan, &w);
+    if (st)
+        return st;
+    for (int64_t i = 0; i < count; i++)
+        MI(pack)(states[i], w.len, 0, MI(elem)(&w, w.elems, i));
+    double *sum = exscan ? w.prefix : w.elems;
+    st = linattn_mpi_i_reduce(comm, w.elems, sum, count, w.len, exscan);
+    if (st) {
+        MI(end)(&w);
+        return st;
+    }
+    /* only a token count beyond int64 can fail (on some ranks only, for a
+     * prefix): agreed before any state changes */
+    for (int64_t i = 0; !st && i < count; i++)
+        if (linattn_mpi_i_elem_tokens(MI(elem)(&w, sum, i)) < 0)
+            st = LINATTN_ESIZE;
+    st = linattn_mpi_i_agree(comm, st, NULL, 0);
+    for (int64_t i = 0; !st && i < count; i++)
+        MI(unpack)(states[i], MI(elem)(&w, sum, i), 0);
+    MI(end)(&w);
+    return st;
+}
+
+int MX(state_allreduce)(X(state) *const *states, int64_t count, MPI_Comm comm)
+{
+    return collective(states, count, comm, 0);
+}
+
+int MX(state_exscan)(X(state) *const *states, int64_t count, MPI_Comm comm)
+{
+    return collective(states, count, comm, 1);
+}
