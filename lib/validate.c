@@ -48,15 +48,19 @@ int linattn_i_matrix_fits(int layout, int64_t rows, int64_t cols, int64_t ld)
     return linattn_i_extent(layout, rows, cols, ld) < 0 ? LINATTN_ESIZE : 0;
 }
 
-/* The byte range [lo, hi) of a matrix argument; empty (lo = hi) when it has
- * no elements, is NULL, or is not addressable (refused later). */
+/* The byte range [lo, hi) of a matrix argument already known to be
+ * addressable (so its extent is a product without overflow, and no
+ * division is needed on this per-call path); empty (lo = hi) when it has
+ * no elements or is NULL. */
 static void range_of(int layout, size_t elem, const linattn_i_mat *a,
                      uintptr_t *lo, uintptr_t *hi)
 {
-    int64_t n = a->p ? linattn_i_extent(layout, a->rows, a->cols, a->ld) : 0;
     *lo = *hi = (uintptr_t)a->p;
-    if (n > 0)
-        *hi += (uintptr_t)n * elem;
+    if (!a->p || a->rows == 0 || a->cols == 0)
+        return;
+    int64_t outer = layout == LINATTN_ROW_MAJOR ? a->rows : a->cols;
+    int64_t inner = layout == LINATTN_ROW_MAJOR ? a->cols : a->rows;
+    *hi += (uintptr_t)((outer - 1) * a->ld + inner) * elem;
 }
 
 int linattn_i_check_mats_io(int layout, size_t elem, const linattn_i_mat *mats,
