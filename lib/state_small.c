@@ -41,13 +41,11 @@ static void XI(rank_one)(acc_t *acc, int64_t m, int64_t e, const real *p,
 }
 
 /* The largest |x_i| over count values, or +Inf when one is NaN or Inf
- * (x * 0 is NaN exactly then); branch-free, so that it vectorizes. */
+ * (x * 0 is NaN exactly then); branch-free.  (No simd pragma: clang
+ * refuses the max reduction, which -Werror turns into an error.) */
 static double max_abs(const real *x, int64_t count)
 {
     real mx = 0, acc = 0;
-#ifdef LINATTN_HAVE_OPENMP_SIMD
-#pragma omp simd reduction(max : mx) reduction(+ : acc)
-#endif
     for (int64_t i = 0; i < count; i++) {
         real u = x[i] < 0 ? -x[i] : x[i];
         mx = u > mx ? u : mx;
