@@ -5,7 +5,7 @@
  * token-by-token decoding with a state against softmax attention over a
  * growing key/value cache.
  *
- *   bench_causal                  n = 2^12 .. 2^16, C = 16 .. 128
+ *   bench_causal                  n = 2^12 .. 2^16, C = default, 16 .. 128
  *   bench_causal --full           n up to 2^20
  *
  * then decoding at contexts 1K, 4K, 16K, 64K.
@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include "linattn.h"
+#include "machine.h"
 #include "timing.h"
 
 #define REPS 5
@@ -32,6 +33,10 @@ static void check(int st, const char *what)
     }
 }
 
+/* The causal / non-causal ratio at the largest n and the default chunk
+ * (for the targets block). */
+static double default_ratio;
+
 /* Causal against non-causal (and naive causal while it is affordable). */
 static void chunks_table(int lg_max, int naive_max)
 {
@@ -43,14 +48,16 @@ static void chunks_table(int lg_max, int naive_max)
            "x_nonc", "naive_c_s", "speedup");
     for (int lg = 12; lg <= lg_max; lg += 2) {
         int64_t n = (int64_t)1 << lg;
-        for (int64_t c = 16; c <= 128; c *= 2) {
+        static const int64_t chunks[] = {0, 16, 32, 48, 64, 128};
+        for (size_t ci = 0; ci < sizeof chunks / sizeof chunks[0]; ci++) {
+            int64_t c = chunks[ci];
             linattn_opts o;
             linattn_opts_init(&o);
-            o.chunk = c;
+            o.chunk = c; /* 0: the library's default */
             linattn_d_plan *p;
             check(linattn_d_plan_create(&p, LINATTN_MAP_ELU1, d, e, &o), "plan");
             double tc[REPS], tn[REPS], tv[REPS], r1[REPS], r2[REPS];
-            int naive = lg <= naive_max && c == 32;
+            int naive = lg <= naive_max && c == 0;
             for (int r = -1; r < REPS; r++) {
                 double t0 = bench_now();
                 check(linattn_d_causal(p, LINATTN_ROW_MAJOR, n, q, d, k, d, v, e,
@@ -68,9 +75,13 @@ static void chunks_table(int lg_max, int naive_max)
                     r1[r] = tc[r] / tn[r], r2[r] = tv[r] / tc[r];
                 }
             }
-            printf("%8lld %5lld %11.3e %11.3e %8.2f ", (long long)n, (long long)c,
-                   bench_median(tc, REPS), bench_median(tn, REPS),
-                   bench_median(r1, REPS));
+            char cname[16];
+            snprintf(cname, sizeof cname, c ? "%lld" : "dflt", (long long)c);
+            double ratio = bench_median(r1, REPS);
+            if (c == 0 && lg == lg_max)
+                default_ratio = ratio;
+            printf("%8lld %5s %11.3e %11.3e %8.2f ", (long long)n, cname,
+                   bench_median(tc, REPS), bench_median(tn, REPS), ratio);
             if (naive)
                 printf("%11.3e %9.1f\n", bench_median(tv, REPS),
                        bench_median(r2, REPS));
@@ -164,6 +175,8 @@ static void decoding_table(int lg_max)
     free(q), free(k), free(v), free(scores);
 }
 
+static double heads_time, heads_rate, heads_ratio;
+
 /* Float, 8 heads x 32768 tokens x d = e = 64, causal elu+1, as one batched
  * call ([heads][n][d] arrays): the heads are split over the threads. */
 static void heads_table(void)
@@ -188,32 +201,77 @@ static void heads_table(void)
     linattn_s_plan *p;
     check(linattn_s_plan_create(&p, LINATTN_MAP_ELU1, d, e, NULL), "plan");
     linattn_strides sqk = {d, H * n * d, n * d}, sv = {e, H * n * e, n * e};
-    double t[REPS];
+    /* a 2048^3 sgemm in every repetition: the rate the call is judged by */
+    int g = 2048;
+    float *ga = malloc((size_t)g * g * sizeof(float));
+    float *gb = malloc((size_t)g * g * sizeof(float));
+    float *gc = malloc((size_t)g * g * sizeof(float));
+    if (!ga || !gb || !gc) {
+        fprintf(stderr, "bench_causal: out of memory\n");
+        exit(1);
+    }
+    for (int64_t i = 0; i < (int64_t)g * g; i++)
+        ga[i] = (float)qd[i % (H * n * d)], gb[i] = (float)kd[i % (H * n * d)];
+    double t[REPS], tg[REPS], ratio[REPS];
+    double flops = 4.0 * H * n * d * (e + 1), gflops = 2.0 * g * g * (double)g;
     for (int r = -1; r < REPS; r++) {
         double t0 = bench_now();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g, g, g, 1, ga, g,
+                    gb, g, 0, gc, g);
+        double t1 = bench_now();
         check(linattn_s_batched_causal(p, LINATTN_ROW_MAJOR, 1, H, n, q, &sqk, k,
                                        &sqk, v, &sv, out, &sv, NULL), "batched causal");
-        if (r >= 0)
-            t[r] = bench_now() - t0;
+        double t2 = bench_now();
+        if (r >= 0) {
+            t[r] = t2 - t1, tg[r] = t1 - t0;
+            ratio[r] = t[r] / (flops / (gflops / tg[r]));
+        }
     }
     double tm = bench_median(t, REPS);
+    heads_time = tm;
+    heads_rate = gflops / bench_median(tg, REPS) / 1e9;
+    heads_ratio = bench_median(ratio, REPS);
     printf("\nfloat, %d heads x %lld tokens, d = e = 64, causal elu+1 (batched): "
-           "%.4f s median, %.1f Mtokens/s\n", H, (long long)n, tm, H * n / tm / 1e6);
+           "%.4f s median, %.1f Mtokens/s; 2048^3 sgemm %.1f GFLOP/s in the "
+           "same repetitions\n", H, (long long)n, tm, H * n / tm / 1e6,
+           heads_rate);
+    free(ga), free(gb), free(gc);
     linattn_s_plan_destroy(p);
     free(qd), free(kd), free(vd), free(q), free(k), free(v), free(out);
 }
 
 int main(int argc, char **argv)
 {
-    int full = argc > 1 && !strcmp(argv[1], "--full");
-    if (argc > 2 || (argc == 2 && !full)) {
-        fprintf(stderr, "usage: %s [--full]\n", argv[0]);
-        return 2;
+    int full = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--full")) {
+            full = 1;
+        } else if (!strcmp(argv[i], "--cpu-time")) {
+            bench_use_cpu_time();
+        } else {
+            fprintf(stderr, "usage: %s [--full] [--cpu-time]\n"
+                    "  --cpu-time: time by the process's CPU time (for one "
+                    "thread on a shared machine)\n", argv[0]);
+            return 2;
+        }
     }
-    printf("linattn %s bench_causal: d = e = 64, double, elu+1, median of %d\n\n",
+    printf("linattn %s bench_causal: d = e = 64, double, elu+1, median of %d\n",
            linattn_version_string(), REPS);
-    chunks_table(full ? 20 : 16, 14);
+    bench_print_circumstances(stdout, argc, argv);
+    bench_platform_print(stdout, NULL);
+    printf("\n");
+    int lg_max = full ? 20 : 16;
+    chunks_table(lg_max, 14);
     decoding_table(16);
     heads_table();
+    printf("\ntargets (issue 13), d = e = 64, elu+1, %d thread(s), medians of "
+           "%d interleaved repetitions:\n", bench_max_threads(), REPS);
+    printf("  causal / non-causal time, n = 2^%d, double, default chunk: %.2f "
+           "(target <= 1.25)\n", lg_max, default_ratio);
+    printf("  float, 8 heads x 32768, causal (batched_causal): %.4f s = %.2f x "
+           "the time of 4 H n d (e+1) flops at the sgemm rate of the same "
+           "repetitions (%.1f GFLOP/s) (target <= 2.5)\n", heads_time,
+           heads_ratio, heads_rate);
+    printf("  load average at the end: %.2f\n", bench_load_average());
     return 0;
 }

@@ -447,6 +447,7 @@ int main(int argc, char **argv)
            (long long)o.cfg.d, (long long)log.cfg.m, (long long)o.cfg.e,
            (long long)o.cfg.batch, (long long)o.cfg.heads,
            (long long)log.cfg.block, o.cfg.reps);
+    bench_platform_print(stdout, &log.platform);
     for (int ti = 0; ti < o.cfg.nthreads && !stop_flag; ti++) {
         bench_set_threads(o.cfg.threads[ti]);
         log.gemm_rate[ti] = o.prec->gemm_rate(2048, o.cfg.reps);

@@ -349,6 +349,15 @@ static const char *header =
 
 int main(int argc, char **argv)
 {
+    /* --help before MPI starts: it must work without a launcher, and
+     * whatever MPI leaves behind at exit (a sanitizer build reports Open
+     * MPI's own allocations) must not cost the text the manual page is
+     * made from */
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            help();
+            return 0;
+        }
     int provided;
     MPI_Init_thread(&argc, &argv, LINATTN_MPI_THREAD_LEVEL, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* machine.c -- threads, available memory, peak memory (machine.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #ifdef __GLIBC__
@@ -119,4 +120,55 @@ void bench_malloc_returns_memory(void)
     mallopt(M_MMAP_THRESHOLD, 64 * 1024);
     mallopt(M_TRIM_THRESHOLD, 128 * 1024);
 #endif
+}
+
+void bench_platform_print(FILE *out, linattn_platform *p)
+{
+    linattn_platform mine;
+    if (!p)
+        p = &mine;
+    if (linattn_platform_query(p)) {
+        fprintf(out, "platform: unknown\n");
+        return;
+    }
+    fprintf(out, "platform: %s\n", p->summary);
+    if (*p->blas_config)
+        fprintf(out, "BLAS build: %s (%s)\n", p->blas_config, p->blas_library);
+    if (p->blas_underuses_cpu)
+        fprintf(out, "WARNING: %s\n", p->advice);
+}
+
+double bench_load_average(void)
+{
+    FILE *f = fopen("/proc/loadavg", "r");
+    double load = -1;
+    if (f) {
+        if (fscanf(f, "%lf", &load) != 1)
+            load = -1;
+        fclose(f);
+    }
+    return load;
+}
+
+void bench_print_circumstances(FILE *out, int argc, char **argv)
+{
+    static const char *const vars[] = {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                                       "OPENBLAS_CORETYPE", "LINATTN_ISA"};
+    fprintf(out, "command:");
+    for (int i = 0; i < argc; i++)
+        fprintf(out, " %s", argv[i]);
+    fprintf(out, "\nenvironment:");
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        fprintf(out, " %s=%s", vars[i], v ? v : "(unset)");
+    }
+    const char *clk = getenv("BENCH_CLOCK");
+    fprintf(out, "\nclock: %s", clk && !strcmp(clk, "cpu")
+                                    ? "the process's CPU time (--cpu-time)"
+                                    : "wall clock");
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    fprintf(out, "\nload average %.2f on %ld core(s)%s\n", bench_load_average(),
+            cores, bench_load_average() > (double)cores
+                       ? ": the machine is shared, timings are noisy"
+                       : "");
 }

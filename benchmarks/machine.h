@@ -8,6 +8,8 @@
 #define LINATTN_MACHINE_H
 
 #include <stdint.h>
+#include <stdio.h>
+#include "linattn.h"
 
 /* The OpenMP thread count (1 without OpenMP). */
 int bench_max_threads(void);
@@ -31,6 +33,21 @@ int64_t bench_mem_available(void);
  * mark over it, in bytes, or -1 where the kernel offers no reset. */
 void bench_peak_begin(void);
 int64_t bench_peak_end(void);
+
+/* What the run measures on (linattn_platform_query), printed as
+ * "platform: <summary>" and, when the BLAS kernel underuses the CPU, a
+ * WARNING line with the remedy; filled into *p when p is not NULL. */
+void bench_platform_print(FILE *out, linattn_platform *p);
+
+/* The run's circumstances, for whoever re-measures: the command line,
+ * the environment variables that choose threads and kernels
+ * (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, OPENBLAS_CORETYPE, LINATTN_ISA),
+ * and the load average (this project's machine is shared: a load above
+ * the core count means other jobs ran meanwhile). */
+void bench_print_circumstances(FILE *out, int argc, char **argv);
+
+/* The 1-minute load average, or -1. */
+double bench_load_average(void);
 
 /* Makes freed memory return to the kernel at once (glibc: large blocks
  * always from mmap), so that one measurement's workspace does not hide

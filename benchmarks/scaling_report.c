@@ -118,7 +118,8 @@ static int put_line(int fd, const char *line)
 static const char header[] =
     "n,path,precision,map,d,m,e,batch,heads,threads,reps,median_s,min_s,"
     "gflop,gflops,bytes_moved,data_bytes,peak_rise_bytes,peak_bytes,"
-    "speedup_vs_naive,gemm_gflops,frac_gemm,x_bare,thread_speedup\n";
+    "speedup_vs_naive,gemm_gflops,frac_gemm,x_bare,thread_speedup,"
+    "blas,blas_kernel,blas_kernel_isa,cpu_isa,lib_isa\n";
 
 int scaling_csv_open(const char *path)
 {
@@ -145,6 +146,35 @@ static size_t field(char *buf, size_t at, size_t size, int present,
     char num[64];
     snprintf(num, sizeof num, fmt, v);
     return at + (size_t)snprintf(buf + at, size - at, ",%s", num);
+}
+
+/* ",text" with quotes (and, unless quoted, commas) replaced, so that the
+ * field stays one. */
+static size_t text_field(char *buf, size_t at, size_t size, const char *text,
+                         int quoted)
+{
+    if (at + 1 >= size)
+        return at;
+    buf[at++] = ',';
+    for (; *text && at + 1 < size; text++)
+        buf[at++] = *text == '"' ? '\'' : *text == ',' && !quoted ? ';' : *text;
+    buf[at] = '\0';
+    return at;
+}
+
+/* The platform columns: BLAS vendor and version, its kernel and that
+ * kernel's vector level, the CPU's, and linattn's kernels'. */
+static size_t platform_fields(char *buf, size_t at, size_t size,
+                              const linattn_platform *p)
+{
+    char blas[80];
+    snprintf(blas, sizeof blas, "%s%s%.32s", p->blas_vendor,
+             *p->blas_version ? " " : "", p->blas_version);
+    at = text_field(buf, at, size, blas, 0);
+    at = text_field(buf, at, size, p->blas_kernel, 0);
+    at = text_field(buf, at, size, p->blas_kernel_isa, 0);
+    at = text_field(buf, at, size, p->cpu_isa, 0);
+    return text_field(buf, at, size, p->lib_isa, 0);
 }
 
 int scaling_csv_rows(int fd, const scaling_log *log, int lg)
@@ -190,6 +220,7 @@ int scaling_csv_rows(int fd, const scaling_log *log, int lg)
                        compares_bare ? median_ratio(log, r, bare) : 0);
             at = field(line, at, sizeof line, c->nthreads > 1 && first, "%.4g",
                        c->nthreads > 1 && first ? median_ratio(log, first, r) : 0);
+            at = platform_fields(line, at, sizeof line, &log->platform);
             if (at + 2 > sizeof line)
                 return errno = EOVERFLOW, -1;
             line[at] = '\n', line[at + 1] = '\0';
@@ -409,10 +440,22 @@ int scaling_summary(const scaling_log *log, const char *path, FILE *out)
     if (!csv)
         return -1;
     fprintf(csv, "quantity,path,threads,n,value,note\n");
+    /* What the study ran on; value: BLAS threads, or 1 for the warning. */
+    char note[512];
+    text_field(note, 0, sizeof note, log->platform.summary, 1);
+    fprintf(csv, "platform,,,,%d,\"%s\"\n", log->platform.blas_threads,
+            note + 1);
+    if (log->platform.blas_underuses_cpu) {
+        text_field(note, 0, sizeof note, log->platform.advice, 1);
+        fprintf(csv, "blas_warning,,,,1,\"%s\"\n", note + 1);
+    }
     fprintf(out, "\nsummary (%s, %s, d = %lld, m = %lld, e = %lld, "
             "batch %lld x heads %lld):\n", log->precision, log->map_name,
             (long long)log->cfg.d, (long long)log->cfg.m, (long long)log->cfg.e,
             (long long)log->cfg.batch, (long long)log->cfg.heads);
+    fprintf(out, " platform: %s\n", log->platform.summary);
+    if (log->platform.blas_underuses_cpu)
+        fprintf(out, " WARNING: %s\n", log->platform.advice);
     for (int ti = 0; ti < log->cfg.nthreads; ti++) {
         fprintf(out, " %d thread(s):\n", log->cfg.threads[ti]);
         sink s = {out, csv, log->cfg.threads[ti]};

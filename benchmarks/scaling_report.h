@@ -25,6 +25,7 @@
 #define LINATTN_SCALING_REPORT_H
 
 #include <stdio.h>
+#include "linattn.h"
 #include "scaling.h"
 
 #define SCALING_MAX_LG 40 /* n up to 2^40 */
@@ -35,6 +36,7 @@ extern const char *const scaling_path_names[SP_COUNT];
  * the results of every size that finished (NULL for the others). */
 typedef struct {
     const char *precision, *gemm_name, *map_name;
+    linattn_platform platform; /* what the study ran on */
     size_t elem;
     scaling_cfg cfg; /* m and block as the plan has them */
     int n_min, n_max;

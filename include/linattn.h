@@ -363,6 +363,86 @@ typedef struct linattn_where {
 } linattn_where;
 
 /*
+ * What the library runs on (linattn_platform_query): the BLAS found in the
+ * process, the CPU's vector extensions, and the code path of linattn's own
+ * kernels.  An old BLAS build on a new CPU often runs kernels for an
+ * older one (an SSE or AVX2 kernel on an AVX-512 CPU runs GEMM 2-7 times
+ * slower); blas_underuses_cpu and advice say so and what to do.  Strings
+ * are always terminated, cut to their arrays; "unknown" where the library
+ * cannot tell (a BLAS that offers no query functions, a static link that
+ * hides them, an architecture other than x86-64).
+ *
+ * The BLAS is looked up at run time in the library that provides
+ * cblas_dgemm to this process (no link-time dependency on a vendor):
+ * OpenBLAS (openblas_get_config, _get_corename, _get_num_threads,
+ * _get_parallel) and BLIS (bli_info_get_version_str, bli_arch_query_id,
+ * bli_arch_string, bli_thread_get_num_threads) are recognized.
+ *
+ *   blas_vendor      "OpenBLAS", "BLIS" or "unknown"
+ *   blas_version     "0.3.21", or "" when unknown
+ *   blas_config      the vendor's build description (OpenBLAS's config
+ *                    string, e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH ...") or ""
+ *   blas_library     the file that provides cblas_dgemm, or ""
+ *   blas_kernel      the kernel family chosen for this CPU: OpenBLAS's
+ *                    core name ("Haswell", "SkylakeX"), BLIS's
+ *                    architecture ("skx", "zen3"), or "unknown"
+ *   blas_kernel_isa  the vector level that kernel family uses, in the
+ *                    vocabulary of cpu_isa, "generic" for scalar code,
+ *                    or "unknown"
+ *   blas_threads     BLAS's thread count (0 when unknown)
+ *   blas_threading   "pthreads", "openmp", "sequential" or "unknown"
+ *   cpu_name         the CPU's brand string, or ""
+ *   cpu_isa          its widest vector level that the operating system
+ *                    enables: "sse2", "sse3", "ssse3", "sse4.1",
+ *                    "sse4.2", "avx", "avx2", "avx512" (any AVX-512
+ *                    foundation), or "unknown"
+ *   cpu_features     its vector extensions, space-separated ("sse2 ...
+ *                    avx2 fma avx512f avx512dq ... amx_tile")
+ *   lib_isa          the code path linattn's own kernels (exponentials,
+ *                    feature maps, fused GEMM kernels) take: "avx512",
+ *                    "avx2" or "generic"; the environment variable
+ *                    LINATTN_ISA (same names, read once) caps it
+ *   lib_threads      the threads a call may split over
+ *                    (omp_get_max_threads(); 1 without OpenMP)
+ *   lib_threading    "openmp" or "none"
+ *   blas_underuses_cpu
+ *                    1 when the BLAS kernel's vector level is below the
+ *                    CPU's (both known), else 0
+ *   advice           when blas_underuses_cpu: what to do, e.g. "set
+ *                    OPENBLAS_CORETYPE=SkylakeX (before the program
+ *                    starts) ..." for an OpenBLAS that selects kernels at
+ *                    run time, a build for this CPU otherwise; else ""
+ *   summary          one line with the above, for logs and benchmark
+ *                    headers
+ */
+typedef struct linattn_platform {
+    char blas_vendor[32];
+    char blas_version[32];
+    char blas_config[192];
+    char blas_library[256];
+    char blas_kernel[32];
+    char blas_kernel_isa[16];
+    int blas_threads;
+    char blas_threading[16];
+    char cpu_name[64];
+    char cpu_isa[16];
+    char cpu_features[384];
+    char lib_isa[16];
+    int lib_threads;
+    char lib_threading[16];
+    int blas_underuses_cpu;
+    char advice[384];
+    char summary[384];
+    int64_t reserved[8]; /* set to 0; later versions may fill them */
+} linattn_platform;
+
+/* int linattn_platform_query(linattn_platform *info)
+ * Fills *info with the description above, looked up now (BLAS thread
+ * counts may change between calls).  Errors: -1 info NULL (nothing
+ * written).  Thread-safe; costs microseconds (no measurement is made). */
+LINATTN_API int linattn_platform_query(linattn_platform *info);
+
+/*
  * The precision template.  X(name) mangles a name, R is the real type.
  */
 #define LINATTN_DEFINE_API(X, R)                                              \

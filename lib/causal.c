@@ -8,12 +8,17 @@
  *     num = phi(Q_c) S + A V_c,   den = phi(Q_c) z + A 1
  *     then S += phi(K_c)^T V_c,   z += phi(K_c)^T 1
  *
- * in two GEMMs per chunk: [num den | A] = phi(Q_c) [S z | phi(K_c)^T] (the
- * state and the chunk's keys side by side), and the state update
- * [S z] += phi(K_c)^T [V_c 1].  tril(A) [V_c 1] is built from GEMMs on the
- * blocks strictly below the diagonal and small explicit triangles on it, so
- * that no future token of the chunk enters a row's output, not even as
- * 0 * Inf (OpenBLAS's TRMM does let NaN through from rows below: measured).
+ * in two GEMMs per chunk: [num | A] = phi(Q_c) [S | phi(K_c)^T] (the state
+ * and the chunk's keys side by side), and the state update
+ * S += phi(K_c)^T V_c with V_c read where the caller keeps it.  z stays
+ * out of the GEMMs (its dot products and column sums are O(C m) per
+ * chunk): the GEMMs' widths are then e and e + C, whole vectors for the
+ * usual sizes, where a column of ones would cost the micro-kernel
+ * (kern.h) a vector of its own.  tril(A) V_c is built from GEMMs on the
+ * blocks strictly below the diagonal and small explicit triangles on it,
+ * so that no future token of the chunk enters a row's output, not even as
+ * 0 * Inf (OpenBLAS's TRMM does let NaN through from rows below:
+ * measured).
  *
  * Extra memory is O(C (m + e + C) + m e), whatever n: the prefix state is
  * never materialized per token.
@@ -32,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
+#include "kern.h"
 #include "kernels.h"
 #include "threads.h"
 #include "validate.h"
@@ -55,15 +61,15 @@ int XI(causal_args)(const X(plan) *plan, int layout, int64_t n, const real *q,
 
 /* The workspace of one causal pass, all allocated up front.
  *
- * b is m x (e + 1 + C): the state [S z] with phi(K_c)^T beside it, so that
- * one GEMM phi(Q_c) b gives [num den | A] for the chunk.  vaug holds the
- * chunk's values with a column of ones, [V_c 1], so that every GEMM against
- * it yields numerators and normalizers together.  In double the state
+ * b is m x (e + C): S with phi(K_c)^T beside it, so that one GEMM
+ * phi(Q_c) b gives [num | A] for the chunk (in r).  In double S
  * accumulates in b itself (acc aliases b, leading dimension ldb); in float
- * acc is a separate m x (e + 1) double accumulator that b follows. */
+ * acc is a separate m x e double accumulator that b follows, and part the
+ * chunk's update before it is folded in.  z likewise: zacc accumulates,
+ * z is the working copy the queries read. */
 typedef struct {
-    real *phiq, *phik, *vaug, *r, *dd, *b, *part;
-    acc_t *acc;
+    real *phiq, *phik, *vbuf, *r, *dd, *b, *part, *z;
+    acc_t *acc, *zacc, *zpart;
     int64_t ldb, ldacc;
     /* shifted maps: each key's largest exponent and the running maximum
      * m_j; the carried state is at shift, and holds tokens when has */
@@ -74,29 +80,33 @@ typedef struct {
 
 static void free_causal_ws(causal_ws *w)
 {
-    free(w->phiq), free(w->phik), free(w->vaug), free(w->r), free(w->dd);
-    free(w->b), free(w->part), free(w->rexp), free(w->mrun);
+    free(w->phiq), free(w->phik), free(w->vbuf), free(w->r), free(w->dd);
+    free(w->b), free(w->part), free(w->z), free(w->zacc), free(w->zpart);
+    free(w->rexp), free(w->mrun);
     if (LINATTN_ACC_WIDER)
         free(w->acc);
 }
 
 static int alloc_causal_ws(causal_ws *w, const X(plan) *plan, int64_t c)
 {
-    int64_t m = plan->m, ld = plan->e + 1, ldb = ld + c;
+    int64_t m = plan->m, e = plan->e, ldb = e + c;
     memset(w, 0, sizeof *w);
     w->ldb = ldb;
     /* phi of Q and K always materialized: the chunk is small and the
      * same buffers then serve every map and every leading dimension. */
     w->phiq = linattn_i_alloc(c * m, sizeof(real));
     w->phik = linattn_i_alloc(c * m, sizeof(real));
-    w->vaug = linattn_i_alloc(c * ld, sizeof(real));
+    w->vbuf = linattn_i_alloc(c * e, sizeof(real));
     w->r = linattn_i_alloc(c * ldb, sizeof(real));
-    w->dd = linattn_i_alloc(2 * c, sizeof(real));
+    w->dd = linattn_i_alloc(3 * c, sizeof(real));
     w->b = linattn_i_alloc(m * ldb, sizeof(real));
+    w->z = linattn_i_alloc(m, sizeof(real));
+    w->zacc = linattn_i_alloc(m, sizeof(acc_t));
+    w->zpart = linattn_i_alloc(m, sizeof(acc_t));
 #if LINATTN_ACC_WIDER
-    w->part = linattn_i_alloc(m * ld, sizeof(real));
-    w->acc = linattn_i_alloc(m * ld, sizeof(acc_t));
-    w->ldacc = ld;
+    w->part = linattn_i_alloc(m * e, sizeof(real));
+    w->acc = linattn_i_alloc(m * e, sizeof(acc_t));
+    w->ldacc = e;
 #else
     w->acc = w->b;
     w->ldacc = ldb;
@@ -105,82 +115,85 @@ static int alloc_causal_ws(causal_ws *w, const X(plan) *plan, int64_t c)
         w->rexp = linattn_i_alloc(c, sizeof(double));
         w->mrun = linattn_i_alloc(c, sizeof(double));
     }
-    if (!w->phiq || !w->phik || !w->vaug || !w->r || !w->dd || !w->b ||
+    if (!w->phiq || !w->phik || !w->vbuf || !w->r || !w->dd || !w->b ||
+        !w->z || !w->zacc || !w->zpart ||
         (LINATTN_ACC_WIDER && (!w->part || !w->acc)) ||
         (plan->shifted && (!w->rexp || !w->mrun))) {
         free_causal_ws(w);
         return LINATTN_ENOMEM;
     }
     memset(w->b, 0, (size_t)(m * ldb) * sizeof(real));
+    memset(w->z, 0, (size_t)m * sizeof(real));
+    memset(w->zacc, 0, (size_t)m * sizeof(acc_t));
     if (LINATTN_ACC_WIDER) {
-        memset(w->acc, 0, (size_t)(m * ld) * sizeof(acc_t));
-        memset(w->part, 0, (size_t)(m * ld) * sizeof(real));
+        memset(w->acc, 0, (size_t)(m * e) * sizeof(acc_t));
+        memset(w->part, 0, (size_t)(m * e) * sizeof(real));
     }
     return 0;
+}
+
+/* The carried state := a s + b t, with s the workspace's own (S, z) and t
+ * an accumulator [S | z] (m x (e + 1), row major) such as a state's
+ * (t NULL: 0); the working copies follow. */
+static void combine_state(const X(plan) *plan, causal_ws *w, acc_t a,
+                          const acc_t *t, acc_t b)
+{
+    int64_t m = plan->m, e = plan->e;
+    for (int64_t i = 0; i < m; i++) {
+        acc_t *si = w->acc + i * w->ldacc;
+        const acc_t *ti = t ? t + i * (e + 1) : NULL;
+        for (int64_t j = 0; j < e; j++) {
+            acc_t x = a * si[j] + (ti ? b * ti[j] : 0);
+            si[j] = x;
+            w->b[i * w->ldb + j] = (real)x;
+        }
+        w->zacc[i] = a * w->zacc[i] + (ti ? b * ti[e] : 0);
+        w->z[i] = (real)w->zacc[i];
+    }
+}
+
+/* dst's carried state (S, z accumulated) := src's. */
+static void copy_carried(const X(plan) *plan, causal_ws *dst,
+                         const causal_ws *src)
+{
+    for (int64_t i = 0; i < plan->m; i++) {
+        memcpy(dst->acc + i * dst->ldacc, src->acc + i * src->ldacc,
+               (size_t)plan->e * sizeof(acc_t));
+        dst->zacc[i] = src->zacc[i];
+    }
+}
+
+/* den[i] += sum_{j <= i} A[i][j]: the triangle's part of the normalizers. */
+static void triangle_sums(const real *a, int64_t lda, int64_t rows, real *den)
+{
+    for (int64_t i = 0; i < rows; i++) {
+        const real *ai = a + i * lda;
+        real acc = 0;
+        LINATTN_SIMD_SUM
+        for (int64_t j = 0; j <= i; j++)
+            acc += ai[j];
+        den[i] += acc;
+    }
 }
 
 /* Rows per diagonal block of the triangle product. */
 #define TRIANGLE_BLOCK 16
 
-/* y (rows x ld, ldy) += tril(A) [V 1] for the chunk's rows, reading only
- * A[i][j] and row j of vaug (ld) with j <= i: below the diagonal blocks by
- * GEMM, the diagonal blocks by explicit loops.  (A and y may share a
- * buffer, in disjoint columns.) */
-LINATTN_CLONES
-static void XI(triangle_times)(const real *a, int64_t lda, const real *vaug,
-                               int64_t rows, int64_t ld, real *y, int64_t ldy)
+/* y (rows x e, ldy) += tril(A) V, reading only A[i][j] and row j of v
+ * with j <= i: below the diagonal blocks by GEMM, the diagonal blocks by
+ * explicit loops.  (A and y may share a buffer, in disjoint columns.) */
+static void triangle_times(const real *a, int64_t lda, XI(view) v,
+                           int64_t rows, int64_t e, real *y, int64_t ldy)
 {
+    const XI(kern) *kn = XI(kern_now)();
     for (int64_t i0 = 0; i0 < rows; i0 += TRIANGLE_BLOCK) {
         int64_t i1 = i0 + TRIANGLE_BLOCK < rows ? i0 + TRIANGLE_BLOCK : rows;
         if (i0 > 0)
-            XI(gemm)(0, 0, i1 - i0, ld, i0, 1, (XI(view)){a + i0 * lda, lda, 0},
-                     (XI(view)){vaug, ld, 0}, 1, y + i0 * ldy, ldy);
-        for (int64_t i = i0; i < i1; i++) {
-            real *yi = y + i * ldy;
-            for (int64_t j = i0; j <= i; j++) {
-                real aij = a[i * lda + j];
-                const real *vj = vaug + j * ld;
-                LINATTN_SIMD
-                for (int64_t c = 0; c < ld; c++)
-                    yi[c] += aij * vj[c];
-            }
-        }
+            XI(gemm)(0, 0, i1 - i0, e, i0, 1, (XI(view)){a + i0 * lda, lda, 0},
+                     v, 1, y + i0 * ldy, ldy);
+        kn->tri_diag(a, lda, v.p, v.ld, e, i0, i1, y, ldy);
     }
 }
-
-/* Rows [lo, hi) of the view v into rows of vaug (ld e + 1), ones in the
- * last column. */
-static void augment_rows(XI(view) v, int64_t rows, int64_t e, real *vaug)
-{
-    int64_t ld = e + 1;
-    for (int64_t i = 0; i < rows; i++) {
-        real *row = vaug + i * ld;
-        if (v.colmajor)
-            for (int64_t c = 0; c < e; c++)
-                row[c] = v.p[i + c * v.ld];
-        else
-            memcpy(row, v.p + i * v.ld, (size_t)e * sizeof(real));
-        row[e] = 1;
-    }
-}
-
-#if LINATTN_ACC_WIDER
-/* acc += part in the accumulator's precision, s = acc in the working one
- * (one row of the state), and part = 0 for the next chunk's GEMM to add
- * into (beta = 1 spares BLAS a pass that clears it): once per chunk, so
- * vectorized. */
-LINATTN_CLONES
-static void XI(fold_part)(acc_t *acc, real *part, real *s, int64_t len)
-{
-    LINATTN_SIMD
-    for (int64_t i = 0; i < len; i++) {
-        acc_t t = acc[i] + part[i];
-        acc[i] = t;
-        s[i] = (real)t;
-        part[i] = 0;
-    }
-}
-#endif
 
 /* Shifted maps: phi(K_c) with the running shifts m_j into w->phik. */
 static void running_keys(const X(plan) *plan, causal_ws *w, XI(view) k,
@@ -196,21 +209,22 @@ static void running_keys(const X(plan) *plan, causal_ws *w, XI(view) k,
     XI(phi_post)(plan, w->phik, rows, w->rexp, w->mrun, 0, NULL);
 }
 
-/* Shifted maps, on [num den | A] before the triangle is added: row i's
- * carried-state terms times exp(M - m_i), its triangle entries times
- * exp(m_j - m_i). */
-static void rescale_rows(causal_ws *w, int64_t rows, int64_t ld)
+/* Shifted maps, on [num | A] and the carried normalizers dq before the
+ * triangle is added: row i's carried-state terms times exp(M - m_i), its
+ * triangle entries times exp(m_j - m_i). */
+static void rescale_rows(causal_ws *w, int64_t rows, int64_t e, real *dq)
 {
     const double *mr = w->mrun;
     for (int64_t i = 0; i < rows; i++) {
-        real *ri = w->r + i * w->ldb, *ai = ri + ld;
+        real *ri = w->r + i * w->ldb, *ai = ri + e;
         for (int64_t j = 0; j < i; j++)
             if (mr[j] != mr[i])
                 ai[j] *= (real)exp(mr[j] - mr[i]);
         /* an empty carried state contributes zeros, whatever phi(q_i) */
         real g = w->has ? (real)exp(w->shift - mr[i]) : 0;
-        for (int64_t c = 0; g != 1 && c < ld; c++)
+        for (int64_t c = 0; g != 1 && c < e; c++)
             ri[c] *= g;
+        dq[i] *= g;
     }
 }
 
@@ -220,7 +234,7 @@ static void rescale_rows(causal_ws *w, int64_t rows, int64_t ld)
  * folded in). */
 static void move_shift(const X(plan) *plan, causal_ws *w, int64_t rows)
 {
-    int64_t m = plan->m, ld = plan->e + 1;
+    int64_t m = plan->m, e = plan->e;
     double to = w->mrun[rows - 1];
     for (int64_t j = 0; j < rows; j++)
         if (w->mrun[j] != to) {
@@ -231,9 +245,11 @@ static void move_shift(const X(plan) *plan, causal_ws *w, int64_t rows)
         }
     if (w->has && w->shift != to) {
         acc_t f = (acc_t)exp(w->shift - to);
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t j = 0; j < ld; j++)
+        for (int64_t i = 0; i < m; i++) {
+            for (int64_t j = 0; j < e; j++)
                 w->acc[i * w->ldacc + j] *= f;
+            w->zacc[i] *= f;
+        }
     }
     w->shift = to;
     w->has = 1;
@@ -250,9 +266,13 @@ static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
                              int64_t ldout, XI(origin) *o, int64_t orow,
                              int *status)
 {
-    int64_t m = plan->m, e = plan->e, ld = e + 1, ldb = w->ldb;
-    real *den = w->dd, *inv = w->dd + c;
+    int64_t m = plan->m, e = plan->e, ldb = w->ldb;
+    real *den = w->dd, *inv = w->dd + c, *dq = w->dd + 2 * c;
     int cm = layout == LINATTN_COL_MAJOR;
+    /* V_c straight from the caller when BLAS and the micro-kernel can
+     * read it there (row major, a leading dimension BLAS takes) */
+    int v_direct = !v.colmajor && linattn_i_ld_fits(v.ld);
+    const XI(kern) *kn = XI(kern_now)();
     for (int64_t r = 0; r < n; r += c) {
         int64_t rows = n - r < c ? n - r : c;
         XI(phi_rows)(plan, XI(view_rows)(q, r), rows, w->phiq, NULL);
@@ -260,24 +280,40 @@ static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
             running_keys(plan, w, XI(view_rows)(k, r), rows);
         else
             XI(phi_rows)(plan, XI(view_rows)(k, r), rows, w->phik, NULL);
-        augment_rows(XI(view_rows)(v, r), rows, e, w->vaug);
-        for (int64_t j = 0; j < rows; j++)
-            for (int64_t i = 0; i < m; i++)
-                w->b[i * ldb + ld + j] = w->phik[j * m + i];
-        XI(view) pk = {w->phik, m, 0}, vaug = {w->vaug, ld, 0};
-        /* [num den | A] = phi(Q_c) [S z | phi(K_c)^T], then
-         * [num den] += tril(A) [V_c 1].  (A is the whole square; only its
-         * lower triangle is read.) */
-        XI(gemm)(0, 0, rows, ld + rows, m, 1, (XI(view)){w->phiq, m, 0},
+        XI(view) vc = XI(view_rows)(v, r);
+        if (!v_direct) {
+            XI(copy_rows)(vc, 0, rows, e, w->vbuf);
+            vc = (XI(view)){w->vbuf, e, 0};
+        }
+        kn->transpose(rows, m, w->phik, m, w->b + e, ldb);
+        XI(view) pk = {w->phik, m, 0};
+        /* [num | A] = phi(Q_c) [S | phi(K_c)^T], dq = phi(Q_c) z, then
+         * num += tril(A) V_c, den = dq + tril(A) 1.  (A is the whole
+         * square; only its lower triangle is read.) */
+        XI(gemm)(0, 0, rows, e + rows, m, 1, (XI(view)){w->phiq, m, 0},
                  (XI(view)){w->b, ldb, 0}, 0, w->r, ldb);
+        kn->row_stats(w->phiq, m, rows, m, w->z, dq, NULL);
         if (plan->shifted)
-            rescale_rows(w, rows, ld);
-        XI(triangle_times)(w->r + ld, ldb, w->vaug, rows, ld, w->r, ldb);
-        for (int64_t i = 0; i < rows; i++)
-            den[i] = w->r[i * ldb + e];
+            rescale_rows(w, rows, e, dq);
+        memcpy(den, dq, (size_t)rows * sizeof(real));
+        triangle_sums(w->r + e, ldb, rows, den);
         int64_t good = XI(good_rows)(plan, den, rows, 1, before + r + 1, 1);
+        /* out = (num + tril(A) V_c) / den for the good rows: in one pass
+         * by the micro-kernel where there is one, out is row major and
+         * every reciprocal is a normal number (the kernel notes
+         * non-finite values in its stores); else the triangle into r and
+         * a division pass, which notes them too. */
         real *at = cm ? out + r : out + r * ldout;
-        if (XI(divide_rows)(at, cm, ldout, w->r, 0, ldb, good, e, den, inv)) {
+        int nonfinite;
+        if (kn->trimm && !cm && XI(reciprocals)(den, good, inv)) {
+            nonfinite = kn->trimm(good, e, w->r + e, ldb, vc.p, vc.ld, w->r,
+                                  ldb, at, ldout, inv);
+        } else {
+            triangle_times(w->r + e, ldb, vc, good, e, w->r, ldb);
+            nonfinite = XI(divide_rows)(at, cm, ldout, w->r, 0, ldb, good, e,
+                                        den, inv);
+        }
+        if (nonfinite) {
             int64_t over = XI(first_overflow)(layout, good, e, at, ldout, NULL,
                                               0, NULL, o, orow + r);
             if (over < good) {
@@ -289,15 +325,24 @@ static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
             *status = LINATTN_EDENOM;
             return r + good;
         }
-        /* The state moves past this chunk: [S z] += phi(K_c)^T [V_c 1]. */
+        /* The state moves past this chunk: S += phi(K_c)^T V_c,
+         * z += phi(K_c)^T 1. */
         if (plan->shifted)
             move_shift(plan, w, rows);
+        kn->row_stats(w->phik, m, rows, m, NULL, NULL, w->zpart);
+        for (int64_t i = 0; i < m; i++) {
+            w->zacc[i] += w->zpart[i];
+            w->z[i] = (real)w->zacc[i];
+        }
 #if LINATTN_ACC_WIDER
-        XI(gemm)(1, 0, m, ld, rows, 1, pk, vaug, 1, w->part, ld);
+        /* acc += part in double, b = acc in float, and part = 0 for the
+         * next chunk's GEMM to add into (beta = 1 spares a pass that
+         * clears it) */
+        XI(gemm)(1, 0, m, e, rows, 1, pk, vc, 1, w->part, e);
         for (int64_t i = 0; i < m; i++)
-            XI(fold_part)(w->acc + i * ld, w->part + i * ld, w->b + i * ldb, ld);
+            kn->fold(w->acc + i * e, w->part + i * e, w->b + i * ldb, e);
 #else
-        XI(gemm)(1, 0, m, ld, rows, 1, pk, vaug, 1, w->b, ldb);
+        XI(gemm)(1, 0, m, e, rows, 1, pk, vc, 1, w->b, ldb);
 #endif
     }
     return -1;
@@ -360,13 +405,7 @@ int XI(causal_run)(const X(plan) *plan, int layout, int64_t n, const real *q,
  * holds tokens), as if its chunks had run before. */
 static void seed_ws(const X(plan) *plan, causal_ws *w, const X(state) *from)
 {
-    int64_t m = plan->m, ld = plan->e + 1;
-    for (int64_t i = 0; i < m; i++)
-        for (int64_t j = 0; j < ld; j++) {
-            acc_t x = from->acc[i * ld + j];
-            w->acc[i * w->ldacc + j] = x;
-            w->b[i * w->ldb + j] = (real)x;
-        }
+    combine_state(plan, w, 0, from->acc, 1); /* w = from's [S | z] */
     w->shift = from->shift;
     w->has = from->tokens > 0;
 }
@@ -375,10 +414,12 @@ static void seed_ws(const X(plan) *plan, causal_ws *w, const X(state) *from)
 static void absorb_ws(const X(plan) *plan, const causal_ws *w, X(state) *st,
                       int64_t n)
 {
-    int64_t m = plan->m, ld = plan->e + 1;
-    for (int64_t i = 0; i < m; i++)
-        for (int64_t j = 0; j < ld; j++)
-            st->acc[i * ld + j] = w->acc[i * w->ldacc + j];
+    int64_t m = plan->m, e = plan->e;
+    for (int64_t i = 0; i < m; i++) {
+        for (int64_t j = 0; j < e; j++)
+            st->acc[i * (e + 1) + j] = w->acc[i * w->ldacc + j];
+        st->acc[i * (e + 1) + e] = w->zacc[i];
+    }
     st->shift = w->shift;
     st->tokens += n;
     XI(state_publish)(st);
@@ -425,7 +466,6 @@ int XI(causal_from)(const X(plan) *plan, X(state) *from, int absorb,
                                           XI(view_rows)(job.v, lo), hi - lo);
         }
         /* range t starts from ranges 0 .. t-1 (at the larger shift) */
-        int64_t m = plan->m, ld = plan->e + 1;
         for (int t = 1; !st && t < nt; t++) {
             acc_t a, b;
             ws[t].shift = ws[t - 1].shift;
@@ -433,14 +473,8 @@ int XI(causal_from)(const X(plan) *plan, X(state) *from, int absorb,
                               states[t - 1].shift, states[t - 1].tokens > 0,
                               &a, &b);
             ws[t].has = ws[t - 1].has || states[t - 1].tokens > 0;
-            /* (in float b, the working copy the queries read, follows) */
-            for (int64_t i = 0; i < m; i++)
-                for (int64_t j = 0; j < ld; j++) {
-                    acc_t x = a * ws[t - 1].acc[i * ws[t - 1].ldacc + j] +
-                              b * states[t - 1].acc[i * ld + j];
-                    ws[t].acc[i * ws[t].ldacc + j] = x;
-                    ws[t].b[i * ws[t].ldb + j] = (real)x;
-                }
+            copy_carried(plan, &ws[t], &ws[t - 1]);
+            combine_state(plan, &ws[t], a, states[t - 1].acc, b);
         }
     }
     if (!st)

@@ -13,19 +13,7 @@
 #include "kernels.h"
 #include "threads.h"
 #include "validate.h"
-#include "vexp_avx2.h"
-
-/* Double precision on an AVX2 + FMA machine takes the table-driven
- * kernels of vexp_avx2.c; everything else the portable loops below. */
-#if defined(LINATTN_HAVE_AVX2_EXP) && !defined(LINATTN_SINGLE)
-#define USE_AVX2_EXP linattn_i_avx2_ok()
-#else
-#define USE_AVX2_EXP 0
-#define linattn_i_elu1_avx2(y, x, n) (void)0
-#define linattn_i_exp_avx2(y, x, n) (void)0
-#define linattn_i_exp_shift_avx2(y, x, n, c) (void)0
-#endif
-#include "vexp.h"
+#include "kern.h"
 
 int XI(map_is_identity)(const X(plan) *plan)
 {
@@ -38,24 +26,11 @@ int XI(map_is_elementwise)(const X(plan) *plan)
            plan->map == LINATTN_MAP_RELU;
 }
 
-/* Elementwise maps, out of place (y may equal x).  The cloned kernels
- * carry precision-mangled names although static: clang 14 emits their
- * ifunc resolvers as global symbols named after the function. */
-LINATTN_CLONES
-static void XI(elu1_map)(real *y, const real *x, int64_t count)
+/* Elementwise maps, out of place (y may equal x); the exponentials run
+ * in the kernels of the CPU's code path (kern.h). */
+static void elu1_map(real *y, const real *x, int64_t count)
 {
-    if (USE_AVX2_EXP) {
-        linattn_i_elu1_avx2(y, x, count);
-        return;
-    }
-    LINATTN_SIMD
-    for (int64_t i = 0; i < count; i++) {
-        real v = x[i];
-        /* exp only of non-positive values keeps the unused lane finite;
-         * the test is written so that NaN reaches exp and propagates. */
-        real ev = XI(exp)(v > 0 ? 0 : v);
-        y[i] = v > 0 ? v + 1 : ev;
-    }
+    XI(kern_now)()->elu1(y, x, count);
 }
 
 static void relu_map(real *y, const real *x, int64_t count)
@@ -71,43 +46,19 @@ static void copy_map(real *y, const real *x, int64_t count)
         memcpy(y, x, (size_t)count * sizeof(real));
 }
 
-LINATTN_CLONES
-static void XI(exp_map)(real *y, const real *x, int64_t count)
-{
-    if (USE_AVX2_EXP) {
-        linattn_i_exp_avx2(y, x, count);
-        return;
-    }
-    LINATTN_SIMD
-    for (int64_t i = 0; i < count; i++)
-        y[i] = XI(exp)(x[i]);
-}
-
 void XI(exp_array)(real *y, const real *x, int64_t count)
 {
-    XI(exp_map)(y, x, count);
-}
-
-LINATTN_CLONES
-static void XI(exp_shift_map)(real *y, const real *x, int64_t count, real c)
-{
-    if (USE_AVX2_EXP) {
-        linattn_i_exp_shift_avx2(y, x, count, c);
-        return;
-    }
-    LINATTN_SIMD
-    for (int64_t i = 0; i < count; i++)
-        y[i] = XI(exp)(x[i] - c);
+    XI(kern_now)()->exp(y, x, count);
 }
 
 void XI(exp_shift_array)(real *y, const real *x, int64_t count, real c)
 {
-    XI(exp_shift_map)(y, x, count, c);
+    XI(kern_now)()->exp_shift(y, x, count, c);
 }
 
 void XI(elu1_array)(real *y, const real *x, int64_t count)
 {
-    XI(elu1_map)(y, x, count);
+    elu1_map(y, x, count);
 }
 
 typedef void (*map_fn)(real *, const real *, int64_t);
@@ -116,7 +67,7 @@ static map_fn map_of(int map)
 {
     switch (map) {
     case LINATTN_MAP_ELU1:
-        return XI(elu1_map);
+        return elu1_map;
     case LINATTN_MAP_RELU:
         return relu_map;
     default:
@@ -174,14 +125,8 @@ void XI(stats_range)(XI(view) f, int64_t m, int64_t lo, int64_t hi,
                 st->den[i] += col[i] * zj;
         }
     } else if (st->den) {
-        for (int64_t i = lo; i < hi; i++) {
-            const real *row = f.p + i * f.ld;
-            real acc = 0;
-            LINATTN_SIMD_SUM
-            for (int64_t j = 0; j < m; j++)
-                acc += row[j] * st->z[j];
-            st->den[i] = acc;
-        }
+        XI(kern_now)()->row_stats(f.p + lo * f.ld, f.ld, hi - lo, m, st->z,
+                                  st->den + lo, NULL);
     }
     if (part && f.colmajor) {
         for (int64_t j = 0; j < m; j++) {
@@ -193,14 +138,8 @@ void XI(stats_range)(XI(view) f, int64_t m, int64_t lo, int64_t hi,
             part[j] = acc;
         }
     } else if (part) {
-        for (int64_t j = 0; j < m; j++)
-            part[j] = 0;
-        for (int64_t i = lo; i < hi; i++) {
-            const real *row = f.p + i * f.ld;
-            LINATTN_SIMD
-            for (int64_t j = 0; j < m; j++)
-                part[j] += row[j];
-        }
+        XI(kern_now)()->row_stats(f.p + lo * f.ld, f.ld, hi - lo, m, NULL,
+                                  NULL, part);
     }
 }
 
@@ -309,7 +248,7 @@ void XI(exp_inplace)(real *x, int64_t count)
 #endif
     for (int64_t c = 0; c < nchunks; c++) {
         int64_t lo = c * step, hi = lo + step < count ? lo + step : count;
-        XI(exp_map)(x + lo, x + lo, hi - lo);
+        XI(exp_array)(x + lo, x + lo, hi - lo);
     }
 }
 

@@ -19,12 +19,19 @@
 #define LINATTN_DEFAULT_BLOCK 1024
 
 /* Default causal chunk C.  The square of scores and the triangle cost
- * 2 C m + C (e + 1) flops per row against 4 m (e + 1) for the state, so C
- * wants to be small, but not so small that the GEMMs lose their rate.  At
- * n = 2^20, d = e = 64, elu+1, two threads, against the non-causal call
- * (benchmarks/bench_causal --full): C = 16 ran 1.71x, 32 1.68x, 64 1.95x,
- * 128 2.13x. */
+ * 2 C m + C e flops per row against 4 m e for the state, so C wants to be
+ * small, but not so small that the GEMMs lose their rate.  With the BLAS
+ * path (AVX2, OpenBLAS), n = 2^20, d = e = 64, elu+1, two threads, against
+ * the non-causal call (benchmarks/bench_causal --full): C = 16 ran 1.71x,
+ * 32 1.68x, 64 1.95x, 128 2.13x.  With the AVX-512 micro-kernels, one
+ * thread, n = 2^16, double: 16 1.93-2.09x, 32 1.61-1.76x, 48 1.69-1.75x,
+ * 64 2.2-2.4x; float, 8 heads x 32768 (ns per row): 32 253, 48 230-233,
+ * 64 228 (doc/performance.md). */
+#ifdef LINATTN_SINGLE
+#define LINATTN_DEFAULT_CHUNK 48
+#else
 #define LINATTN_DEFAULT_CHUNK 32
+#endif
 
 /* The naive baselines hold rows x nk scores; this caps rows * nk. */
 #define LINATTN_NAIVE_SCORES 4194304
@@ -196,6 +203,12 @@ int64_t XI(first_overflow)(int layout, int64_t rows, int64_t e,
                            int64_t ldnum, const real *den, XI(origin) *o,
                            int64_t orow);
 
+/* inv[i] = 1 / den[i] over rows entries; nonzero when every one is a
+ * normal number, so that multiplying by inv differs from dividing by den
+ * by rounding only (the fused kernels, which multiply, may then be used;
+ * else divide_rows). */
+int XI(reciprocals)(const real *den, int64_t rows, real *inv);
+
 /* a (rows x cols, layout colmajor, lda) = b (same shape, b_colmajor, ldb;
  * b may be a itself) with row i divided by den[i]: times the reciprocal
  * when that is a normal number, by division otherwise (tiny or huge
@@ -208,7 +221,9 @@ int XI(divide_rows)(real *a, int colmajor, int64_t lda, const real *b,
 /* Writes rows [0, rows) of a block to the caller's outputs at row offset r0
  * (each of out, num, den may be NULL): num = A B (rows x inner times
  * inner x e: phi(Q_b) S, or scores times V) by GEMM straight into the
- * output, den from den_b (eps included), out = num / den (divide_rows).
+ * output, den from den_b (eps included), out = num / den (by the
+ * micro-kernel's scaled GEMM when it takes the shape and the reciprocals
+ * are normal, else divide_rows).
  * inv is workspace of rows entries; y, of rows x e entries, is needed only
  * when a leading dimension of out or num is beyond the BLAS integer (the
  * GEMM then goes through y).  Returns nonzero when a value written is not

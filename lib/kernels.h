@@ -3,10 +3,10 @@
  * kernels.h -- compiler hints for the elementwise loops.
  *
  * LINATTN_SIMD asks for vectorization (OpenMP simd, enabled by configure
- * with -fopenmp-simd, which needs no OpenMP runtime).  LINATTN_CLONES
- * compiles a kernel twice, for x86-64-v3 (AVX2 + FMA) and for the baseline,
- * and lets the loader pick: one binary that is fast on current clusters and
- * still runs on old nodes.
+ * with -fopenmp-simd, which needs no OpenMP runtime).  The loops that
+ * matter are built once per code path (generic, AVX2, AVX-512) in
+ * lib/kern.c and chosen at run time (kern.h): one binary that is fast on
+ * current clusters and still runs on old nodes.
  */
 #ifndef LINATTN_KERNELS_H
 #define LINATTN_KERNELS_H
@@ -28,11 +28,5 @@
 /* Rows per chunk of the per-row work: the unit of parallel splitting and of
  * partial column sums (fixed, so results do not depend on thread count). */
 #define LINATTN_CHUNK 256
-
-#ifdef LINATTN_HAVE_TARGET_CLONES
-#define LINATTN_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define LINATTN_CLONES
-#endif
 
 #endif

@@ -117,6 +117,14 @@ static int reciprocal_ok(real den, real *inv)
     return isnormal(*inv);
 }
 
+int XI(reciprocals)(const real *den, int64_t rows, real *inv)
+{
+    int ok = 1;
+    for (int64_t i = 0; i < rows; i++)
+        ok &= reciprocal_ok(den[i], &inv[i]);
+    return ok;
+}
+
 int XI(divide_rows)(real *a, int colmajor, int64_t lda, const real *b,
                     int b_colmajor, int64_t ldb, int64_t rows, int64_t cols,
                     const real *den, real *inv)
@@ -183,6 +191,14 @@ int XI(write_rows)(const X(plan) *plan, XI(view) a, XI(view) b,
     if (!out) /* raw numerators only: a pass to look at them */
         return bad || (num && !XI(all_finite)((XI(view)){at_num, ldnum, cm},
                                               rows, e));
+    /* out = phi(Q_b) S / den in one pass by the micro-kernel, which notes
+     * non-finite values in its stores, when every row's reciprocal is a
+     * normal number (else, rarely, the rows are divided as below). */
+    int nonfinite = 0;
+    if (!num && !cm && XI(reciprocals)(den_b, rows, inv) &&
+        XI(gemm_scaled)(0, rows, e, inner, a, b, at_out, ldout, inv,
+                        &nonfinite))
+        return bad | nonfinite;
     if (!num)
         XI(gemm_c)(cm, 0, 0, rows, e, inner, 1, a, b, 0, at_out, ldout);
     /* out = num / den: a non-finite numerator makes its quotient so too,

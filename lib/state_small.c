@@ -13,7 +13,7 @@
 #include <math.h>
 #include <string.h>
 #include "internal.h"
-#include "kernels.h"
+#include "kern.h"
 
 /* Stack budget: phi of the rows and one row of values or numerators. */
 #define SMALL_ROWS 4
@@ -22,22 +22,6 @@
 int XI(small_ok)(const X(plan) *plan, int64_t n)
 {
     return n <= SMALL_ROWS && plan->m <= SMALL_WIDTH && plan->e < SMALL_WIDTH;
-}
-
-/* acc[i][j] += p[i] * v[j] over the m x (e + 1) state with v[e] = 1. */
-LINATTN_CLONES
-static void XI(rank_one)(acc_t *acc, int64_t m, int64_t e, const real *p,
-                         const real *v)
-{
-    int64_t ld = e + 1;
-    for (int64_t i = 0; i < m; i++) {
-        acc_t pi = p[i];
-        acc_t *row = acc + i * ld;
-        LINATTN_SIMD
-        for (int64_t j = 0; j < e; j++)
-            row[j] += pi * v[j];
-        row[e] += pi;
-    }
 }
 
 /* The largest |x_i| over count values, or +Inf when one is NaN or Inf
@@ -86,27 +70,10 @@ int XI(state_update_small)(X(state) *st, XI(view) k, XI(view) v, int64_t n)
         for (int64_t i = 0; i < m * (e + 1); i++)
             st->acc[i] *= f;
     st->shift = shift;
+    const XI(kern) *kn = XI(kern_now)();
     for (int64_t r = 0; r < n; r++)
-        XI(rank_one)(st->acc, m, e, phi + r * m, vrow + r * e);
+        kn->rank1(st->acc, m, e, phi + r * m, vrow + r * e);
     return 1;
-}
-
-/* y[j] = sum_i p[i] s[i][j] for j <= e: numerators and, in y[e], the
- * normalizer, in one pass over the state. */
-LINATTN_CLONES
-static void XI(row_times_state)(real *y, const real *s, int64_t m, int64_t e,
-                                const real *p)
-{
-    int64_t ld = e + 1;
-    for (int64_t j = 0; j < ld; j++)
-        y[j] = 0;
-    for (int64_t i = 0; i < m; i++) {
-        real pi = p[i];
-        const real *row = s + i * ld;
-        LINATTN_SIMD
-        for (int64_t j = 0; j < ld; j++)
-            y[j] += pi * row[j];
-    }
 }
 
 int XI(state_query_small)(const X(state) *st, int layout, int64_t n,
@@ -119,8 +86,9 @@ int XI(state_query_small)(const X(state) *st, int layout, int64_t n,
     real phi[SMALL_ROWS * SMALL_WIDTH], y[SMALL_WIDTH + 1];
     XI(origin) origin = {q, {0}, {0}, plan->d, e, 0, 0, st, -1};
     XI(phi_rows)(plan, q, n, phi, NULL);
+    const XI(kern) *kn = XI(kern_now)();
     for (int64_t r = 0; r < n; r++) {
-        XI(row_times_state)(y, st->sz, m, e, phi + r * m);
+        kn->row_times(y, st->sz, m, e, phi + r * m);
         real dr = y[e], inv;
         if (XI(good_rows)(plan, &dr, 1, out != NULL, st->tokens, 0) == 0) {
             if (bad_row)

@@ -18,7 +18,7 @@ mkdir -p "$top"
 make -s distdir distdir="$top/src" > /dev/null
 subset="tests/test_api tests/test_math_d tests/test_math_s tests/test_maps_d \
 tests/test_batched_d tests/test_batched_s tests/test_count_d tests/test_checkpoint_d \
-tests/worked_example.sh"
+tests/test_platform tests/worked_example.sh"
 declare -A expect=([openblas-pthread]='openblas-pthread/libopenblas'
                    [openblas-openmp]='openblas-openmp/libopenblas'
                    [blis]='libblis' [reference]='/blas/libblas')

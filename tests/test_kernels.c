@@ -1,17 +1,22 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_kernels.c -- the vectorized exponentials against libm, compiled
- * once per precision: the portable kernel of lib/vexp.h (included here
- * directly) and, in double on a CPU with AVX2 + FMA, the table-driven
- * kernel of lib/vexp_avx2.c.  Over the whole range, at the special values
- * (overflow, underflow, NaN) and through the padded tail.  And the random
- * generator of lib/rng.c (Philox known answers, Box-Muller, test vectors).
+ * test_kernels.c -- the library's own kernels (lib/kern.h), compiled once
+ * per precision, in every build the CPU can run (generic, AVX2, AVX-512:
+ * each table is called directly, so a CI machine without AVX-512 still
+ * runs the others and this one all three): the exponentials against libm
+ * over the whole range, at the special values (overflow, underflow, NaN)
+ * and through the masked or padded tails; elu + 1 and exp(x - c); the row
+ * statistics, the GEMM micro-kernel, the decoding and causal loops
+ * against plain loops; the dispatch following the forced level.  And the
+ * random generator of lib/rng.c (Philox known answers, Box-Muller, test
+ * vectors).
  */
 #include <stdio.h>
 #include "testutil.h"
 #include "prec.h"
 #include "vexp.h"
-#include "vexp_avx2.h"
+#include "cpu.h"
+#include "kern.h"
 #include "rng.h"
 
 #ifdef TEST_SINGLE
@@ -63,12 +68,15 @@ static void check_kernel(exp_array f, const char *name, double max_ulps)
     ck_assert(sy[4] == 0);
     ck_assert(isnan(sy[5]));
     ck_assert(isfinite(sy[6]) && sy[6] > 0);
-    /* lengths 1..9: the tail path agrees with the full-vector path */
-    for (int64_t n = 1; n <= 9; n++) {
-        real t[9];
+    /* lengths 1..33: the tail path agrees with the full-vector path, and
+     * nothing past the end is written */
+    for (int64_t n = 1; n <= 33; n++) {
+        real t[34];
+        t[n] = (real)-7;
         f(t, x + 100, n);
         for (int64_t i = 0; i < n; i++)
             ck_assert(t[i] == y[100 + i]);
+        ck_assert(t[n] == (real)-7);
     }
 }
 
@@ -78,35 +86,432 @@ START_TEST(portable_exp)
 }
 END_TEST
 
-#if defined(LINATTN_HAVE_AVX2_EXP) && !defined(TEST_SINGLE)
-START_TEST(avx2_exp)
+/* Every kernel build this CPU runs: level i of the loop. */
+#define FOR_EACH_BUILD(kn)                                                    \
+    for (int level_ = 0; level_ < LINATTN_ISA_COUNT; level_++)                 \
+        for (const XI(kern) *kn = XI(kern_of)(level_);                         \
+             kn && level_ <= linattn_i_cpu_isa(); kn = NULL)
+
+static const XI(kern) *current;
+static void via_current(real *y, const real *x, int64_t n)
 {
-    if (!linattn_i_avx2_ok()) {
-        printf("no AVX2 + FMA on this CPU: kernel not run\n");
-        return;
+    current->exp(y, x, n);
+}
+
+START_TEST(every_build_exp)
+{
+    int ran = 0;
+    FOR_EACH_BUILD(kn)
+    {
+        current = kn;
+        check_kernel(via_current, kn->name, 2.0);
+        /* elu + 1 from the same kernel: v + 1 above 0, exp below, NaN kept */
+        real x[6] = {-2, (real)-0.0, 0, 3, (real)NAN, (real)-800}, y[6];
+        kn->elu1(y, x, 6);
+        ck_assert(fabs(y[0] - exp(-2.0)) <= 2 * ULP * exp(-2.0));
+        ck_assert(y[1] == 1 && y[2] == 1 && y[3] == 4 && isnan(y[4]) && y[5] == 0);
+        /* against the build's own exp on every lane position */
+        enum { N = 37 };
+        real v[N], got[N], want[N];
+        uint64_t s = 5;
+        for (int i = 0; i < N; i++)
+            v[i] = (real)(8 * test_uniform(&s) - 4);
+        kn->elu1(got, v, N);
+        kn->exp(want, v, N);
+        for (int i = 0; i < N; i++)
+            ck_assert(got[i] == (v[i] > 0 ? v[i] + 1 : want[i]));
+        /* in place */
+        memcpy(got, v, sizeof v);
+        kn->elu1(got, got, N);
+        for (int i = 0; i < N; i++)
+            ck_assert(got[i] == (v[i] > 0 ? v[i] + 1 : want[i]));
+        /* exp(x - c) in one pass: the bits of exp of the difference, tails
+         * of every length, shifts that take arguments past both ends */
+        real xs[11] = {-3, (real)0.5, (real)(XMAX - 9), (real)1e-3, (real)NAN,
+                       -20, 4, 9, 1, (real)-0.25, 2};
+        const real cs[3] = {0, (real)3.5, (real)(XFLUSH + 2)};
+        for (int ci = 0; ci < 3; ci++)
+            for (int64_t n = 1; n <= 11; n++) {
+                real g[11], diff[11], w[11];
+                for (int64_t i = 0; i < n; i++)
+                    diff[i] = xs[i] - cs[ci];
+                kn->exp_shift(g, xs, n, cs[ci]);
+                kn->exp(w, diff, n);
+                ck_assert(memcmp(g, w, (size_t)n * sizeof(real)) == 0);
+            }
+        ran++;
     }
-    check_kernel(linattn_i_exp_avx2, "avx2", 1.5);
-    /* elu + 1 from the same kernel: v + 1 above 0, exp below, NaN kept */
-    double x[6] = {-2, -0.0, 0, 3, NAN, -800}, y[6];
-    linattn_i_elu1_avx2(y, x, 6);
-    ck_assert(fabs(y[0] - exp(-2.0)) <= 2 * DBL_EPSILON * exp(-2.0));
-    ck_assert(y[1] == 1 && y[2] == 1 && y[3] == 4 && isnan(y[4]) && y[5] == 0);
-    /* exp(x - c) in one pass: the bits of exp of the difference, tails of
-     * every length, shifts that take arguments past both ends */
-    double xs[11] = {-3, 0.5, 700, 1e-3, NAN, -20, 4, 9, 1, -0.25, 2};
-    const double cs[3] = {0, 3.5, -705};
-    for (int ci = 0; ci < 3; ci++)
-        for (int64_t n = 1; n <= 11; n++) {
-            double got[11], diff[11], want[11];
-            for (int64_t i = 0; i < n; i++)
-                diff[i] = xs[i] - cs[ci];
-            linattn_i_exp_shift_avx2(got, xs, n, cs[ci]);
-            linattn_i_exp_avx2(want, diff, n);
-            ck_assert(memcmp(got, want, (size_t)n * sizeof(double)) == 0);
-        }
+    ck_assert_int_ge(ran, 1);
+    printf("%s: %d kernel build(s) run on this CPU\n", PREC, ran);
 }
 END_TEST
-#endif
+
+/* A value in [-1, 1) that is exact in float too. */
+static real small_value(uint64_t *s)
+{
+    return (real)((int)(64 * test_uniform(s)) - 32) / 32;
+}
+
+START_TEST(every_build_row_stats)
+{
+    const int64_t rows = 13, m = 19, ldf = 23;
+    real f[13 * 23], z[19], den[13];
+    acc_t part[19];
+    uint64_t s = 9;
+    for (int64_t i = 0; i < rows * ldf; i++)
+        f[i] = small_value(&s);
+    for (int64_t j = 0; j < m; j++)
+        z[j] = small_value(&s);
+    FOR_EACH_BUILD(kn)
+    {
+        kn->row_stats(f, ldf, rows, m, z, den, part);
+        for (int64_t i = 0; i < rows; i++) {
+            long double want = 0;
+            for (int64_t j = 0; j < m; j++)
+                want += (long double)f[i * ldf + j] * z[j];
+            ck_assert(den[i] == (real)want); /* exact: short dyadic values */
+        }
+        for (int64_t j = 0; j < m; j++) {
+            long double want = 0;
+            for (int64_t i = 0; i < rows; i++)
+                want += f[i * ldf + j];
+            ck_assert(part[j] == (acc_t)want);
+        }
+        den[0] = -5;
+        kn->row_stats(f, ldf, rows, m, NULL, NULL, part); /* part only */
+        ck_assert(den[0] == -5);
+    }
+}
+END_TEST
+
+/* The GEMM micro-kernel against plain loops: C = A B (+ C) (times s),
+ * A in both orientations, shapes that leave every kind of edge (rows not
+ * a multiple of the tile, columns not of the vector, K not of the chunk),
+ * C with padding that must stay untouched. */
+START_TEST(every_build_mm)
+{
+    static const int64_t shapes[][3] = {
+        {1, 1, 1},   {6, 8, 4},    {7, 9, 5},     {13, 33, 64},
+        {64, 65, 1024}, {32, 97, 64}, {5, 130, 131}, {64, 64, 0},
+        {19, 16, 70}};
+    FOR_EACH_BUILD(kn)
+    {
+        if (!kn->mm) {
+            printf("%s %s: no micro-kernel (BLAS is used)\n", PREC, kn->name);
+            continue;
+        }
+        for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++) {
+            int64_t M = shapes[t][0], N = shapes[t][1], K = shapes[t][2];
+            int64_t ldb = N + 3, ldc = N + 2, lda = (K > M ? K : M) + 1;
+            int64_t ka = K > 0 ? K : 1;
+            real *a = malloc(sizeof(real) * (size_t)((M > ka ? M : ka) * lda));
+            real *b = malloc(sizeof(real) * (size_t)(ka * ldb));
+            real *c = malloc(sizeof(real) * (size_t)(M * ldc));
+            real *c0 = malloc(sizeof(real) * (size_t)(M * ldc));
+            real sc[1024];
+            uint64_t s = 3 + (uint64_t)t;
+            for (int64_t i = 0; i < (M > ka ? M : ka) * lda; i++)
+                a[i] = small_value(&s);
+            for (int64_t i = 0; i < ka * ldb; i++)
+                b[i] = small_value(&s);
+            for (int64_t i = 0; i < M * ldc; i++)
+                c0[i] = small_value(&s);
+            for (int64_t i = 0; i < M; i++)
+                sc[i] = (real)(i % 3 + 1) / 4;
+            for (int trans = 0; trans < 2; trans++)
+                for (int add = 0; add < 2; add++)
+                    for (int scaled = 0; scaled < 2; scaled++) {
+                        int64_t ars = trans ? 1 : lda, aks = trans ? lda : 1;
+                        memcpy(c, c0, sizeof(real) * (size_t)(M * ldc));
+                        /* all finite: no flag */
+                        ck_assert(kn->mm(M, N, K, a, ars, aks, b, ldb, c, ldc,
+                                         add, scaled ? sc : NULL) == 0);
+                        for (int64_t i = 0; i < M; i++) {
+                            for (int64_t j = 0; j < N; j++) {
+                                long double w = add ? c0[i * ldc + j] : 0;
+                                for (int64_t k = 0; k < K; k++)
+                                    w += (long double)a[i * ars + k * aks] *
+                                         b[k * ldb + j];
+                                if (scaled)
+                                    w *= sc[i];
+                                real got = c[i * ldc + j];
+                                ck_assert_msg(fabsl(got - w) <= 1e-5L * (1 + fabsl(w)) *
+                                                  (sizeof(real) == 4 ? 1 : 1e-7L),
+                                              "%s %s mm %lld x %lld x %lld", PREC,
+                                              kn->name, (long long)M, (long long)N,
+                                              (long long)K);
+                            }
+                            for (int64_t j = N; j < ldc; j++) /* padding */
+                                ck_assert(c[i * ldc + j] == c0[i * ldc + j]);
+                        }
+                    }
+            free(a), free(b), free(c), free(c0);
+        }
+    }
+}
+END_TEST
+
+/* The decoding and causal loops against plain loops. */
+START_TEST(every_build_small_loops)
+{
+    enum { M = 11, E = 9, LD = E + 1 };
+    real p[M], v[E], y[LD], sz[M * LD];
+    acc_t acc[M * LD], acc0[M * LD];
+    uint64_t s = 21;
+    for (int i = 0; i < M; i++)
+        p[i] = small_value(&s);
+    for (int j = 0; j < E; j++)
+        v[j] = small_value(&s);
+    for (int i = 0; i < M * LD; i++)
+        acc0[i] = small_value(&s), sz[i] = small_value(&s);
+    FOR_EACH_BUILD(kn)
+    {
+        memcpy(acc, acc0, sizeof acc);
+        kn->rank1(acc, M, E, p, v);
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j <= E; j++)
+                ck_assert(acc[i * LD + j] ==
+                          acc0[i * LD + j] + (acc_t)p[i] * (j < E ? v[j] : 1));
+        kn->row_times(y, sz, M, E, p);
+        for (int j = 0; j <= E; j++) {
+            long double w = 0;
+            for (int i = 0; i < M; i++)
+                w += (long double)p[i] * sz[i * LD + j];
+            ck_assert(y[j] == (real)w);
+        }
+        real part[M * LD], work[M * LD];
+        for (int i = 0; i < M * LD; i++)
+            part[i] = small_value(&s);
+        memcpy(acc, acc0, sizeof acc);
+        memcpy(work, part, sizeof part);
+        kn->fold(acc, work, sz, M * LD);
+        for (int i = 0; i < M * LD; i++) {
+            ck_assert(acc[i] == acc0[i] + part[i]);
+            ck_assert(sz[i] == (real)acc[i] && work[i] == 0);
+        }
+        /* the diagonal block [3, 8) of a 9-row chunk: entries above the
+         * diagonal and rows of v after the row are NaN and must not be
+         * read */
+        enum { R = 9, L = 5, LDV = 7 };
+        real a[R * R], vv[R * LDV], yy[R * L], y0[R * L];
+        for (int i = 0; i < R; i++)
+            for (int j = 0; j < R; j++)
+                a[i * R + j] = j > i ? (real)NAN : small_value(&s);
+        for (int i = 0; i < R * LDV; i++) /* beyond column L: not read */
+            vv[i] = i % LDV < L ? small_value(&s) : (real)NAN;
+        for (int i = 0; i < R * L; i++)
+            y0[i] = small_value(&s);
+        memcpy(yy, y0, sizeof yy);
+        kn->tri_diag(a, R, vv, LDV, L, 3, 8, yy, L);
+        for (int i = 0; i < R; i++)
+            for (int c = 0; c < L; c++) {
+                long double w = y0[i * L + c];
+                for (int j = 3; i >= 3 && i < 8 && j <= i; j++)
+                    w += (long double)a[i * R + j] * vv[j * LDV + c];
+                ck_assert(yy[i * L + c] == (real)w);
+            }
+    }
+}
+END_TEST
+
+/* tril(A) V over a whole chunk (the micro-kernel builds): against plain
+ * loops, with NaN above the diagonal of A and in the rows of V that no
+ * row may reach (none can leak, not even as 0 * NaN), widths that leave
+ * partial vectors and vector groups, padding of y untouched. */
+START_TEST(every_build_trimm)
+{
+    static const int64_t shapes[][2] = {{1, 1}, {5, 3}, {6, 8}, {7, 9},
+                                        {16, 64}, {32, 64}, {13, 37},
+                                        {32, 96}, {20, 130}};
+    FOR_EACH_BUILD(kn)
+    {
+        if (!kn->trimm)
+            continue;
+        for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++) {
+            int64_t rows = shapes[t][0], cols = shapes[t][1];
+            int64_t lda = rows + 2, ldv = cols + 3, ldy = cols + 1;
+            real *a = malloc(sizeof(real) * (size_t)(rows * lda));
+            real *v = malloc(sizeof(real) * (size_t)(rows * ldv));
+            real *y = malloc(sizeof(real) * (size_t)(rows * ldy));
+            real *y0 = malloc(sizeof(real) * (size_t)(rows * ldy));
+            uint64_t s = 77 + (uint64_t)t;
+            for (int64_t i = 0; i < rows; i++)
+                for (int64_t j = 0; j < lda; j++)
+                    a[i * lda + j] = j <= i ? small_value(&s) : (real)NAN;
+            for (int64_t i = 0; i < rows * ldv; i++)
+                v[i] = i % ldv < cols ? small_value(&s) : (real)NAN;
+            for (int64_t i = 0; i < rows * ldy; i++)
+                y0[i] = small_value(&s);
+            /* in place, and scaled into another array (its padding kept) */
+            real *d = malloc(sizeof(real) * (size_t)(rows * (ldy + 2)));
+            real sc[130];
+            for (int64_t i = 0; i < rows; i++)
+                sc[i] = (real)(i % 4 + 1) / 8;
+            for (int into = 0; into < 2; into++) {
+                int64_t ldd = into ? ldy + 2 : ldy;
+                memcpy(y, y0, sizeof(real) * (size_t)(rows * ldy));
+                for (int64_t i = 0; i < rows * ldd; i++)
+                    d[i] = (real)-3;
+                ck_assert(kn->trimm(rows, cols, a, lda, v, ldv, y, ldy,
+                                    into ? d : y, ldd, into ? sc : NULL) == 0);
+                const real *got = into ? d : y;
+                for (int64_t i = 0; i < rows; i++) {
+                    for (int64_t c = 0; c < cols; c++) {
+                        long double w = y0[i * ldy + c];
+                        for (int64_t j = 0; j <= i; j++)
+                            w += (long double)a[i * lda + j] * v[j * ldv + c];
+                        if (into)
+                            w *= sc[i];
+                        ck_assert_msg(got[i * ldd + c] == (real)w,
+                                      "%s trimm %lld x %lld", kn->name,
+                                      (long long)rows, (long long)cols);
+                    }
+                    for (int64_t c = cols; c < ldd; c++)
+                        ck_assert(got[i * ldd + c] ==
+                                  (into ? (real)-3 : y0[i * ldy + c]));
+                }
+                if (into) /* y itself is only read */
+                    ck_assert(memcmp(y, y0, sizeof(real) * (size_t)(rows * ldy)) == 0);
+            }
+            free(d);
+            /* a later row of V turned to NaN changes nothing before it */
+            for (int64_t c = 0; c < cols; c++)
+                v[(rows - 1) * ldv + c] = (real)NAN;
+            memcpy(y, y0, sizeof(real) * (size_t)(rows * ldy));
+            /* (the last row is NaN now: flagged) */
+            ck_assert(kn->trimm(rows, cols, a, lda, v, ldv, y, ldy, y, ldy,
+                                NULL) != 0);
+            for (int64_t i = 0; i + 1 < rows; i++)
+                for (int64_t c = 0; c < cols; c++)
+                    ck_assert(!isnan(y[i * ldy + c]));
+            free(a), free(v), free(y), free(y0);
+        }
+    }
+}
+END_TEST
+
+/* The flags of the kernels that write normalized rows (mm with s, trimm):
+ * set when exactly one value written is not finite, wherever it lies
+ * (each tile of rows, each vector of a row, every lane of the masked
+ * last vector), whether it came in through C or y (Inf, NaN) or from the
+ * arithmetic (a product beyond the range); clear when only the padding
+ * beyond the columns, which the masked loads and stores never touch,
+ * holds NaN and Inf.  mm without s raises no flag. */
+START_TEST(every_build_nonfinite_flags)
+{
+    static const int64_t shapes[][3] = {{1, 1, 1}, {7, 9, 5}, {13, 37, 70},
+                                        {20, 130, 3}, {6, 64, 0}};
+    const real bad[2] = {(real)INFINITY, (real)NAN};
+    FOR_EACH_BUILD(kn)
+    {
+        if (!kn->mm || !kn->trimm)
+            continue;
+        for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++) {
+            int64_t M = shapes[t][0], N = shapes[t][1], K = shapes[t][2];
+            int64_t ka = K > 0 ? K : 1, ldb = N + 3, ldc = N + 2;
+            int64_t lda = (K > M ? K : M) + 1; /* A: M x K and M x M */
+            real *a = malloc(sizeof(real) * (size_t)(M * lda));
+            real *b = malloc(sizeof(real) * (size_t)((ka > M ? ka : M) * ldb));
+            real *c = malloc(sizeof(real) * (size_t)(M * ldc));
+            real *c0 = malloc(sizeof(real) * (size_t)(M * ldc));
+            real sc[32];
+            uint64_t s = 5 + (uint64_t)t;
+            for (int64_t i = 0; i < M * lda; i++)
+                a[i] = small_value(&s);
+            for (int64_t i = 0; i < (ka > M ? ka : M) * ldb; i++)
+                b[i] = small_value(&s);
+            for (int64_t i = 0; i < M; i++)
+                sc[i] = (real)(i % 3 + 1) / 4;
+            for (int64_t i = 0; i < M * ldc; i++) /* padding: Inf, NaN */
+                c0[i] = i % ldc < N ? small_value(&s) : bad[i % 2];
+            /* only the padding is not finite: no flag */
+            memcpy(c, c0, sizeof(real) * (size_t)(M * ldc));
+            ck_assert(kn->mm(M, N, K, a, lda, 1, b, ldb, c, ldc, 1, sc) == 0);
+            memcpy(c, c0, sizeof(real) * (size_t)(M * ldc));
+            ck_assert(kn->trimm(M, N, a, lda, b, ldb, c0, ldc, c, ldc, sc) ==
+                      0);
+            /* one value at a time, every row and column */
+            for (int64_t i = 0; i < M; i++)
+                for (int64_t j = 0; j < N; j++) {
+                    real keep = c0[i * ldc + j];
+                    c0[i * ldc + j] = bad[(i + j) % 2];
+                    memcpy(c, c0, sizeof(real) * (size_t)(M * ldc));
+                    ck_assert_msg(kn->mm(M, N, K, a, lda, 1, b, ldb, c, ldc, 1,
+                                         sc) != 0,
+                                  "%s %s mm flag at (%lld, %lld) of %lld x %lld",
+                                  PREC, kn->name, (long long)i, (long long)j,
+                                  (long long)M, (long long)N);
+                    memcpy(c, c0, sizeof(real) * (size_t)(M * ldc));
+                    ck_assert(kn->mm(M, N, K, a, lda, 1, b, ldb, c, ldc, 1,
+                                     NULL) == 0); /* no s: no flag */
+                    ck_assert_msg(kn->trimm(M, N, a, lda, b, ldb, c0, ldc, c,
+                                            ldc, (i + j) % 2 ? sc : NULL) != 0,
+                                  "%s %s trimm flag at (%lld, %lld)", PREC,
+                                  kn->name, (long long)i, (long long)j);
+                    c0[i * ldc + j] = keep;
+                }
+            /* a finite row scaled beyond the range: the arithmetic's own
+             * overflow (row M - 1: |sum| >= its largest term, times
+             * REAL_MAX) */
+            for (int64_t j = 0; j < N; j++)
+                c0[(M - 1) * ldc + j] = 2;
+            sc[M - 1] = REAL_MAX;
+            memcpy(c, c0, sizeof(real) * (size_t)(M * ldc));
+            ck_assert(K > 0 || kn->mm(M, N, K, a, lda, 1, b, ldb, c, ldc, 1,
+                                      sc) != 0);
+            for (int64_t k = 0; k < K; k++) /* a row of A large and positive */
+                a[(M - 1) * lda + k] = 4, b[k * ldb] = 4;
+            memcpy(c, c0, sizeof(real) * (size_t)(M * ldc));
+            ck_assert(kn->mm(M, N, K, a, lda, 1, b, ldb, c, ldc, 1, sc) != 0);
+            ck_assert(kn->trimm(M, N, a, lda, b, ldb, c0, ldc, c, ldc, sc) !=
+                      0);
+            free(a), free(b), free(c), free(c0);
+        }
+    }
+}
+END_TEST
+
+START_TEST(every_build_transpose)
+{
+    static const int64_t shapes[][2] = {{1, 1}, {8, 8}, {16, 64}, {13, 21},
+                                        {32, 64}, {7, 9}, {48, 17}};
+    FOR_EACH_BUILD(kn)
+    {
+        for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++) {
+            int64_t rows = shapes[t][0], cols = shapes[t][1];
+            int64_t lds = cols + 3, ldd = rows + 5;
+            real *src = malloc(sizeof(real) * (size_t)(rows * lds));
+            real *dst = malloc(sizeof(real) * (size_t)(cols * ldd));
+            for (int64_t i = 0; i < rows * lds; i++)
+                src[i] = (real)i;
+            for (int64_t i = 0; i < cols * ldd; i++)
+                dst[i] = -1;
+            kn->transpose(rows, cols, src, lds, dst, ldd);
+            for (int64_t j = 0; j < cols; j++)
+                for (int64_t i = 0; i < ldd; i++)
+                    ck_assert(dst[j * ldd + i] == (i < rows ? src[i * lds + j] : -1));
+            free(src), free(dst);
+        }
+    }
+}
+END_TEST
+
+START_TEST(dispatch_follows_the_level)
+{
+    int cpu = linattn_i_cpu_isa();
+    for (int level = 0; level < LINATTN_ISA_COUNT; level++) {
+        int set = linattn_i_isa_force(level);
+        ck_assert_int_eq(set, level < cpu ? level : cpu);
+        ck_assert_int_eq(linattn_i_isa(), set);
+        const XI(kern) *want = XI(kern_of)(set);
+        if (want)
+            ck_assert_ptr_eq(XI(kern_now)(), want);
+        ck_assert_str_eq(XI(kern_now)()->name, linattn_i_isa_name(set));
+    }
+    linattn_i_isa_force(-1);
+    ck_assert_int_eq(linattn_i_isa(), getenv("LINATTN_ISA") ? linattn_i_isa() : cpu);
+}
+END_TEST
 
 #ifndef TEST_SINGLE
 /* The generator of the random maps (precision-independent: run once).
@@ -210,10 +615,18 @@ int main(void)
 {
     Suite *s = suite_create("kernels " PREC);
     TCase *tc = tcase_create("exp");
+    /* every build's kernels, and 2^18 long-double normals: seconds each,
+     * more under the sanitizers on a shared machine */
+    tcase_set_timeout(tc, 120);
     tcase_add_test(tc, portable_exp);
-#if defined(LINATTN_HAVE_AVX2_EXP) && !defined(TEST_SINGLE)
-    tcase_add_test(tc, avx2_exp);
-#endif
+    tcase_add_test(tc, every_build_exp);
+    tcase_add_test(tc, every_build_row_stats);
+    tcase_add_test(tc, every_build_mm);
+    tcase_add_test(tc, every_build_small_loops);
+    tcase_add_test(tc, every_build_trimm);
+    tcase_add_test(tc, every_build_nonfinite_flags);
+    tcase_add_test(tc, every_build_transpose);
+    tcase_add_test(tc, dispatch_follows_the_level);
 #ifndef TEST_SINGLE
     tcase_add_test(tc, philox_known_answers);
     tcase_add_test(tc, normals_match_long_double_box_muller);

@@ -12,7 +12,10 @@
  * a centre and spread the input chooses per matrix.  Every path runs on
  * the same inputs (attention, naive, causal, naive causal, the streaming
  * state blocked and token by token, the four batched calls); a violation
- * aborts, with the input saved by libFuzzer.
+ * aborts, with the input saved by libFuzzer.  The first byte picks the
+ * code path of linattn's kernels (generic, AVX2, AVX-512, capped by the
+ * CPU: lib/cpu.h), so that every path the library dispatches to, with
+ * its own fused output writes, is held to the invariant in one run.
  */
 #include <float.h>
 #include <math.h>
@@ -20,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "linattn.h"
+#include "../../lib/cpu.h"
 #include "fuzz_reader.h"
 
 #define FC_REAL double
@@ -142,6 +146,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     reader r = {data, size};
+    linattn_i_isa_force((int)(take(&r) % LINATTN_ISA_COUNT));
     if (take(&r) % 2)
         s_one(&r);
     else

@@ -29,8 +29,9 @@ mkdir -p "$hard/asan"
 (
     cd "$hard/asan"
     san="-fsanitize=address,undefined -fno-sanitize-recover=all"
+    # The Fortran module and its tests are instrumented too.
     "$src/configure" --enable-werror CFLAGS="-O1 -g -fno-omit-frame-pointer $san" \
-        LDFLAGS="$san" > configure.out
+        FCFLAGS="-O1 -g -fno-omit-frame-pointer $san" LDFLAGS="$san" > configure.out
     # The out-of-memory test caps the address space, which ASan's shadow
     # memory cannot live with: LINATTN_NO_RLIMIT skips only that test.
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
@@ -55,8 +56,13 @@ fi
 
 if [[ $stages == *" valgrind "* ]]; then
 echo "== 3/5 valgrind memcheck on a representative subset"
+# (and, when configure built it, the Fortran module's API and error tests)
+fortran_progs=
+if make -n tests/fortran/test_f_api > /dev/null 2>&1; then
+    fortran_progs="tests/fortran/test_f_api tests/fortran/test_f_errors_d"
+fi
 for prog in tests/test_api tests/test_errors_d tests/test_kernels_d tests/test_checkpoint_d \
-            examples/worked_example; do
+            examples/worked_example $fortran_progs; do
     make -s "$prog" > /dev/null
     echo "valgrind $prog"
     # Check runs tests in-process (CK_FORK=no) so that valgrind sees them.
@@ -73,9 +79,9 @@ if [[ $stages == *" tsan "* ]]; then
 echo "== 4/5 ThreadSanitizer: the threaded tests"
 # clang with LLVM's OpenMP runtime, which loads libarcher under TSan so
 # that OpenMP's barriers count as synchronization (gcc's libgomp is not
-# instrumented: TSan would report its every barrier).  target_clones is
-# off (-U after configure's -D): its ifunc resolvers run before TSan is
-# initialized.  The suites that run threads: OpenMP splits of every path
+# instrumented: TSan would report its every barrier).  The kernels' code
+# path is picked by cpuid at the first call (lib/cpu.c), no ifunc
+# resolvers, so the build runs as configured.  The suites that run threads: OpenMP splits of every path
 # (test_math: thread counts, a smaller team, four threads querying one
 # state; test_batched; test_maps: W for 1, 2, 4 threads; test_finite,
 # test_count), threads saving one checkpoint (test_checkpoint), and saves
@@ -85,7 +91,7 @@ mkdir -p "$hard/tsan"
 (
     cd "$hard/tsan"
     "$src/configure" CC=clang --enable-werror \
-        CFLAGS="-O1 -g -fsanitize=thread -ULINATTN_HAVE_TARGET_CLONES" \
+        CFLAGS="-O1 -g -fsanitize=thread" \
         LDFLAGS="-fsanitize=thread" > configure.out
     # allocator_may_return_null: the suites ask for impossible sizes on
     # purpose; ignore_noninstrumented_modules: the OpenMP runtime's own

@@ -1,22 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * vexp_avx2.c -- the double exponential for x86-64 with AVX2 and FMA.
+ * kern_exp256.h -- the double exponential for AVX2 + FMA, included by the
+ * AVX2 build of kern.c (double only; float takes the portable loop, which
+ * the compiler vectorizes well enough there).
  *
  * The portable lib/vexp.h needs a degree-13 polynomial on |r| <= ln2/2.
  * Here x = (64 k + j) ln2/64 + r with |r| <= ln2/128, so exp(r) needs only
- * degree 5, and 2^(j/64) comes from a 64-entry table by one AVX2 gather:
- * 1.3-1.5 ns per value against 1.7 (one core, benchmarks in
- * doc/performance.md), within 1 ulp.  Same special values as vexp.h:
- * +inf above the overflow threshold, 0 below about twice the smallest
- * normal, NaN propagates.  Chosen at run time when the CPU has AVX2 + FMA.
+ * degree 5, and 2^(j/64) comes from a 64-entry table by one AVX2 gather,
+ * within 1 ulp.  Same special values as vexp.h: +inf above the overflow
+ * threshold, 0 below about twice the smallest normal, NaN propagates.
  */
-#include <stdint.h>
-#include <string.h>
-#include "vexp_avx2.h"
-
-#ifdef LINATTN_HAVE_AVX2_EXP
-#include <immintrin.h>
-
 /* 2^(j/64), j = 0..63, correctly rounded (bit patterns). */
 static const uint64_t exp2_j64[64] = {
     0x3ff0000000000000ull, 0x3ff02c9a3e778061ull, 0x3ff059b0d3158574ull,
@@ -42,14 +35,8 @@ static const uint64_t exp2_j64[64] = {
     0x3ffea4afa2a490daull, 0x3ffefa1bee615a27ull, 0x3fff50765b6e4540ull,
     0x3fffa7c1819e90d8ull};
 
-int linattn_i_avx2_ok(void)
-{
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
-
 /* exp of 4 lanes; lanes where pos is set give v + 1 instead (elu + 1). */
-__attribute__((target("avx2,fma"))) static inline __m256d
-exp4(__m256d v)
+static inline __m256d exp4(__m256d v)
 {
     const __m256d inv = _mm256_set1_pd(92.332482616893656768); /* 64/ln2 */
     const __m256d shift = _mm256_set1_pd(0x1.8p52);
@@ -87,7 +74,7 @@ exp4(__m256d v)
     return _mm256_blendv_pd(y, v, _mm256_cmp_pd(v, v, _CMP_UNORD_Q));
 }
 
-__attribute__((target("avx2,fma"))) static inline __m256d elu4(__m256d v)
+static inline __m256d elu4(__m256d v)
 {
     __m256d pos = _mm256_cmp_pd(v, _mm256_setzero_pd(), _CMP_GT_OQ);
     __m256d ex = exp4(_mm256_andnot_pd(pos, v)); /* exp(0) where v > 0 */
@@ -97,8 +84,7 @@ __attribute__((target("avx2,fma"))) static inline __m256d elu4(__m256d v)
 /* The tail goes through the same lanes, padded, so that every element is
  * computed the same way wherever it falls. */
 #define KERNEL(name, op)                                                      \
-    __attribute__((target("avx2,fma"))) void name(double *y, const double *x, \
-                                                  int64_t n)                  \
+    static void name(double *y, const double *x, int64_t n)                   \
     {                                                                         \
         int64_t i = 0;                                                        \
         for (; i + 4 <= n; i += 4)                                            \
@@ -111,13 +97,12 @@ __attribute__((target("avx2,fma"))) static inline __m256d elu4(__m256d v)
         }                                                                     \
     }
 
-KERNEL(linattn_i_exp_avx2, exp4)
-KERNEL(linattn_i_elu1_avx2, elu4)
+KERNEL(k_exp, exp4)
+KERNEL(k_elu1, elu4)
 
 /* y = exp(x - c): the shifted exponentials of the kernelized maps in one
  * pass (padded tail lanes compute exp(0)). */
-__attribute__((target("avx2,fma"))) void
-linattn_i_exp_shift_avx2(double *y, const double *x, int64_t n, double c)
+static void k_exp_shift(double *y, const double *x, int64_t n, double c)
 {
     const __m256d vc = _mm256_set1_pd(c);
     int64_t i = 0;
@@ -131,4 +116,3 @@ linattn_i_exp_shift_avx2(double *y, const double *x, int64_t n, double c)
     }
 }
 
-#endif

@@ -1,0 +1,433 @@
+#!/usr/bin/perl
+# SPDX-License-Identifier: BSD-3-Clause
+# gen_fortran.pl -- the Fortran bind(C) side of a linattn C header, generated
+# from the header itself (as FFTW generates its Fortran interface), so that
+# constants, structs and prototypes cannot drift from C.
+#
+#   perl gen_fortran.pl [--module NAME] [--public | --check-c | --check-f |
+#                       --list] [-I DIR]... [--type CTYPE=FORTRAN]... HEADER
+#
+# writes to standard output, in free-form Fortran 2008:
+#
+#   module NAME      integer parameters for every integer #define and enum
+#                    member; a bind(C) type c_<struct> for every typedef'd
+#                    struct (linattn_ stripped); bind(C) interfaces c_<fn>
+#                    for the prototypes outside the precision template;
+#                    c_argnames(fn) and c_status_name(status) for messages.
+#   module NAME_d    interfaces c_<fn> bound to the template's double
+#   module NAME_s    and float instances (when the header has a template);
+#   module NAME_any  for each template function without a real argument
+#                    passed by value, cx_<fn>(kind, ...) calling the float
+#                    instance for kind = real32 and the double one else,
+#                    so that code taking only handles is written once.
+#
+# With --public it writes instead a public statement for every constant,
+# which module linattn includes to re-export them.  --check-c and
+# --check-f write the two halves of a test (tests/fortran/test_f_api):
+# every constant's value and every struct's size and field offsets as C
+# computes them, and as the generated Fortran sees them.  --list names
+# the interface c_<name> of every function, one a line, with its C names.
+#
+# Every pointer argument becomes type(c_ptr), value (the wrappers pass
+# c_loc of the caller's memory: no copies, NULL where C allows it).  A
+# declaration the script does not understand stops it with a message
+# rather than being skipped: a new C function always gets its interface or
+# breaks the build.  Needs only perl (perl-base, essential on Debian).
+use strict;
+use warnings;
+
+my $module = 'linattn_c';
+my $mode = 'modules';
+my @incdirs;
+my %ctype = (
+    'int' => 'integer(c_int)', 'int32_t' => 'integer(c_int32_t)',
+    'uint32_t' => 'integer(c_int32_t)', 'int64_t' => 'integer(c_int64_t)',
+    'uint64_t' => 'integer(c_int64_t)', 'size_t' => 'integer(c_size_t)',
+    'double' => 'real(c_double)', 'float' => 'real(c_float)',
+    'char' => 'character(kind=c_char)');
+while (@ARGV && $ARGV[0] =~ /^(--|-I$)/) {
+    my $opt = shift @ARGV;
+    if ($opt eq '--module') { $module = shift @ARGV; }
+    elsif ($opt eq '-I') { push @incdirs, shift @ARGV; }
+    elsif ($opt =~ /^--(public|check-c|check-f|list)$/) { $mode = $1; }
+    elsif ($opt eq '--type') {
+        my ($c, $f) = split /=/, shift(@ARGV), 2;
+        $ctype{$c} = $f;
+    } else { die "gen_fortran.pl: unknown option $opt\n"; }
+}
+@ARGV == 1 or die "usage: gen_fortran.pl [--module NAME] [--public|--check-c|--check-f|--list] [-I DIR] [--type C=F] HEADER\n";
+my $header = $ARGV[0];
+(my $hname = $header) =~ s{.*/}{};
+(my $hdir = $header) =~ s{[^/]*$}{};
+$hdir = '.' if $hdir eq '';
+my $text = read_header($header, 0);
+
+# The header with its own "quoted" includes (linattn_version.h, made by
+# configure in the build tree) inlined: found beside it or in a -I DIR.
+sub read_header {
+    my ($path, $depth) = @_;
+    die "gen_fortran.pl: includes nested too deeply at $path\n" if $depth > 8;
+    open my $in, '<', $path or die "gen_fortran.pl: $path: $!\n";
+    my $t = do { local $/; <$in> };
+    close $in;
+    $t =~ s{^[ \t]*#[ \t]*include[ \t]+"([^"]+)".*$}{
+        my $name = $1;
+        my ($found) = grep { -f "$_/$name" } ($hdir, @incdirs);
+        defined $found or die "gen_fortran.pl: $name (included by $path) not found; give -I DIR\n";
+        read_header("$found/$name", $depth + 1);
+    }gme;
+    return $t;
+}
+
+$text =~ s{/\*.*?\*/}{ }gs;          # comments
+$text =~ s{//[^\n]*}{}g;
+$text =~ s{\\\n}{ }g;                # macro continuations
+$text =~ s{^\s*#\s*define\s+LINATTN_API\b.*$}{}mg;   # its definitions
+
+# ---- the precision template: its formal names and its instances ----
+my ($tmpl_x, $tmpl_r);
+if ($text =~ /#\s*define\s+\w+_DEFINE_API\(\s*(\w+)\s*,\s*(\w+)\s*\)/) {
+    ($tmpl_x, $tmpl_r) = ($1, $2);
+}
+my %mangle;   # mangling macro -> prefix
+while ($text =~ /#\s*define\s+(\w+)\(\s*(\w+)\s*\)\s+(\w+)##\2\b/g) {
+    $mangle{$1} = $3;
+}
+my @instances;   # [suffix, prefix, C real type]
+while ($text =~ /^\s*\w+_DEFINE_API\(\s*(\w+)\s*,\s*(\w+)\s*\)/mg) {
+    my ($m, $r) = ($1, $2);
+    defined $mangle{$m} or die "gen_fortran.pl: no mangling macro $m\n";
+    my $sfx = $r eq 'double' ? 'd' : $r eq 'float' ? 's'
+        : die "gen_fortran.pl: template instance of type $r\n";
+    push @instances, [$sfx, $mangle{$m}, $r];
+}
+die "gen_fortran.pl: template without instances\n" if $tmpl_x && !@instances;
+
+# ---- integer constants: #defines, then enums ----
+my (@consts, %known);
+sub int_expr {
+    my ($v) = @_;
+    $v =~ s/^\s+|\s+$//g;
+    $v =~ s/\s+/ /g;
+    $v =~ s/\b(0[xX][0-9a-fA-F]+|\d+)[uUlL]*\b/$1 =~ m{^0[xX]} ? hex($1) : $1/ge;
+    return undef if $v eq '' || $v !~ /^[\s\w()+\-*\/]+$/;
+    for my $id ($v =~ /([A-Za-z_]\w*)/g) { return undef unless $known{$id}; }
+    return $v;
+}
+for my $line (split /\n/, $text) {
+    next unless $line =~ /^\s*#\s*define\s+(LINATTN_\w+)(?!\()\s*(.*)$/;
+    my ($name, $value) = ($1, $2);
+    my $expr = int_expr($value);
+    next unless defined $expr;        # LINATTN_API, include guards
+    push @consts, [$name, $expr, '#define'];
+    $known{$name} = 1;
+}
+my @status_names;
+while ($text =~ /enum\s+(\w+)\s*\{(.*?)\}\s*;/gs) {
+    my ($ename, $body) = ($1, $2);
+    my $next = '0';
+    for my $item (split /,/, $body) {
+        $item =~ s/^\s+|\s+$//g;
+        next if $item eq '';
+        $item =~ /^(\w+)\s*(?:=\s*(.+))?$/s
+            or die "gen_fortran.pl: enum $ename: cannot read '$item'\n";
+        my ($name, $v) = ($1, defined $2 ? int_expr($2) : $next);
+        defined $v or die "gen_fortran.pl: enum $ename: value of $name\n";
+        push @consts, [$name, $v, "enum $ename"];
+        $known{$name} = 1;
+        push @status_names, $name if $ename eq 'linattn_status';
+        $next = "$name + 1";
+    }
+}
+
+# ---- structs ----
+sub fname { my ($c) = @_; $c =~ s/^linattn_//; return "c_$c"; }
+my (@structs, %struct_known);
+while ($text =~ /typedef\s+struct\s+(\w+)\s*\{(.*?)\}\s*(\w+)\s*;/gs) {
+    my ($tag, $body, $tname) = ($1, $2, $3);
+    my @fields;
+    for my $decl (split /;/, $body) {
+        $decl =~ s/^\s+|\s+$//g;
+        next if $decl eq '';
+        $decl =~ /^((?:unsigned\s+)?\w+)\s+(.*)$/s
+            or die "gen_fortran.pl: struct $tname: cannot read '$decl'\n";
+        my ($type, $names) = ($1, $2);
+        defined $ctype{$type}
+            or die "gen_fortran.pl: struct $tname: field type $type\n";
+        for my $n (split /,/, $names) {
+            $n =~ s/\s+//g;
+            $n =~ /^(\w+)(?:\[(\w+)\])?$/
+                or die "gen_fortran.pl: struct $tname: field '$n'\n";
+            push @fields, [$ctype{$type}, $1, $2];
+        }
+    }
+    push @structs, [$tname, \@fields];
+    $struct_known{$tname} = 1;
+}
+
+# ---- prototypes ----
+my (@plain, @templ);
+my $ndecl = () = $text =~ /\bLINATTN_API\s+(?!__)/g;
+while ($text =~ /\bLINATTN_API\s+([^;]*?)\s*;/gs) {
+    my $decl = $1;
+    $decl =~ s/\s+/ /g;
+    next if $decl =~ /^__attribute__/;   # the macro's own definition
+    my ($ret, $name, $params);
+    if ($tmpl_x && $decl =~ /^(.*?)\s*\b$tmpl_x\((\w+)\)\s*\((.*)\)$/) {
+        ($ret, $name, $params) = ($1, $2, $3);
+        push @templ, parse_fn($decl, $ret, $name, $params);
+    } elsif ($decl =~ /^(.*?)\s*\b(\w+)\s*\((.*)\)$/) {
+        ($ret, $name, $params) = ($1, $2, $3);
+        push @plain, parse_fn($decl, $ret, $name, $params);
+    } else {
+        die "gen_fortran.pl: cannot read declaration '$decl'\n";
+    }
+}
+@plain + @templ == $ndecl
+    or die "gen_fortran.pl: $ndecl LINATTN_API declarations, "
+         . (@plain + @templ) . " read\n";
+
+sub parse_fn {
+    my ($decl, $ret, $name, $params) = @_;
+    $ret =~ s/^\s+|\s+$//g;
+    my $rk = $ret eq 'int' ? 'int' : $ret eq 'void' ? 'void'
+        : $ret =~ /\*$/ ? 'ptr'
+        : die "gen_fortran.pl: $name returns '$ret'\n";
+    my @args;
+    $params =~ s/^\s+|\s+$//g;
+    if ($params ne 'void' && $params ne '') {
+        for my $p (split /,/, $params) {
+            $p =~ s/^\s+|\s+$//g;
+            $p =~ s/\bconst\b\s*//g;
+            $p =~ /^(.*?)\s*(\w+)$/
+                or die "gen_fortran.pl: $name: parameter '$p'\n";
+            my ($type, $an) = ($1, $2);
+            $type =~ s/\s+//g;
+            my $kind;
+            if ($type =~ /\*/) { $kind = 'ptr'; }
+            elsif ($tmpl_r && $type eq $tmpl_r) { $kind = 'real'; }
+            elsif (defined $ctype{$type}) { $kind = $type; }
+            else { die "gen_fortran.pl: $name: parameter type '$type'\n"; }
+            $an ne 'cresult' or die "gen_fortran.pl: $name: parameter named cresult\n";
+            $an ne 'cresult'
+                or die "gen_fortran.pl: $name: a parameter named cresult\n";
+            push @args, [$an, $kind];
+        }
+    }
+    return { name => $name, ret => $rk, args => \@args };
+}
+
+# ---- output ----
+sub wrap {    # free-form lines of at most 100 characters, & continued
+    my ($first, $sep, @items) = @_;
+    my @out;
+    my $line = $first;
+    for my $i (0 .. $#items) {
+        my $piece = $items[$i] . ($i < $#items ? $sep : '');
+        if (length($line) + length($piece) > 96) {
+            push @out, "$line&";
+            $line = '        & ';
+        }
+        $line .= $piece;
+    }
+    push @out, $line;
+    return join("\n", @out) . "\n";
+}
+
+sub interface {
+    my ($f, $cname, $real) = @_;
+    my @names = map { $_->[0] } @{$f->{args}};
+    my $out = '';
+    my $kw = $f->{ret} eq 'void' ? 'subroutine' : 'function';
+    my $suffix = $f->{ret} eq 'void' ? '' : ' result(cresult)';
+    (my $fn = $f->{name}) =~ s/^linattn_//;
+    $out .= wrap("    $kw c_$fn(", ', ', @names) =~ s/\n$//r;
+    $out .= ") &\n        bind(C, name='$cname')$suffix\n";
+    $out .= "      import\n      implicit none\n";
+    $out .= "      integer(c_int) :: cresult\n" if $f->{ret} eq 'int';
+    $out .= "      type(c_ptr) :: cresult\n" if $f->{ret} eq 'ptr';
+    for my $a (@{$f->{args}}) {
+        my ($an, $k) = @$a;
+        my $t = $k eq 'ptr' ? 'type(c_ptr)' : $k eq 'real' ? $real : $ctype{$k};
+        $out .= "      $t, value :: $an\n";
+    }
+    $out .= "    end $kw c_$fn\n";
+    return $out;
+}
+
+if ($mode eq 'list') {
+    for my $f (@plain) {
+        (my $n = $f->{name}) =~ s/^linattn_//;
+        print "$n $f->{name}\n";
+    }
+    for my $f (@templ) {
+        print "$f->{name} " . join(' ', map { "$_->[1]$f->{name}" } @instances)
+            . "\n";
+    }
+    exit 0;
+}
+if ($mode eq 'check-c') {
+    print "/* SPDX-License-Identifier: BSD-3-Clause */\n";
+    print "/* Generated by fortran/gen_fortran.pl from $hname: do not edit. */\n";
+    print "#include <stddef.h>\n#include <stdint.h>\n#include \"$hname\"\n\n";
+    print "const int64_t linattn_ftest_consts[] = {\n";
+    print join(",\n", map { "    (int64_t)($_->[0])" } @consts), "\n};\n";
+    print "const int64_t linattn_ftest_layout[] = {\n";
+    my @l;
+    for my $st (@structs) {
+        my ($tname, $fields) = @$st;
+        push @l, "    (int64_t)sizeof($tname)";
+        push @l, "    (int64_t)offsetof($tname, $_->[1])" for @$fields;
+    }
+    print join(",\n", @l), "\n};\n";
+    exit 0;
+}
+print "! SPDX-License-Identifier: BSD-3-Clause\n";
+print "! Generated by fortran/gen_fortran.pl from $hname: do not edit.\n";
+if ($mode eq 'public') {
+    print wrap('  public :: ', ', ', map { $_->[0] } @consts);
+    exit 0;
+}
+if ($mode eq 'check-f') {
+    my $nl = 0;
+    $nl += 1 + @{$_->[1]} for @structs;
+    print "! The constants and the structs' layouts as the generated Fortran\n";
+    print "! sees them, next to C's (the --check-c half).\n";
+    print "module ${module}_check\n  use, intrinsic :: iso_c_binding\n";
+    print "  use $module\n  implicit none\n";
+    print "  integer, parameter :: nconsts = " . scalar(@consts) . "\n";
+    print "  integer, parameter :: nlayout = $nl\n";
+    print "  character(40), parameter :: const_names(nconsts) = [character(40) :: &\n";
+    print join(", &\n", map { "      '$_->[0]'" } @consts), "]\n";
+    print "  integer(c_int64_t), bind(C, name='linattn_ftest_consts') :: &\n";
+    print "      c_consts(nconsts)\n";
+    print "  integer(c_int64_t), bind(C, name='linattn_ftest_layout') :: &\n";
+    print "      c_layout(nlayout)\n";
+    print "contains\n  subroutine f_constants(v)\n";
+    print "    integer(c_int64_t), intent(out) :: v(nconsts)\n";
+    my $i = 0;
+    print "    v(" . ++$i . ") = $_->[0]\n" for @consts;
+    print "  end subroutine f_constants\n\n";
+    print "  subroutine f_layout(v)\n    integer(c_int64_t), intent(out) :: v(nlayout)\n";
+    my $k = 0;
+    for my $st (@structs) {
+        print "    type(" . fname($st->[0]) . "), target :: s$k\n";
+        $k++;
+    }
+    $i = 0;
+    $k = 0;
+    for my $st (@structs) {
+        my ($tname, $fields) = @$st;
+        print "    v(" . ++$i . ") = c_sizeof(s$k)\n";
+        for my $fl (@$fields) {
+            my $ref = "s$k%$fl->[1]" . (defined $fl->[2] ? '(1)' : '');
+            print "    v(" . ++$i . ") = offset(c_loc(s$k), c_loc($ref))\n";
+        }
+        $k++;
+    }
+    print "  end subroutine f_layout\n\n";
+    print "  function offset(p, q) result(n)\n    type(c_ptr), intent(in) :: p, q\n";
+    print "    integer(c_int64_t) :: n\n";
+    print "    n = transfer(q, 0_c_intptr_t) - transfer(p, 0_c_intptr_t)\n";
+    print "  end function offset\nend module ${module}_check\n";
+    exit 0;
+}
+print "! The bind(C) view of the C API; the module linattn wraps it.\n";
+print "module $module\n  use, intrinsic :: iso_c_binding\n  implicit none\n";
+print "  public\n\n";
+my $group = q{};
+for my $c (@consts) {
+    print "  ! $c->[2]\n" if $c->[2] ne $group;
+    $group = $c->[2];
+    print wrap("  integer, parameter :: $c->[0] = ", q{ }, split(/ /, $c->[1]));
+}
+for my $s (@structs) {
+    my ($tname, $fields) = @$s;
+    print "\n  ! struct $tname\n  type, bind(C) :: " . fname($tname) . "\n";
+    for my $fl (@$fields) {
+        my ($t, $n, $dim) = @$fl;
+        my $d = defined $dim ? ", dimension($dim)" : '';
+        print "    $t$d :: $n\n";
+    }
+    print "  end type\n";
+}
+if (@plain) {
+    print "\n  interface\n";
+    print interface($_, $_->{name}, undef) for @plain;
+    print "  end interface\n";
+}
+print "\ncontains\n\n";
+print "  ! The C argument names of function fn (its name without linattn_ and\n";
+print "  ! without the precision prefix), blank-separated, for messages.\n";
+print "  function c_argnames(fn) result(names)\n";
+print "    character(*), intent(in) :: fn\n";
+print "    character(:), allocatable :: names\n";
+print "    select case (fn)\n";
+for my $f (@plain, @templ) {
+    (my $fn = $f->{name}) =~ s/^linattn_//;
+    # the list in pieces of a few names, joined: no line too long
+    my @words = map { $_->[0] } @{$f->{args}};
+    my @pieces;
+    push @pieces, join(' ', splice(@words, 0, 8)) while @words;
+    @pieces = ('') unless @pieces;
+    print "    case ('$fn')\n      names = '"
+        . join(" ' // &\n          '", @pieces) . "'\n";
+}
+print "    case default\n      names = ''\n    end select\n";
+print "  end function c_argnames\n\n";
+print "  ! The name of a positive status code of the C library, or ''.\n";
+print "  function c_status_name(status) result(name)\n";
+print "    integer, intent(in) :: status\n";
+print "    character(:), allocatable :: name\n";
+print "    select case (status)\n";
+for my $n (@status_names) {
+    print "    case ($n)\n      name = '$n'\n";
+}
+print "    case default\n      name = ''\n    end select\n";
+print "  end function c_status_name\nend module $module\n";
+
+for my $inst (@instances) {
+    my ($sfx, $prefix, $r) = @$inst;
+    my $real = $r eq 'double' ? 'real(c_double)' : 'real(c_float)';
+    print "\n! The $r instance of the template: ${prefix}*.\n";
+    print "module ${module}_$sfx\n  use, intrinsic :: iso_c_binding\n";
+    print "  implicit none\n  public\n  interface\n";
+    print interface($_, $prefix . $_->{name}, $real) for @templ;
+    print "  end interface\nend module ${module}_$sfx\n";
+}
+if (@instances == 2) {
+    my @any = grep { !grep { $_->[1] eq 'real' } @{$_->{args}} } @templ;
+    print "\n! The template's functions without a real argument by value, for\n";
+    print "! either precision: kind = real32 calls the float instance.\n";
+    print "module ${module}_any\n  use, intrinsic :: iso_c_binding\n";
+    print "  use, intrinsic :: iso_fortran_env, only: real32\n";
+    for my $sfx ('d', 's') {
+        print wrap("  use ${module}_$sfx, only: ", ', ',
+                   map { "${sfx}_$_->{name} => c_$_->{name}" } @any);
+    }
+    print "  implicit none\n  private\n";
+    print wrap('  public :: ', ', ', map { "cx_$_->{name}" } @any);
+    print "contains\n";
+    for my $f (@any) {
+        my @names = map { $_->[0] } @{$f->{args}};
+        my $void = $f->{ret} eq 'void';
+        my $kw = $void ? 'subroutine' : 'function';
+        print wrap("\n  $kw cx_$f->{name}(", ', ', 'kind', @names) =~ s/\n$//r;
+        print ")" . ($void ? '' : ' result(cresult)') . "\n";
+        print "    integer, intent(in) :: kind\n";
+        print "    integer(c_int) :: cresult\n" unless $void;
+        for my $a (@{$f->{args}}) {
+            my ($an, $k) = @$a;
+            my $t = $k eq 'ptr' ? 'type(c_ptr)' : $ctype{$k};
+            print "    $t, intent(in) :: $an\n";
+        }
+        for my $sfx ('s', 'd') {
+            print $sfx eq 's' ? "    if (kind == real32) then\n" : "    else\n";
+            my $lead = ($void ? "      call " : "      cresult = ")
+                . "${sfx}_$f->{name}(";
+            print wrap($lead, ', ', @names) =~ s/\n$//r, ")\n";
+        }
+        print "    end if\n  end $kw cx_$f->{name}\n";
+    }
+    print "end module ${module}_any\n";
+}
