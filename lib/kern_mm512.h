@@ -16,9 +16,13 @@
  * write beyond N).
  *
  * The kernels that write normalized rows (s given) also note whether a
- * value they store is not finite: one fpclass per stored vector, or-ed
- * into a mask register, where the caller would otherwise read the block
- * again (the finite-output invariant, LINATTN_EOVERFLOW).
+ * value they store is not finite, where the caller would otherwise read
+ * the block again (the finite-output invariant, LINATTN_EOVERFLOW): each
+ * stored vector y adds y * 0 into a checking vector per column of the
+ * tile (+-0 for finite y, NaN for NaN and +-Inf, which then stays), one
+ * masked FMA per store, and one unordered compare per tile tests them.
+ * (An fpclass per store or-ed into a mask register cost the causal
+ * triangle 3-11% in cache, these FMAs 1-2%: doc/performance.md.)
  */
 #define MM_MR 6
 #define MM_NV 4
@@ -28,14 +32,16 @@
 #define KV_ZERO _mm512_setzero_ps
 #define KV_FMA _mm512_fmadd_ps
 #define KV_MUL _mm512_mul_ps
-/* lanes of v (under mask m) that are NaN or +-Inf: QNaN 0x01, +Inf 0x08,
- * -Inf 0x10, SNaN 0x80 */
-#define KV_NONFINITE(m, v) _mm512_mask_fpclass_ps_mask(m, v, 0x99)
+/* c + v * 0 in the lanes of mask m (c elsewhere); nonzero mask when c
+ * holds NaN, i.e. when a v added was not finite */
+#define KV_CHK(c, m, v) _mm512_mask3_fmadd_ps(v, _mm512_setzero_ps(), c, m)
+#define KV_CHK_BAD(c) _mm512_cmp_ps_mask(c, c, _CMP_UNORD_Q)
 #else
 #define KV_ZERO _mm512_setzero_pd
 #define KV_FMA _mm512_fmadd_pd
 #define KV_MUL _mm512_mul_pd
-#define KV_NONFINITE(m, v) _mm512_mask_fpclass_pd_mask(m, v, 0x99)
+#define KV_CHK(c, m, v) _mm512_mask3_fmadd_pd(v, _mm512_setzero_pd(), c, m)
+#define KV_CHK_BAD(c) _mm512_cmp_pd_mask(c, c, _CMP_UNORD_Q)
 #endif
 
 /* One tile of mr rows x nv vectors (constants once inlined: the
@@ -70,7 +76,10 @@ mm_tile(const int mr, const int nv, int64_t kc, const real *a, int64_t ars,
                 acc[r][v] = KV_FMA(ar, bv[v], acc[r][v]);
         }
     }
-    kmask bad = 0;
+    kvec chk[MM_NV]; /* the stores' check, one chain per column */
+#pragma GCC unroll 8
+    for (int v = 0; v < nv; v++)
+        chk[v] = KV_ZERO();
     if (s)
 #pragma GCC unroll 8
         for (int r = 0; r < mr; r++) {
@@ -78,9 +87,14 @@ mm_tile(const int mr, const int nv, int64_t kc, const real *a, int64_t ars,
 #pragma GCC unroll 8
             for (int v = 0; v < nv; v++) {
                 acc[r][v] = KV_MUL(acc[r][v], sr);
-                bad |= KV_NONFINITE(v == nv - 1 ? last : MM_FULL, acc[r][v]);
+                chk[v] = KV_CHK(chk[v], v == nv - 1 ? last : MM_FULL,
+                                acc[r][v]);
             }
         }
+    kmask bad = 0;
+#pragma GCC unroll 8
+    for (int v = 0; v < nv; v++)
+        bad |= KV_CHK_BAD(chk[v]);
 #pragma GCC unroll 8
     for (int r = 0; r < mr; r++)
 #pragma GCC unroll 8
@@ -222,7 +236,10 @@ trimm_tile(const int mr, const int nv, int64_t r0, const real *a, int64_t lda,
                 acc[r][c] = KV_FMA(x, bv[c], acc[r][c]);
         }
     }
-    kmask bad = 0;
+    kvec chk[MM_NV]; /* as in mm_tile */
+#pragma GCC unroll 8
+    for (int c = 0; c < nv; c++)
+        chk[c] = KV_ZERO();
 #pragma GCC unroll 8
     for (int r = 0; r < mr; r++) {
         kvec sr = KV_SET1(s ? s[r0 + r] : 1);
@@ -230,10 +247,14 @@ trimm_tile(const int mr, const int nv, int64_t r0, const real *a, int64_t lda,
         for (int c = 0; c < nv; c++) {
             kmask m = c == nv - 1 ? last : MM_FULL;
             kvec y = s ? KV_MUL(acc[r][c], sr) : acc[r][c];
-            bad |= KV_NONFINITE(m, y);
+            chk[c] = KV_CHK(chk[c], m, y);
             KV_STORE(dr + r * lddst + c * KV_LANES, m, y);
         }
     }
+    kmask bad = 0;
+#pragma GCC unroll 8
+    for (int c = 0; c < nv; c++)
+        bad |= KV_CHK_BAD(chk[c]);
     return bad != 0;
 }
 
