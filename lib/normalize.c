@@ -16,14 +16,6 @@
 #include "threads.h"
 #include "validate.h"
 
-/* An or-reduction of a vectorized loop into v (see LINATTN_SIMD). */
-#ifdef LINATTN_HAVE_OPENMP_SIMD
-#define PRAGMA(x) _Pragma(#x)
-#define LINATTN_SIMD_OR(v) PRAGMA(omp simd reduction(| : v))
-#else
-#define LINATTN_SIMD_OR(v)
-#endif
-
 int64_t XI(good_rows)(const X(plan) *plan, real *den, int64_t rows,
                       int check, int64_t count0, int64_t step)
 {
@@ -49,7 +41,7 @@ int XI(scale_rows)(real *a, int colmajor, int64_t lda, int64_t rows,
 #endif
         for (int64_t j = 0; j < cols; j++) {
             real *col = a + j * lda;
-            LINATTN_SIMD_OR(bad)
+            LINATTN_SIMD_REDUCE(|, bad)
             for (int64_t i = 0; i < rows; i++) {
                 real y = col[i] * s[i];
                 col[i] = y;
@@ -62,7 +54,7 @@ int XI(scale_rows)(real *a, int colmajor, int64_t lda, int64_t rows,
 #endif
         for (int64_t i = 0; i < rows; i++) {
             real *row = a + i * lda, si = s[i];
-            LINATTN_SIMD_OR(bad)
+            LINATTN_SIMD_REDUCE(|, bad)
             for (int64_t j = 0; j < cols; j++) {
                 real y = row[j] * si;
                 row[j] = y;
@@ -84,7 +76,7 @@ int XI(put_rows)(real *a, int colmajor, int64_t lda, const real *b,
         for (int64_t r = 0; r < rows; r++) {
             real *ar = a + r * lda, sr = s ? s[r] : 1;
             const real *br = b + r * ldb;
-            LINATTN_SIMD_OR(bad)
+            LINATTN_SIMD_REDUCE(|, bad)
             for (int64_t c = 0; c < cols; c++) {
                 real y = br[c] * sr;
                 ar[c] = y;

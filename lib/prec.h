@@ -47,9 +47,11 @@ typedef double acc_t;
 #ifdef LINATTN_SINGLE
 typedef uint32_t real_bits;
 #define REAL_EXP_BITS 0x7f800000u
+#define REAL_SIGN_BIT 0x80000000u
 #else
 typedef uint64_t real_bits;
 #define REAL_EXP_BITS 0x7ff0000000000000ull
+#define REAL_SIGN_BIT 0x8000000000000000ull
 #endif
 static inline real_bits linattn_i_zero_bits(real y)
 {
