@@ -60,7 +60,8 @@ module linattn_base
   end type linattn_approx_stats
 
   ! Where a batched call failed, counted from 1 as Fortran indexes: the
-  ! batch entry, the head, and for LINATTN_EDENOM the token (else 0).
+  ! batch entry, the head, and for LINATTN_EDENOM and LINATTN_EOVERFLOW the
+  ! token (else 0).
   type, public :: linattn_where
     integer(int64) :: batch = 0, head = 0, row = 0
   end type linattn_where
@@ -171,13 +172,14 @@ contains
   end subroutine call_c
 
   ! The status of a C call that reports a row (0-based bad) for
-  ! LINATTN_EDENOM: bad_row gets it counted from 1, only then.
+  ! LINATTN_EDENOM and LINATTN_EOVERFLOW: bad_row gets it counted from 1,
+  ! only then.
   subroutine call_c_row(c, status, bad, bad_row)
     type(linattn_call), intent(inout) :: c
     integer(c_int), intent(in) :: status
     integer(c_int64_t), intent(in) :: bad
     integer(int64), intent(inout), optional :: bad_row
-    if (status == LINATTN_EDENOM) then
+    if (status == LINATTN_EDENOM .or. status == LINATTN_EOVERFLOW) then
       call call_c(c, status, ' (token ' // itoa(bad + 1) // ')')
       if (present(bad_row)) bad_row = bad + 1
     else

@@ -100,6 +100,14 @@ int64_t linattn_i_range_start(int64_t n, int nt, int t)
     return (n / nt) * t + (t < r ? t : r);
 }
 
+int linattn_i_range_of(int64_t n, int nt, int64_t r)
+{
+    int t = 0;
+    while (t + 1 < nt && linattn_i_range_start(n, nt, t + 1) <= r)
+        t++;
+    return t;
+}
+
 int64_t linattn_i_parallel_ranges(int nt, int64_t n, linattn_i_range_fn f,
                                   void *ctx)
 {

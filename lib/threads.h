@@ -46,6 +46,9 @@ void linattn_i_blas_serial_end(int began);
 /* First row of range t when [0, n) is split into nt ranges. */
 int64_t linattn_i_range_start(int64_t n, int nt, int t);
 
+/* The range (of nt over [0, n)) that holds row r. */
+int linattn_i_range_of(int64_t n, int nt, int64_t r);
+
 /* Work on rows [lo, hi) by thread t; returns a value the caller reduces
  * by minimum (a first bad row, or 0 for a failure). */
 typedef int64_t (*linattn_i_range_fn)(void *ctx, int t, int64_t lo,
