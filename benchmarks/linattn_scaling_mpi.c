@@ -16,8 +16,10 @@
  * beta of doc/mpi.md's model), and the pass over the local rows that an
  * overlapped causal form would add (phi(Q) [S z] of the prefix: see
  * mpi/causal.c).  Prints a line per case and appends CSV rows; the
- * efficiency needs the rows of a one-rank run in the same CSV (run np 1
- * first: make scaling-mpi does).
+ * efficiency's one-rank time is timed in the same repetitions (rank 0
+ * alone on MPI_COMM_SELF), or with --baseline csv taken from the rows of
+ * a one-rank run in the same CSV (run np 1 first: make scaling-mpi
+ * does).
  */
 #include <math.h>
 #include <stdio.h>

@@ -5,7 +5,8 @@
 # constants, structs and prototypes cannot drift from C.
 #
 #   perl gen_fortran.pl [--module NAME] [--public | --check-c | --check-f |
-#                       --list] [-I DIR]... [--type CTYPE=FORTRAN]... HEADER
+#                       --list | --shim] [-I DIR]... [--type CTYPE=FORTRAN]...
+#                       [--api MACRO] [--own] [--comm CTYPE] HEADER
 #
 # writes to standard output, in free-form Fortran 2008:
 #
@@ -28,6 +29,17 @@
 # computes them, and as the generated Fortran sees them.  --list names
 # the interface c_<name> of every function, one a line, with its C names.
 #
+# For a header that extends linattn.h (linattn_mpi.h): --api MACRO reads
+# the declarations marked MACRO instead of LINATTN_API; --own leaves the
+# header's "quoted" includes (linattn.h) out, so that only its own
+# constants and functions are generated.  A template macro may take the
+# serial library's mangling as a middle argument (MX, X, R).  --comm
+# MPI_Comm makes every function with a parameter of that type reach C
+# through a shim taking the Fortran handle (MPI_Fint, converted by
+# MPI_Comm_f2c), as FFTW's MPI interface does: --shim writes the shims'
+# C source (hidden symbols of the Fortran library), and the interfaces
+# bind to them (<name>_f) with the handle as integer(c_int).
+#
 # Every pointer argument becomes type(c_ptr), value (the wrappers pass
 # c_loc of the caller's memory: no copies, NULL where C allows it).  A
 # declaration the script does not understand stops it with a message
@@ -38,6 +50,9 @@ use warnings;
 
 my $module = 'linattn_c';
 my $mode = 'modules';
+my $api = 'LINATTN_API';
+my $own = 0;
+my $comm_type = '';
 my @incdirs;
 my %ctype = (
     'int' => 'integer(c_int)', 'int32_t' => 'integer(c_int32_t)',
@@ -49,13 +64,19 @@ while (@ARGV && $ARGV[0] =~ /^(--|-I$)/) {
     my $opt = shift @ARGV;
     if ($opt eq '--module') { $module = shift @ARGV; }
     elsif ($opt eq '-I') { push @incdirs, shift @ARGV; }
-    elsif ($opt =~ /^--(public|check-c|check-f|list)$/) { $mode = $1; }
+    elsif ($opt =~ /^--(public|check-c|check-f|list|shim)$/) { $mode = $1; }
+    elsif ($opt eq '--api') { $api = shift @ARGV; }
+    elsif ($opt eq '--own') { $own = 1; }
+    elsif ($opt eq '--comm') {
+        $comm_type = shift @ARGV;
+        $ctype{$comm_type} = 'integer(c_int)';
+    }
     elsif ($opt eq '--type') {
         my ($c, $f) = split /=/, shift(@ARGV), 2;
         $ctype{$c} = $f;
     } else { die "gen_fortran.pl: unknown option $opt\n"; }
 }
-@ARGV == 1 or die "usage: gen_fortran.pl [--module NAME] [--public|--check-c|--check-f|--list] [-I DIR] [--type C=F] HEADER\n";
+@ARGV == 1 or die "usage: gen_fortran.pl [--module NAME] [--public|--check-c|--check-f|--list|--shim] [-I DIR] [--type C=F] [--api MACRO] [--own] [--comm CTYPE] HEADER\n";
 my $header = $ARGV[0];
 (my $hname = $header) =~ s{.*/}{};
 (my $hdir = $header) =~ s{[^/]*$}{};
@@ -72,9 +93,11 @@ sub read_header {
     close $in;
     $t =~ s{^[ \t]*#[ \t]*include[ \t]+"([^"]+)".*$}{
         my $name = $1;
+        $own ? '' : do {
         my ($found) = grep { -f "$_/$name" } ($hdir, @incdirs);
         defined $found or die "gen_fortran.pl: $name (included by $path) not found; give -I DIR\n";
         read_header("$found/$name", $depth + 1);
+        }
     }gme;
     return $t;
 }
@@ -82,24 +105,31 @@ sub read_header {
 $text =~ s{/\*.*?\*/}{ }gs;          # comments
 $text =~ s{//[^\n]*}{}g;
 $text =~ s{\\\n}{ }g;                # macro continuations
-$text =~ s{^\s*#\s*define\s+LINATTN_API\b.*$}{}mg;   # its definitions
+$text =~ s{^\s*#\s*define\s+$api\b.*$}{}mg;   # its definitions
 
 # ---- the precision template: its formal names and its instances ----
-my ($tmpl_x, $tmpl_r);
-if ($text =~ /#\s*define\s+\w+_DEFINE_API\(\s*(\w+)\s*,\s*(\w+)\s*\)/) {
-    ($tmpl_x, $tmpl_r) = ($1, $2);
+# (X, R), or (MX, X, R) for a header over linattn.h: the first names its
+# functions, the last the real type.
+my ($tmpl_x, $tmpl_r, $tmpl_args, $tmpl_macro);
+if ($text =~ /#\s*define\s+(\w+_DEFINE_API)\(\s*(\w+(?:\s*,\s*\w+){1,2})\s*\)/) {
+    $tmpl_macro = $1;
+    $tmpl_args = $2;
+    my @a = split /\s*,\s*/, $2;
+    ($tmpl_x, $tmpl_r) = ($a[0], $a[-1]);
 }
 my %mangle;   # mangling macro -> prefix
 while ($text =~ /#\s*define\s+(\w+)\(\s*(\w+)\s*\)\s+(\w+)##\2\b/g) {
     $mangle{$1} = $3;
 }
-my @instances;   # [suffix, prefix, C real type]
-while ($text =~ /^\s*\w+_DEFINE_API\(\s*(\w+)\s*,\s*(\w+)\s*\)/mg) {
-    my ($m, $r) = ($1, $2);
+my @instances;   # [suffix, prefix, C real type, the macro's arguments]
+while ($text =~ /^\s*\w+_DEFINE_API\(\s*(\w+(?:\s*,\s*\w+){1,2})\s*\)/mg) {
+    my $all = $1;
+    my @a = split /\s*,\s*/, $all;
+    my ($m, $r) = ($a[0], $a[-1]);
     defined $mangle{$m} or die "gen_fortran.pl: no mangling macro $m\n";
     my $sfx = $r eq 'double' ? 'd' : $r eq 'float' ? 's'
         : die "gen_fortran.pl: template instance of type $r\n";
-    push @instances, [$sfx, $mangle{$m}, $r];
+    push @instances, [$sfx, $mangle{$m}, $r, $all];
 }
 die "gen_fortran.pl: template without instances\n" if $tmpl_x && !@instances;
 
@@ -167,8 +197,8 @@ while ($text =~ /typedef\s+struct\s+(\w+)\s*\{(.*?)\}\s*(\w+)\s*;/gs) {
 
 # ---- prototypes ----
 my (@plain, @templ);
-my $ndecl = () = $text =~ /\bLINATTN_API\s+(?!__)/g;
-while ($text =~ /\bLINATTN_API\s+([^;]*?)\s*;/gs) {
+my $ndecl = () = $text =~ /\b$api\s+(?!__)/g;
+while ($text =~ /\b$api\s+([^;]*?)\s*;/gs) {
     my $decl = $1;
     $decl =~ s/\s+/ /g;
     next if $decl =~ /^__attribute__/;   # the macro's own definition
@@ -184,7 +214,7 @@ while ($text =~ /\bLINATTN_API\s+([^;]*?)\s*;/gs) {
     }
 }
 @plain + @templ == $ndecl
-    or die "gen_fortran.pl: $ndecl LINATTN_API declarations, "
+    or die "gen_fortran.pl: $ndecl $api declarations, "
          . (@plain + @templ) . " read\n";
 
 sub parse_fn {
@@ -198,6 +228,7 @@ sub parse_fn {
     if ($params ne 'void' && $params ne '') {
         for my $p (split /,/, $params) {
             $p =~ s/^\s+|\s+$//g;
+            my $ptext = $p;
             $p =~ s/\bconst\b\s*//g;
             $p =~ /^(.*?)\s*(\w+)$/
                 or die "gen_fortran.pl: $name: parameter '$p'\n";
@@ -211,10 +242,11 @@ sub parse_fn {
             $an ne 'cresult' or die "gen_fortran.pl: $name: parameter named cresult\n";
             $an ne 'cresult'
                 or die "gen_fortran.pl: $name: a parameter named cresult\n";
-            push @args, [$an, $kind];
+            push @args, [$an, $kind, $ptext];
         }
     }
-    return { name => $name, ret => $rk, args => \@args };
+    my $shim = $comm_type && grep { $_->[1] eq $comm_type } @args;
+    return { name => $name, ret => $rk, args => \@args, shim => $shim };
 }
 
 # ---- output ----
@@ -242,7 +274,8 @@ sub interface {
     my $suffix = $f->{ret} eq 'void' ? '' : ' result(cresult)';
     (my $fn = $f->{name}) =~ s/^linattn_//;
     $out .= wrap("    $kw c_$fn(", ', ', @names) =~ s/\n$//r;
-    $out .= ") &\n        bind(C, name='$cname')$suffix\n";
+    my $bind = $f->{shim} ? "${cname}_f" : $cname;
+    $out .= ") &\n        bind(C, name='$bind')$suffix\n";
     $out .= "      import\n      implicit none\n";
     $out .= "      integer(c_int) :: cresult\n" if $f->{ret} eq 'int';
     $out .= "      type(c_ptr) :: cresult\n" if $f->{ret} eq 'ptr';
@@ -263,6 +296,36 @@ if ($mode eq 'list') {
     for my $f (@templ) {
         print "$f->{name} " . join(' ', map { "$_->[1]$f->{name}" } @instances)
             . "\n";
+    }
+    exit 0;
+}
+if ($mode eq 'shim') {
+    my @shims = grep { $_->{shim} } @templ;
+    my @pshims = grep { $_->{shim} } @plain;
+    @shims || @pshims or die "gen_fortran.pl: --shim: no function takes $comm_type\n";
+    print "/* SPDX-License-Identifier: BSD-3-Clause */\n";
+    print "/* Generated by fortran/gen_fortran.pl from $hname: do not edit.\n";
+    print " * The functions of $hname that take an $comm_type, taking the\n";
+    print " * Fortran handle instead (MPI_Fint, converted by MPI_Comm_f2c), for\n";
+    print " * the Fortran interfaces; hidden: the Fortran library calls them. */\n";
+    print "#include \"$hname\"\n\n";
+    print "#if defined(__GNUC__)\n#define LINATTN_SHIM __attribute__((visibility(\"hidden\")))\n";
+    print "#else\n#define LINATTN_SHIM\n#endif\n\n";
+    print "/* the interfaces declare the handle integer(c_int) */\n";
+    print "_Static_assert(sizeof(MPI_Fint) == sizeof(int), \"MPI_Fint is not a C int\");\n\n";
+    my $shim = sub {
+        my ($f, $fname) = @_;
+        my @decl = map { $_->[1] eq $comm_type ? "MPI_Fint $_->[0]" : $_->[2] } @{$f->{args}};
+        my @call = map { $_->[1] eq $comm_type ? "MPI_Comm_f2c($_->[0])" : $_->[0] } @{$f->{args}};
+        $f->{ret} eq 'int' or die "gen_fortran.pl: --shim: $f->{name} does not return int\n";
+        return "LINATTN_SHIM int " . $fname->("$f->{name}_f") . "(" . join(', ', @decl) . ")"
+            . " { return " . $fname->($f->{name}) . "(" . join(', ', @call) . "); }";
+    };
+    print $shim->($_, sub { $_[0] }), "\n" for @pshims;
+    if (@shims) {
+        print "\n#define LINATTN_SHIMS($tmpl_args) \\\n";
+        print join(" \\\n", map { $shim->($_, sub { "$tmpl_x($_[0])" }) } @shims), "\n\n";
+        print "LINATTN_SHIMS($_->[3])\n" for @instances;
     }
     exit 0;
 }

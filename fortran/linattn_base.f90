@@ -60,7 +60,8 @@ module linattn_base
   end type linattn_approx_stats
 
   ! Where a batched call failed, counted from 1 as Fortran indexes: the
-  ! batch entry, the head, and for LINATTN_EDENOM the token (else 0).
+  ! batch entry, the head, and for LINATTN_EDENOM and LINATTN_EOVERFLOW the
+  ! token (else 0).
   type, public :: linattn_where
     integer(int64) :: batch = 0, head = 0, row = 0
   end type linattn_where
@@ -74,6 +75,10 @@ module linattn_base
     integer :: kind = 0                  ! the arrays' real kind, 0 for none
     integer :: status = 0
     character(:), allocatable :: msg     ! set on failure
+    ! the C library's prefix, and the C argument names when not
+    ! linattn.h's (modules over another header set both)
+    character(16) :: cprefix = 'linattn_'
+    character(160) :: args = ''
   end type linattn_call
 
   ! A matrix argument: rows x cols for C (rows = tokens for the token
@@ -104,7 +109,8 @@ module linattn_base
     integer(int64) :: batch = 0, heads = 0
   end type linattn_batch
 
-  public :: call_begin, call_fail, call_c, call_c_row, call_end, check_plan, &
+  public :: call_begin, call_fail, call_c, call_c_row, call_c_where, &
+      call_end, check_plan, &
       check_state, check_shape, layout_of, describe_matrix, &
       describe_batch, describe_vector, settle, element_stride, itoa, &
       kind_name, check_new, adopt_plan, &
@@ -127,11 +133,11 @@ contains
     character(:), allocatable :: name
     select case (c%kind)
     case (real64)
-      name = 'linattn_d_' // trim(c%cbase)
+      name = trim(c%cprefix) // 'd_' // trim(c%cbase)
     case (real32)
-      name = 'linattn_s_' // trim(c%cbase)
+      name = trim(c%cprefix) // 's_' // trim(c%cbase)
     case default
-      name = 'linattn_' // trim(c%cbase)
+      name = trim(c%cprefix) // trim(c%cbase)
     end select
   end function cfun
 
@@ -155,7 +161,7 @@ contains
     if (status == 0 .or. c%status /= 0) return
     if (status < 0) then
       text = 'argument ' // itoa(int(-status, int64)) // &
-          argname(trim(c%cbase), -status) // ' of ' // cfun(c) // ' is invalid'
+          argname(c, -status) // ' of ' // cfun(c) // ' is invalid'
     else
       text = cfun(c) // ' returned ' // c_status_name(status)
       if (len(c_status_name(status)) == 0) text = text // itoa(int(status, int64))
@@ -166,19 +172,42 @@ contains
   end subroutine call_c
 
   ! The status of a C call that reports a row (0-based bad) for
-  ! LINATTN_EDENOM: bad_row gets it counted from 1, only then.
+  ! LINATTN_EDENOM and LINATTN_EOVERFLOW: bad_row gets it counted from 1,
+  ! only then.
   subroutine call_c_row(c, status, bad, bad_row)
     type(linattn_call), intent(inout) :: c
     integer(c_int), intent(in) :: status
     integer(c_int64_t), intent(in) :: bad
     integer(int64), intent(inout), optional :: bad_row
-    if (status == LINATTN_EDENOM) then
+    if (status == LINATTN_EDENOM .or. status == LINATTN_EOVERFLOW) then
       call call_c(c, status, ' (token ' // itoa(bad + 1) // ')')
       if (present(bad_row)) bad_row = bad + 1
     else
       call call_c(c, status)
     end if
   end subroutine call_c_row
+
+  ! The status of a batched C call that reports where it failed (w,
+  ! counted from 0): the place in the message and, counted from 1, in bad.
+  subroutine call_c_where(c, status, w, bad)
+    type(linattn_call), intent(inout) :: c
+    integer(c_int), intent(in) :: status
+    type(c_where), intent(in) :: w
+    type(linattn_where), intent(inout), optional :: bad
+    if (status > 0 .and. w%batch >= 0) then
+      if (w%row >= 0) then
+        call call_c(c, status, ' (batch ' // itoa(w%batch + 1) // ', head ' &
+            // itoa(w%head + 1) // ', token ' // itoa(w%row + 1) // ')')
+      else
+        call call_c(c, status, ' (batch ' // itoa(w%batch + 1) // ', head ' &
+            // itoa(w%head + 1) // ')')
+      end if
+      if (present(bad)) bad = linattn_where(w%batch + 1, w%head + 1, &
+          max(w%row + 1, 0_c_int64_t))
+    else
+      call call_c(c, status)
+    end if
+  end subroutine call_c_where
 
   ! Hands the status over: to stat and errmsg when present, else a
   ! failure stops the program with the message (as allocate does).
@@ -196,13 +225,18 @@ contains
     error stop
   end subroutine call_end
 
-  ! " (name)" of argument i of C function fn, when the header names it.
-  function argname(fn, i) result(s)
-    character(*), intent(in) :: fn
+  ! " (name)" of argument i of the C function called, when the header
+  ! names it.
+  function argname(c, i) result(s)
+    type(linattn_call), intent(in) :: c
     integer, intent(in) :: i
     character(:), allocatable :: s, names
     integer :: k, at, next
-    names = c_argnames(fn) // ' '
+    if (len_trim(c%args) > 0) then
+      names = trim(c%args) // ' '
+    else
+      names = c_argnames(trim(c%cbase)) // ' '
+    end if
     at = 1
     s = ''
     do k = 1, i

@@ -28,18 +28,39 @@
  *     streams blocks); a leading dimension beyond the BLAS integer is fine
  *     too (such blocks are copied through workspace).  d, m, e + 1, the
  *     block and chunk sizes, and the key count of the quadratic baselines
- *     must fit the BLAS
- *     integer, and every matrix must be addressable in int64; otherwise
- *     LINATTN_ESIZE, before any work.
+ *     must fit the BLAS integer, and every matrix must be addressable: its
+ *     extent ((outer - 1) ld + inner elements, counted at 8 bytes each in
+ *     both precisions) must fit int64, so that no pointer arithmetic on it
+ *     can wrap (two rows with ld = 2^61 are refused); otherwise
+ *     LINATTN_ESIZE, before any work.  Token counts stop at INT64_MAX: an
+ *     update or merge that would pass it is LINATTN_ESIZE, state unchanged.
  *   - Status: 0 on success; -i when argument i (counted from 1) is invalid,
  *     as in LAPACKE; a positive LINATTN_E* code for a run-time condition.
  *     linattn_strerror() turns any status into a sentence.  No function
  *     exits, aborts or prints.  A call rejected with a negative status, or
- *     with LINATTN_ENOMEM, writes nothing to its outputs; LINATTN_EDENOM is
- *     described at linattn_d_state_query.  Every argument check runs before
- *     the first BLAS call (a reference CBLAS kills the process on a bad
- *     argument).
+ *     with LINATTN_ENOMEM, writes nothing to its outputs; LINATTN_EDENOM and
+ *     LINATTN_EOVERFLOW are described at linattn_d_state_query.  Every
+ *     argument check runs before the first BLAS call (a reference CBLAS
+ *     kills the process on a bad argument).
+ *   - Finite inputs give finite outputs or a status: with every input
+ *     finite (and a state that holds no NaN or Inf), a call that returns 0
+ *     has written only finite values.  A result that the floating-point
+ *     range cannot hold (sums of the state, numerators phi(q)^T S, or a
+ *     quotient num / den) is LINATTN_EOVERFLOW with the row, as a bad
+ *     normalizer is LINATTN_EDENOM; the public update and merge refuse
+ *     such sums and leave the state unchanged.  Tiny and huge normalizers
+ *     are divided exactly (the fast path multiplies by 1 / den only where
+ *     that reciprocal is a normal number).  NaN and Inf in the inputs still
+ *     propagate as documented at linattn_opts.check_finite.
+ *     (linattn_d_features is the exception: it returns the unshifted
+ *     features, which the exponential maps overflow at large norms.)
  *   - A NULL matrix is accepted only when it has no rows.
+ *   - Aliasing: no output may share memory with an input or with another
+ *     output of the same call (out = q, out = v, num = out, den inside q):
+ *     the call returns -i of that output, writing nothing.  Address
+ *     ranges are compared, once all sizes are known to be addressable, so
+ *     an output interleaved with an input inside one buffer is refused too
+ *     (as in the batched calls).
  *   - Sharing: a plan is immutable after creation; any number of threads
  *     may use one plan at once.  A state may be queried by several threads
  *     at once, but update/merge/reset/copy into it need exclusive access.
@@ -172,7 +193,11 @@ enum linattn_status {
     LINATTN_EMISMATCH = 8, /* a checkpoint of another precision, map, sizes */
                            /* (liblinattn_mpi: plans that differ across   */
                            /* the ranks of a communicator)                 */
-    /* 9 is reserved. */
+    /* A result of finite inputs left the floating-point range (a sum of
+     * the state, a numerator or a quotient beyond the largest value; in
+     * float, also the float copy of the double sums): see
+     * linattn_d_state_query for the rows written. */
+    LINATTN_EOVERFLOW = 9,
     LINATTN_EMPI = 10      /* liblinattn_mpi: MPI not initialized at the    */
                            /* thread level it needs, or an MPI call failed  */
 };
@@ -331,7 +356,8 @@ typedef struct linattn_strides {
 } linattn_strides;
 
 /* Where a batched call failed: the problem, and for LINATTN_EDENOM the
- * row within it (-1 for other statuses). */
+ * row within it (-1 for other statuses); LINATTN_EOVERFLOW names its row
+ * too. */
 typedef struct linattn_where {
     int64_t batch, head, row;
 } linattn_where;
@@ -490,15 +516,17 @@ LINATTN_API int X(plan_dims)(const X(plan) *plan, int64_t *d, int64_t *m,     \
  * Errors: -1 plan NULL; -2 block NULL.  Thread-safe. */                      \
 LINATTN_API int X(plan_block)(const X(plan) *plan, int64_t *block);           \
                                                                               \
-/* int linattn_d_features(const linattn_d_plan *plan, int layout, int64_t n, \
- *                        const double *x, int64_t ldx,                      \
- *                        double *phi, int64_t ldphi)                        \
+/* int linattn_d_features(const linattn_d_plan *plan, int layout, int64_t n,  \
+ *                        const double *x, int64_t ldx,                       \
+ *                        double *phi, int64_t ldphi)                         \
  * phi = phi(x) row by row: x is n x d, phi is n x m, both in layout.         \
  * These are the features themselves, without stabilizing shifts: for the     \
  * exponential maps they over- or underflow at large norms, where the         \
- * attention paths (which shift) do not.                                      \
- * Errors: -1 plan NULL; -2 layout; -3 n < 0; -4 x NULL; -5 ldx;             \
- * -6 phi NULL; -7 ldphi; LINATTN_ESIZE; LINATTN_ENOMEM.  Thread-safe. */     \
+ * attention paths (which shift) do not (the one exception to "finite         \
+ * inputs, finite outputs": status 0 with Inf there).                         \
+ * Errors: -1 plan NULL; -2 layout; -3 n < 0; -4 x NULL; -5 ldx;              \
+ * -6 phi NULL or meeting x; -7 ldphi; LINATTN_ESIZE; LINATTN_ENOMEM.         \
+ * Thread-safe. */                                                            \
 LINATTN_API int X(features)(const X(plan) *plan, int layout, int64_t n,       \
                             const R *x, int64_t ldx, R *phi, int64_t ldphi);  \
                                                                               \
@@ -515,36 +543,45 @@ LINATTN_API void X(state_destroy)(X(state) *state);                           \
  * S = 0, z = 0, tokens = 0.  Errors: -1 state NULL. */                       \
 LINATTN_API int X(state_reset)(X(state) *state);                              \
                                                                               \
-/* int linattn_d_state_update(linattn_d_state *state, int layout, int64_t n, \
- *                            const double *k, int64_t ldk,                  \
- *                            const double *v, int64_t ldv)                  \
- * S += phi(K)^T V, z += phi(K)^T 1, tokens += n; K is n x d, V is n x e,    \
- * both in layout.  Streams over row blocks: O(n m e) work, no memory in n.  \
- * Errors: -1 state NULL; -2 layout; -3 n < 0; -4 k NULL; -5 ldk;            \
- * -6 v NULL; -7 ldv; LINATTN_ESIZE; LINATTN_ENOMEM, LINATTN_ENONFINITE     \
- * (state unchanged). */                                                      \
+/* int linattn_d_state_update(linattn_d_state *state, int layout, int64_t n,  \
+ *                            const double *k, int64_t ldk,                   \
+ *                            const double *v, int64_t ldv)                   \
+ * S += phi(K)^T V, z += phi(K)^T 1, tokens += n; K is n x d, V is n x e,     \
+ * both in layout.  Streams over row blocks: O(n m e) work, no memory in n.   \
+ * The new sums are looked at before they are taken (one pass over the        \
+ * m x (e + 1) state per call; a few rows whose sums provably stay in         \
+ * range skip it): finite keys and values whose sums leave the range (or,     \
+ * in float, the float copy's) are LINATTN_EOVERFLOW, state unchanged.        \
+ * NaN and Inf in K or V are taken (check_finite) and make the state's        \
+ * queries propagate them.                                                    \
+ * Errors: -1 state NULL; -2 layout; -3 n < 0; -4 k NULL; -5 ldk;             \
+ * -6 v NULL; -7 ldv; LINATTN_ESIZE (also tokens + n beyond INT64_MAX);       \
+ * LINATTN_ENOMEM, LINATTN_ENONFINITE, LINATTN_EOVERFLOW (state               \
+ * unchanged). */                                                             \
 LINATTN_API int X(state_update)(X(state) *state, int layout, int64_t n,       \
                                 const R *k, int64_t ldk, const R *v,          \
                                 int64_t ldv);                                 \
                                                                               \
-/* int linattn_d_state_merge(linattn_d_state *dst,                           \
- *                           const linattn_d_state *src)                     \
- * dst += src (S, z and token counts add: the state of a concatenation).     \
- * Errors: -1 dst NULL; -2 src NULL, or planned for another map or other     \
- * dimensions.  dst == src doubles the state. */                              \
+/* int linattn_d_state_merge(linattn_d_state *dst,                            \
+ *                           const linattn_d_state *src)                      \
+ * dst += src (S, z and token counts add: the state of a concatenation).      \
+ * Errors: -1 dst NULL; -2 src NULL, or planned for another map or other      \
+ * dimensions; LINATTN_ESIZE (the token counts add beyond INT64_MAX);         \
+ * LINATTN_EOVERFLOW (two states without NaN or Inf whose sum leaves the      \
+ * range); dst unchanged on any of them.  dst == src doubles the state. */    \
 LINATTN_API int X(state_merge)(X(state) *dst, const X(state) *src);           \
                                                                               \
 /* int linattn_d_state_copy(linattn_d_state *dst, const linattn_d_state *src)\
  * dst = src.  Errors: -1 dst NULL; -2 src NULL or incompatible (as merge). */\
 LINATTN_API int X(state_copy)(X(state) *dst, const X(state) *src);            \
                                                                               \
-/* int linattn_d_state_get(const linattn_d_state *state, int layout,         \
- *                         double *s, int64_t lds, double *z,                \
- *                         int64_t *tokens)                                  \
- * Reads S (m x e, in layout) into s, z (m) into z, and the number of        \
- * tokens absorbed; s, z and tokens may each be NULL to skip them.           \
- * Errors: -1 state NULL; -2 layout; -4 lds (when s is not NULL);           \
- * LINATTN_ESIZE (s not addressable in int64). */                            \
+/* int linattn_d_state_get(const linattn_d_state *state, int layout,          \
+ *                         double *s, int64_t lds, double *z,                 \
+ *                         int64_t *tokens)                                   \
+ * Reads S (m x e, in layout) into s, z (m) into z, and the number of         \
+ * tokens absorbed; s, z and tokens may each be NULL to skip them.            \
+ * Errors: -1 state NULL; -2 layout; -4 lds (when s is not NULL); -5 z        \
+ * meeting s; LINATTN_ESIZE (s not addressable). */                           \
 LINATTN_API int X(state_get)(const X(state) *state, int layout, R *s,         \
                              int64_t lds, R *z, int64_t *tokens);             \
                                                                               \
@@ -556,45 +593,55 @@ LINATTN_API int X(state_get)(const X(state) *state, int layout, R *s,         \
  * tokens.  Errors: -1 state NULL; -2 shift NULL. */                          \
 LINATTN_API int X(state_shift)(const X(state) *state, double *shift);         \
                                                                               \
-/* int linattn_d_state_query(const linattn_d_state *state, int layout,       \
- *         int64_t n, const double *q, int64_t ldq, double *out,             \
- *         int64_t ldout, double *num, int64_t ldnum, double *den,           \
- *         int64_t *bad_row)                                                 \
- * num_i = phi(q_i)^T S (1 x e), den_i = phi(q_i)^T z + eps (COUNT: the    \
- * state's tokens + eps), out_i = num_i / den_i, for the n x d queries Q.  out and num are n x e    \
- * in layout, den has n entries (stride 1).  Each of out, num, den may be    \
- * NULL (not all three; a NULL one's leading dimension is ignored); the      \
- * normalizer policy is applied only when out is requested.  With the         \
- * maps that carry exponentials (see linattn_d_state_shift), num_i and        \
- * den_i are both scaled by exp(-c_i - c), c_i the largest exponent of        \
- * phi(q_i) and c the state's shift: a factor that cancels in out_i.          \
- * LINATTN_EDENOM: row r (0-based) is the first whose normalizer breaks the  \
- * policy; r is stored in *bad_row (if not NULL).  Rows before r hold their  \
- * results in every requested output; row r is untouched; every later row   \
- * holds either its result or its previous contents (threads work on other  \
- * rows meanwhile) -- never a value divided by a bad normalizer.             \
- * Errors: -1 state NULL; -2 layout; -3 n < 0; -4 q NULL; -5 ldq; -7 ldout   \
- * (out not NULL); -9 ldnum (num not NULL); -10 out, num and den all NULL;   \
- * LINATTN_ESIZE; LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_ENONFINITE.        \
- * Several threads may query one state. */                                   \
+/* int linattn_d_state_query(const linattn_d_state *state, int layout,        \
+ *         int64_t n, const double *q, int64_t ldq, double *out,              \
+ *         int64_t ldout, double *num, int64_t ldnum, double *den,            \
+ *         int64_t *bad_row)                                                  \
+ * num_i = phi(q_i)^T S (1 x e), den_i = phi(q_i)^T z + eps (COUNT: the       \
+ * state's tokens + eps), out_i = num_i / den_i, for the n x d queries Q.     \
+ * out and num are n x e in layout, den has n entries (stride 1).  Each of    \
+ * out, num, den may be NULL (not all three; a NULL one's leading             \
+ * dimension is ignored); the normalizer policy is applied only when out      \
+ * is requested.  With the maps that carry exponentials (see                  \
+ * linattn_d_state_shift), num_i and den_i are both scaled by                 \
+ * exp(-c_i - c), c_i the largest exponent of phi(q_i) and c the state's      \
+ * shift: a factor that cancels in out_i.                                     \
+ * LINATTN_EDENOM: row r (0-based) is the first whose normalizer breaks the   \
+ * policy; r is stored in *bad_row (if not NULL).  Rows before r hold their   \
+ * results in every requested output; row r is untouched; every later row     \
+ * holds either its result or its previous contents (threads work on other    \
+ * rows meanwhile) -- never a value divided by a bad normalizer.              \
+ * LINATTN_EOVERFLOW: row r is the first whose requested outputs (out_i,      \
+ * or num_i or den_i when asked for) hold a value beyond the range            \
+ * although q_i and the state hold no NaN or Inf (e.g. phi(q_i)^T S           \
+ * overflows, or num_i / den_i does); r in *bad_row.  Rows before r hold      \
+ * their results, row r holds its non-finite values, later rows their         \
+ * results or their previous contents.  (A row whose query or state holds     \
+ * NaN or Inf propagates them with status 0, as check_finite describes.)      \
+ * Errors: -1 state NULL; -2 layout; -3 n < 0; -4 q NULL; -5 ldq; -6 out      \
+ * meeting q; -7 ldout (out not NULL); -8 num meeting q or out; -9 ldnum      \
+ * (num not NULL); -10 out, num and den all NULL, or den meeting q, out or    \
+ * num; LINATTN_ESIZE; LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW;     \
+ * LINATTN_ENONFINITE.  Several threads may query one state. */               \
 LINATTN_API int X(state_query)(const X(state) *state, int layout, int64_t n,  \
                                const R *q, int64_t ldq, R *out,               \
                                int64_t ldout, R *num, int64_t ldnum, R *den,  \
                                int64_t *bad_row);                             \
                                                                               \
-/* int linattn_d_attention(const linattn_d_plan *plan, int layout,           \
- *         int64_t nq, int64_t nk, const double *q, int64_t ldq,             \
- *         const double *k, int64_t ldk, const double *v, int64_t ldv,       \
- *         double *out, int64_t ldout, int64_t *bad_row)                     \
- * Non-causal linear attention, factored: out_i = phi(q_i)^T S /             \
+/* int linattn_d_attention(const linattn_d_plan *plan, int layout,            \
+ *         int64_t nq, int64_t nk, const double *q, int64_t ldq,              \
+ *         const double *k, int64_t ldk, const double *v, int64_t ldv,        \
+ *         double *out, int64_t ldout, int64_t *bad_row)                      \
+ * Non-causal linear attention, factored: out_i = phi(q_i)^T S /              \
  * (phi(q_i)^T z + eps) with S, z over all nk keys (COUNT: / (nk + eps)).     \
  * Q is nq x d, K nk x d, V nk x e, out nq x e, all in layout.                \
  * O((nq + nk) m e) work; extra memory O(block (m + e) + m e),                \
  * independent of nq and nk.                                                  \
- * Errors: -1 plan NULL; -2 layout; -3 nq < 0; -4 nk < 0; -5 q NULL;         \
- * -6 ldq; -7 k NULL; -8 ldk; -9 v NULL; -10 ldv; -11 out NULL; -12 ldout;   \
- * LINATTN_ESIZE; LINATTN_ENOMEM; LINATTN_EDENOM (as state_query);          \
- * LINATTN_ENONFINITE.                                                        \
+ * Errors: -1 plan NULL; -2 layout; -3 nq < 0; -4 nk < 0; -5 q NULL;          \
+ * -6 ldq; -7 k NULL; -8 ldk; -9 v NULL; -10 ldv; -11 out NULL or meeting     \
+ * q, k or v; -12 ldout; LINATTN_ESIZE; LINATTN_ENOMEM; LINATTN_EDENOM and    \
+ * LINATTN_EOVERFLOW (as state_query; sums of the keys beyond the range       \
+ * reach every row that reads them); LINATTN_ENONFINITE.                      \
  * Thread-safe. */                                                            \
 LINATTN_API int X(attention)(const X(plan) *plan, int layout, int64_t nq,     \
                              int64_t nk, const R *q, int64_t ldq, const R *k, \
@@ -602,18 +649,20 @@ LINATTN_API int X(attention)(const X(plan) *plan, int layout, int64_t nq,     \
                              int64_t ldout, int64_t *bad_row);                \
                                                                               \
 /* int linattn_d_causal(const linattn_d_plan *plan, int layout, int64_t n,    \
- *         const double *q, int64_t ldq, const double *k, int64_t ldk,       \
- *         const double *v, int64_t ldv, double *out, int64_t ldout,         \
- *         int64_t *bad_row)                                                 \
- * Causal linear attention: out_i = sum_{j<=i} phi(q_i).phi(k_j) v_j /       \
+ *         const double *q, int64_t ldq, const double *k, int64_t ldk,        \
+ *         const double *v, int64_t ldv, double *out, int64_t ldout,          \
+ *         int64_t *bad_row)                                                  \
+ * Causal linear attention: out_i = sum_{j<=i} phi(q_i).phi(k_j) v_j /        \
  * (sum_{j<=i} phi(q_i).phi(k_j) + eps) (COUNT: / (i + 1 + eps)), by          \
  * chunks of C rows: the triangle tril(phi(Q_c) phi(K_c)^T) and the           \
  * carried state, all GEMMs.  Q, K are n x d, V and out n x e, in layout.     \
  * O(n (C + m) e) work, extra memory O(C (m + e + C) + m e) per thread.       \
- * LINATTN_EDENOM as in linattn_d_state_query.  Errors: -1 plan; -2 layout;   \
- * -3 n < 0; -4 q; -5 ldq; -6 k; -7 ldk; -8 v; -9 ldv; -10 out; -11 ldout;    \
- * LINATTN_ESIZE; LINATTN_ENOMEM;                                             \
- * LINATTN_EDENOM; LINATTN_ENONFINITE.  Thread-safe. */                      \
+ * LINATTN_EDENOM and LINATTN_EOVERFLOW as in linattn_d_state_query (row i    \
+ * overflows when its own sums over keys j <= i do, whatever later keys       \
+ * hold).  Errors: -1 plan; -2 layout; -3 n < 0; -4 q; -5 ldq; -6 k;          \
+ * -7 ldk; -8 v; -9 ldv; -10 out (NULL, or meeting q, k or v); -11 ldout;     \
+ * LINATTN_ESIZE; LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW;          \
+ * LINATTN_ENONFINITE.  Thread-safe. */                                       \
 LINATTN_API int X(causal)(const X(plan) *plan, int layout, int64_t n,         \
                           const R *q, int64_t ldq, const R *k, int64_t ldk,   \
                           const R *v, int64_t ldv, R *out, int64_t ldout,     \
@@ -649,10 +698,13 @@ LINATTN_API int X(naive)(const X(plan) *plan, int layout, int64_t nq,         \
  * largest score is infinite (scale q.k beyond the floating-point range, or \
  * infinite input) has no computable weights: LINATTN_EDENOM, with the rows  \
  * before it written, it untouched, and later rows holding their result or   \
- * their previous contents (as at linattn_d_state_query).                    \
+ * their previous contents (as at linattn_d_state_query).  A weighted sum    \
+ * beyond the range (values near the largest, summed before the division)   \
+ * is LINATTN_EOVERFLOW, rows as at linattn_d_state_query.                   \
  * Errors: -1 layout; -2 nq < 0; -3 nk < 1; -4 d < 1; -5 e < 1; -6 scale not \
- * finite; -7 q; -8 ldq; -9 k; -10 ldk; -11 v; -12 ldv; -13 out; -14 ldout;  \
- * LINATTN_ESIZE; LINATTN_ENOMEM; LINATTN_EDENOM.  Thread-safe. */           \
+ * finite; -7 q; -8 ldq; -9 k; -10 ldk; -11 v; -12 ldv; -13 out (NULL, or   \
+ * meeting q, k or v); -14 ldout; LINATTN_ESIZE; LINATTN_ENOMEM;            \
+ * LINATTN_EDENOM; LINATTN_EOVERFLOW.  Thread-safe. */                      \
 LINATTN_API int X(softmax)(int layout, int64_t nq, int64_t nk, int64_t d,     \
                            int64_t e, R scale, const R *q, int64_t ldq,       \
                            const R *k, int64_t ldk, const R *v, int64_t ldv,  \
@@ -698,24 +750,38 @@ LINATTN_API int X(state_load)(X(state) *state, const void *buf, int64_t len); \
                                                                               \
 /* int linattn_d_state_save_file(const linattn_d_state *state,                \
  *                               const char *path)                            \
- * Saves state's checkpoint to the file path atomically: the bytes go to a    \
- * new file beside it (path.<16 hex digits>.tmp, mode 0666 less the umask),   \
- * which is flushed to the device (fsync) and renamed over path; the          \
- * directory is then synced (best effort).  A process killed meanwhile        \
- * leaves the old file or the new one at path, never a mixture (at worst a    \
- * stray .tmp file).  On any error the temporary file is removed and a file   \
- * already at path is untouched.  Not collective: under MPI each rank         \
- * saves its own state to its own path.  Errors: -1 state NULL; -2 path       \
- * NULL or empty; LINATTN_EIO (errno is that of the failing system call:      \
- * missing or read-only directory, disk full, path a directory, ...);         \
- * LINATTN_ENOMEM.  Several threads may save one state at once. */            \
+ * Saves state's checkpoint to the file path atomically.  Symbolic links in   \
+ * path's last component are followed: their target is replaced (a            \
+ * dangling link's target created) and the links stay, as most tools do.      \
+ * An existing path that is not a regular file (directory, FIFO, socket,      \
+ * device) is refused before anything is opened or created.  The bytes go     \
+ * to an unnamed file in the target's directory (Linux's O_TMPFILE; mode      \
+ * 0666 less the umask), flushed to the device (fsync), linked as             \
+ * .NAME.lattmp beside NAME and renamed over it; the directory is then        \
+ * synced (best effort).  A process killed meanwhile leaves the old file      \
+ * or the new one at path, never a mixture, and no temporary file -- but      \
+ * for the instant between link and rename, whose .NAME.lattmp the next       \
+ * save to path replaces.  Where unnamed files are not available the bytes    \
+ * go to .NAME.<16 hex digits>.lattmp instead, which a kill can leave         \
+ * behind.  Temporary names are cut short with a hash of NAME where they      \
+ * would pass the file system's name length, so any NAME it takes works.      \
+ * On any error nothing is left behind and a file already at path is          \
+ * untouched.  Not collective: under MPI each rank saves its own state to     \
+ * its own path.  Errors: -1 state NULL; -2 path NULL or empty; LINATTN_EIO   \
+ * (errno is that of the failing system call: missing or read-only            \
+ * directory, disk full, ...; EISDIR for a directory, EINVAL for another      \
+ * file that is not regular, ELOOP for a loop of links); LINATTN_ENOMEM.      \
+ * Several threads may save one state at once, to one path too. */            \
 LINATTN_API int X(state_save_file)(const X(state) *state, const char *path);  \
                                                                               \
 /* int linattn_d_state_load_file(linattn_d_state *state, const char *path)    \
  * linattn_d_state_load from the bytes of the file path (read no further      \
  * than its header allows: a file that does not start as a checkpoint is      \
- * refused after 80 bytes).  Errors: -1 state NULL; -2 path NULL or empty;    \
- * LINATTN_EIO (cannot open or read path); LINATTN_ENOMEM; then those of      \
+ * refused after 80 bytes).  Only a regular file is read (through symbolic    \
+ * links): a directory, FIFO (even one without a writer: nothing blocks),     \
+ * socket or device is LINATTN_EIO with errno EISDIR or EINVAL.  Errors:      \
+ * -1 state NULL; -2 path NULL or empty; LINATTN_EIO (cannot open or read     \
+ * path, or not a regular file); LINATTN_ENOMEM; then those of                \
  * linattn_d_state_load, with state unchanged on any of them.  Needs          \
  * exclusive access to state. */                                              \
 LINATTN_API int X(state_load_file)(X(state) *state, const char *path);        \
@@ -740,7 +806,10 @@ LINATTN_API int X(state_load_file)(X(state) *state, const char *path);        \
  * -11 scale not finite (in the plan's precision); -12 causal not 0 or 1;     \
  * -13 stats NULL; LINATTN_ESIZE (also nk beyond the BLAS integer);           \
  * LINATTN_ENONFINITE (opts.check_finite); LINATTN_ENOMEM; LINATTN_EDENOM     \
- * (a normalizer breaks the plan's policy).  Thread-safe. */                  \
+ * (a normalizer breaks the plan's policy); LINATTN_EOVERFLOW (the           \
+ * attention output O~ of finite inputs beyond the range, which would make   \
+ * the errors +Inf; an overflowing softmax kernel value still gives the      \
+ * documented +Inf kernel errors).  Thread-safe. */                           \
 LINATTN_API int X(approx_error)(const X(plan) *plan, int layout, int64_t nq,  \
                                 int64_t nk, const R *q, int64_t ldq,          \
                                 const R *k, int64_t ldk, const R *v,          \
@@ -767,16 +836,17 @@ LINATTN_API int X(approx_error)(const X(plan) *plan, int layout, int64_t nq,  \
  * opts.check_finite every input's finiteness) run before anything is      \
  * written.  After them every problem runs, whatever another returned;      \
  * the status is that of the first failing problem in (b, h) order, and     \
- * *bad (if not NULL) says which, with the row for LINATTN_EDENOM.  Each    \
+ * *bad (if not NULL) says which, with the row for LINATTN_EDENOM and      \
+ * LINATTN_EOVERFLOW.  Each                                                  \
  * problem's output then holds what its single call leaves: its result, or \
- * for EDENOM the rows described at linattn_d_state_query, or for ENOMEM    \
- * its previous contents.                                                   \
+ * for EDENOM and EOVERFLOW the rows described at linattn_d_state_query,    \
+ * or for ENOMEM its previous contents.                                     \
  * Errors: -1 plan NULL; -2 layout; -3 batch < 0; -4 heads < 0; -5 nq < 0;  \
  * -6 nk < 0; -7 q NULL; -8 sq NULL, ld, or a negative stride; -9 k; -10 sk;\
  * -11 v; -12 sv; -13 out NULL or meeting an input; -14 sout (as -8, or     \
  * strides that make two problems' outputs overlap); LINATTN_ESIZE (as the \
- * single call, or an array not addressable in int64); LINATTN_ENONFINITE;  \
- * LINATTN_ENOMEM; LINATTN_EDENOM.  Thread-safe. */                          \
+ * single call, or an array not addressable); LINATTN_ENONFINITE;           \
+ * LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW.  Thread-safe. */       \
 LINATTN_API int X(batched_attention)(const X(plan) *plan, int layout,         \
         int64_t batch, int64_t heads, int64_t nq, int64_t nk, const R *q,     \
         const linattn_strides *sq, const R *k, const linattn_strides *sk,     \
@@ -1089,7 +1159,8 @@ LINATTN_API int X(state_import)(X(state) *state, const double *acc,           \
  * LINATTN_DENOM_COUNT row i's count is the state's tokens + i + 1.  On any \
  * error the state is unchanged.  Errors: -1 state NULL; -2 layout; -3      \
  * n < 0; -4 q; -5 ldq; -6 k; -7 ldk; -8 v; -9 ldv; -10 out; -11 ldout;     \
- * -12 absorb not 0 or 1; LINATTN_ESIZE; LINATTN_ENOMEM; LINATTN_EDENOM;    \
+ * -12 absorb not 0 or 1; LINATTN_ESIZE (also the state's tokens + n      \
+ * beyond 2^63 - 1, before any work); LINATTN_ENOMEM; LINATTN_EDENOM;       \
  * LINATTN_ENONFINITE.  absorb = 1 needs exclusive access to state;         \
  * absorb = 0 calls may share it (and query it) from several threads. */    \
 LINATTN_API int X(state_causal)(X(state) *state, int layout, int64_t n,       \

@@ -9,10 +9,13 @@
  *
  *   - non-causal attention is: local state, one MPI_Allreduce of the
  *     states, local queries;
- *   - causal attention is: local state, one MPI_Exscan of the states (the
- *     exclusive prefix: rank r gets the state of every earlier rank's
- *     keys, in O(log P) steps), then the local rows continue causally
- *     from that prefix (linattn_d_state_causal).
+ *   - causal attention is: local state, one exclusive scan of the states
+ *     (the prefix: rank r gets the state of every earlier rank's keys),
+ *     then the local rows continue causally from that prefix
+ *     (linattn_d_state_causal).  The scan is the library's own recursive
+ *     doubling, ceil(log2 P) exchanges (MPI_Sendrecv) of one state set
+ *     each, not MPI_Exscan, which Open MPI 4.1 runs as a chain of P - 1
+ *     hops.
  *
  * A reduction moves 8 (m (e + 1) + 5) bytes per problem (head), however
  * long the sequence.  doc/mpi.md has the algorithms, the performance model
@@ -32,7 +35,13 @@
  *     (the serial call's checks: linattn_d_attention_check and friends),
  *     then one small MPI_Allreduce agrees on them: if any rank's are
  *     invalid, every rank returns the status of the first such rank (in
- *     rank order) and nothing is computed or written anywhere.  Plans are
+ *     rank order) and nothing is computed or written anywhere.  The same
+ *     reduction compares the kind of call: ranks in different calls of
+ *     this library on one communicator (attention here, causal there; an
+ *     allreduce here, an exscan there; a save here, a load there) all
+ *     return LINATTN_EMISMATCH instead of waiting in different
+ *     collectives (the attention calls and their batched forms are one
+ *     kind, as are the causal ones).  Plans are
  *     compared by their fingerprints (linattn_d_plan_fingerprint: map, W,
  *     seed, sizes, options, precision), together with batch and heads:
  *     any difference is LINATTN_EMISMATCH on every rank, nothing written.
@@ -49,24 +58,35 @@
  *     for ENOMEM see each function.
  *   - Not agreed, returned on the rank where it happens, without
  *     communication: LINATTN_EMPI when MPI is not initialized, already
- *     finalized, or initialized below the thread level below; and -2 (the
- *     communicator) for MPI_COMM_NULL or an inter-communicator.  A rank
- *     that cannot communicate cannot agree: such a program is erroneous on
- *     every rank that makes the call.
+ *     finalized, or initialized below the thread level below; and the
+ *     communicator's -i for MPI_COMM_NULL or an inter-communicator.  In
+ *     LAPACKE's order, an invalid argument before the communicator (the
+ *     plan; the states and count; the state and path) is returned instead
+ *     of either.  A rank that cannot communicate cannot agree: such a
+ *     program is erroneous on every rank that makes the call.
  *   - MPI errors: calls on comm follow comm's error handler.  With MPI's
  *     default (MPI_ERRORS_ARE_FATAL) a failing MPI call ends the job, as
  *     in any MPI program; with MPI_ERRORS_RETURN the library returns
  *     LINATTN_EMPI on the rank that saw it (other ranks may then block).
+ *   - A private communicator: the causal calls and linattn_mpi_d_state_
+ *     exscan send point-to-point messages, which must never match the
+ *     caller's receives, so they run on a duplicate of comm, made by the
+ *     first such call on comm (MPI_Comm_dup: collective, as the call is)
+ *     and cached on comm as an attribute; freeing comm (or
+ *     MPI_Finalize) frees it.
  *   - Threads: MPI must be initialized with MPI_Init_thread at level
  *     LINATTN_MPI_THREAD_LEVEL (MPI_THREAD_FUNNELED) or higher: liblinattn
  *     may run OpenMP threads inside a call (they never call MPI), which
  *     MPI_THREAD_SINGLE forbids.  Below MPI_THREAD_SERIALIZED the calls
  *     must come from the thread that initialized MPI.  Checked on every
  *     call (LINATTN_EMPI).  MPI itself is called only from the calling
- *     thread.
+ *     thread.  Every function here is called by one thread of a rank at a
+ *     time (as collectives on one communicator must be; MPI_THREAD_MULTIPLE
+ *     does not lift that); each function's "Threads:" says what else it
+ *     shares.
  *   - Results equal the serial call on the concatenated sequence to
  *     rounding (tested to 1e-12 relative in double, 1e-5 in float, at
- *     1 to 4 ranks, uneven splits and ranks without rows), and causal
+ *     1 to 8 ranks, uneven splits and ranks without rows), and causal
  *     outputs never depend on later tokens, bit for bit, across ranks too.
  *     With one rank they are the serial call's, bit for bit.
  *   - Exponential maps: states carry a stabilizing shift (linattn.h,
@@ -96,6 +116,23 @@ extern "C" {
 /* The MPI_Init_thread level the library needs (see Threads above). */
 #define LINATTN_MPI_THREAD_LEVEL MPI_THREAD_FUNNELED
 
+/* int linattn_mpi_refuse(MPI_Comm comm, int comm_arg, int status)
+ * For interfaces over this library (the Fortran module linattn_mpi): a
+ * call refused on this rank before reaching C (status, nonzero: the -i of
+ * the C argument found invalid, or a LINATTN_E* code) takes part in the
+ * agreement of whatever collective call of this library the other ranks
+ * of comm make, so that they return the agreed status instead of waiting;
+ * returns that status (the first failing rank's, in rank order).  When
+ * comm cannot be used (see "Not agreed" above) nothing is communicated
+ * and the result is status if it names an argument before the
+ * communicator (-status < comm_arg), else -comm_arg or LINATTN_EMPI, as
+ * the call would have returned.  Collective (as the call it stands for).
+ * Threads: as the call it stands for.  Errors: -3 status 0 (returned
+ * without communicating: the other ranks then wait, an erroneous
+ * program); otherwise the agreed status. */
+LINATTN_MPI_API int linattn_mpi_refuse(MPI_Comm comm, int comm_arg,
+                                       int status);
+
 /*
  * The precision template: MX names this library's functions, X the
  * serial library's types, R the real type.
@@ -117,6 +154,8 @@ extern "C" {
  * it with nothing written anywhere; ENOMEM in a query: as EDENOM, rows of  \
  * other ranks written.  bad_row (if not NULL, written on EDENOM only) is   \
  * global: the query's row in the concatenation of every rank's queries.   \
+ * Threads: the plan may be used by other threads at the same time (it is  \
+ * immutable); this call is one thread's at a time per rank (see above).  \
  * Errors: -1 plan NULL; -2 comm; -3 layout; -4 nq < 0; -5 nk < 0; -6 q     \
  * NULL; -7 ldq; -8 k NULL; -9 ldk; -10 v NULL; -11 ldv; -12 out NULL;      \
  * -13 ldout; LINATTN_ESIZE; LINATTN_ENONFINITE; LINATTN_EMISMATCH;         \
@@ -133,14 +172,17 @@ LINATTN_MPI_API int MX(attention)(const X(plan) *plan, MPI_Comm comm,         \
  * Distributed causal attention: global row i sees the global keys j <= i \
  * (LINATTN_DENOM_COUNT: its count is i + 1, i global).                    \
  * This rank holds n rows of Q, K (n x d), V and out (n x e).  Each rank    \
- * but the last builds the state of its keys; one MPI_Exscan of 8 (m (e +   \
- * 1) + 5) bytes gives rank r the state of every earlier rank's keys (the   \
- * prefix, in O(log P) steps), from which its rows continue causally        \
+ * but the last builds the state of its keys; one exclusive scan of 8 (m (e \
+ * + 1) + 5)-byte messages gives rank r the state of every earlier rank's  \
+ * keys (the prefix, in ceil(log2 P) exchanges; see above), from which its \
+ * rows continue causally                                                   \
  * (linattn_d_state_causal).  Work per rank: linattn_d_causal on its rows   \
  * plus one state pass over its keys (not on the last rank, and not with   \
  * one rank: then this is linattn_d_causal bit for bit).  Collective.       \
- * ENOMEM: every rank returns it; ranks before the one that failed may have \
- * written their rows.  bad_row (EDENOM only) is the global row.  Errors:   \
+ * ENOMEM: every rank returns it; the failing rank has written nothing and  \
+ * any other rank (before or after it) may have written its rows, the rest \
+ * keeping their contents.  bad_row (EDENOM only) is the global row.        \
+ * Threads: as linattn_mpi_d_attention.  Errors:                            \
  * -1 plan; -2 comm; -3 layout; -4 n < 0; -5 q; -6 ldq; -7 k; -8 ldk; -9 v; \
  * -10 ldv; -11 out; -12 ldout; LINATTN_ESIZE (also more than 2^63 - 1      \
  * tokens in all); LINATTN_ENONFINITE; LINATTN_EMISMATCH; LINATTN_ENOMEM;   \
@@ -162,9 +204,12 @@ LINATTN_MPI_API int MX(causal)(const X(plan) *plan, MPI_Comm comm,            \
  * them: 8 batch heads (m (e + 1) + 5) bytes.  batch and heads must agree   \
  * across ranks; nq and nk are this rank's rows of every problem.  The      \
  * problems' local work runs one after another on this rank (each call     \
- * threads its rows as linattn_d_attention does).  *bad (if not NULL,       \
+ * threads its rows as linattn_d_attention does).  Extra memory: one state \
+ * element per problem, (m (e + 1) + 5) batch heads doubles, besides one    \
+ * problem's workspace.  *bad (if not NULL,                                 \
  * written on a failure): the first failing problem (b, h) and, for         \
- * EDENOM, its global row (else -1).  Collective.  Errors: -1 plan; -2      \
+ * EDENOM, its global row (else -1).  Collective.  Threads: as              \
+ * linattn_mpi_d_attention.  Errors: -1 plan; -2                            \
  * comm; -3 layout; -4 batch < 0; -5 heads < 0; -6 nq < 0; -7 nk < 0;       \
  * -8 q; -9 sq; -10 k; -11 sk; -12 v; -13 sv; -14 out; -15 sout;            \
  * LINATTN_ESIZE; LINATTN_ENONFINITE; LINATTN_EMISMATCH; LINATTN_ENOMEM;    \
@@ -181,8 +226,13 @@ LINATTN_MPI_API int MX(batched_attention)(const X(plan) *plan, MPI_Comm comm, \
  *         const double *k, const linattn_strides *sk, const double *v,      \
  *         const linattn_strides *sv, double *out,                           \
  *         const linattn_strides *sout, linattn_where *bad)                  \
- * linattn_mpi_d_causal on batch x heads problems with one MPI_Exscan for   \
- * all of them.  As linattn_mpi_d_batched_attention otherwise.  Errors: -1  \
+ * linattn_mpi_d_causal on batch x heads problems with one exclusive scan   \
+ * (ceil(log2 P) exchanges) for all of them.  Extra memory: three sets of   \
+ * (m (e + 1) + 5) batch heads doubles (the local states, the prefix, the   \
+ * scan's receive buffer), besides one problem's workspace.  As             \
+ * linattn_mpi_d_batched_attention otherwise (ENOMEM: the failing problem   \
+ * has written nothing; other problems, here and on other ranks, may have \
+ * written their rows).  Errors: -1                                         \
  * plan; -2 comm; -3 layout; -4 batch; -5 heads; -6 n < 0; -7 q; -8 sq;     \
  * -9 k; -10 sk; -11 v; -12 sv; -13 out; -14 sout; LINATTN_ESIZE;           \
  * LINATTN_ENONFINITE; LINATTN_EMISMATCH; LINATTN_ENOMEM; LINATTN_EDENOM;   \
@@ -200,9 +250,13 @@ LINATTN_MPI_API int MX(batched_causal)(const X(plan) *plan, MPI_Comm comm,    \
 /* int linattn_mpi_d_state_allreduce(linattn_d_state *const *states,         \
  *                                   int64_t count, MPI_Comm comm)           \
  * states[i] = the sum over all ranks of states[i] (S, z and tokens add;    \
- * shifts as described above), the same bits on every rank (MPI_Allreduce \
- * with a reduction that gives equal results on every rank for Open MPI;   \
- * tested).  Collective.  On any error every state is unchanged.  Errors:   \
+ * shifts as described above; a state without tokens is added as          \
+ * linattn_d_state_merge adds it), the same bits on every rank            \
+ * (MPI_Allreduce with a reduction that gives equal results on every rank  \
+ * for Open MPI; tested).  Extra memory: (m (e + 1) + 5) count doubles.    \
+ * Collective.  Threads: the states are this call's alone while it runs;  \
+ * one call per rank at a time.  On any error every state is unchanged.    \
+ * Errors:                                                                  \
  * -1 states NULL (count > 0), an entry NULL, or entries of plans with      \
  * different fingerprints; -2 count < 0; -3 comm; LINATTN_EMISMATCH (plans \
  * or count differ across ranks); LINATTN_ESIZE (more than 2^63 - 1 tokens \
@@ -214,8 +268,10 @@ LINATTN_MPI_API int MX(state_allreduce)(X(state) *const *states,              \
  *                                int64_t count, MPI_Comm comm)              \
  * states[i] on rank r = the sum of states[i] over ranks 0 .. r-1 (rank 0:  \
  * a zero state, no tokens): the state of every earlier rank's keys        \
- * (MPI_Exscan, O(log P) steps).  Collective; errors and on-error policy    \
- * as linattn_mpi_d_state_allreduce. */                                      \
+ * (recursive doubling: ceil(log2 P) MPI_Sendrecv exchanges on the private \
+ * communicator, not MPI_Exscan).  Extra memory: three times that of       \
+ * linattn_mpi_d_state_allreduce.  Collective; threads, errors and         \
+ * on-error policy as linattn_mpi_d_state_allreduce. */                      \
 LINATTN_MPI_API int MX(state_exscan)(X(state) *const *states, int64_t count,  \
                                      MPI_Comm comm);                          \
                                                                               \
@@ -227,6 +283,8 @@ LINATTN_MPI_API int MX(state_exscan)(X(state) *const *states, int64_t count,  \
  * (compared first: rank 0's checkpoint bytes are broadcast; a rank whose   \
  * state differs makes it LINATTN_EMISMATCH everywhere, no file written).   \
  * path is read on rank 0 only (must not be NULL or empty on any rank).     \
+ * Collective.  Threads: other threads may read the state meanwhile (save \
+ * only reads it); one call per rank at a time.                            \
  * Errors: -1 state NULL; -2 path NULL or empty; -3 comm; LINATTN_EMISMATCH \
  * (plans or states differ across ranks); LINATTN_EIO (errno is set on      \
  * rank 0 only); LINATTN_ENOMEM; LINATTN_EMPI. */                            \
@@ -239,7 +297,9 @@ LINATTN_MPI_API int MX(state_save_file)(const X(state) *state,                \
  * (linattn_d_state_load_file), its bytes are broadcast, every rank         \
  * verifies them again and only then, when every rank has, replaces its    \
  * state.  A refused file is refused with the same status on every rank,   \
- * every state unchanged.  path is read on rank 0 only.  Errors: -1 state   \
+ * every state unchanged.  path is read on rank 0 only.  Collective.       \
+ * Threads: the state is this call's alone while it runs; one call per    \
+ * rank at a time.  Errors: -1 state                                        \
  * NULL; -2 path NULL or empty; -3 comm; LINATTN_EIO; LINATTN_EFORMAT;      \
  * LINATTN_EVERSION; LINATTN_EMISMATCH (the file is of another plan, or     \
  * plans differ across ranks); LINATTN_ENOMEM; LINATTN_EMPI. */              \

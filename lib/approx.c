@@ -36,7 +36,21 @@ typedef struct {
     real scale;
     XI(view) q;
     real *buf[NBUF]; /* see alloc_ws for the shapes */
+    int finite;      /* every input finite: 1, 0, or -1 not looked yet */
 } job;
+
+/* Nonzero when the inputs (Q, and the copies of K and V) are all finite. */
+static int inputs_finite(job *jb, int64_t nq)
+{
+    const X(plan) *p = jb->plan;
+    if (jb->finite < 0)
+        jb->finite = XI(all_finite)(jb->q, nq, p->d) &&
+                     XI(all_finite)((XI(view)){jb->buf[KC], p->d, 0}, jb->nk,
+                                    p->d) &&
+                     XI(all_finite)((XI(view)){jb->buf[VC], p->e, 0}, jb->nk,
+                                    p->e);
+    return jb->finite;
+}
 
 static void free_ws(real **buf)
 {
@@ -110,8 +124,9 @@ static void compare_outputs(const real *oa, const real *oe, int64_t count,
     }
 }
 
-/* Query rows [r, r + rows): 0, LINATTN_ENOMEM or LINATTN_EDENOM. */
-static int run_block(const job *jb, int64_t r, int64_t rows, sums *t)
+/* Query rows [r, r + rows) of nq: 0, LINATTN_ENOMEM, LINATTN_EDENOM, or
+ * LINATTN_EOVERFLOW (an output of finite inputs beyond the range). */
+static int run_block(job *jb, int64_t nq, int64_t r, int64_t rows, sums *t)
 {
     const X(plan) *plan = jb->plan;
     real *const *b = jb->buf;
@@ -144,6 +159,12 @@ static int run_block(const job *jb, int64_t r, int64_t rows, sums *t)
              b[OE], e);
     XI(gemm)(0, 0, rows, e, cols, 1, (XI(view)){b[KA], cols, 0}, vv, 0,
              b[OA], e);
+    /* Both outputs are weighted means of V, but their sums may still pass
+     * the range: reported like the attention calls report it. */
+    if ((!XI(all_finite)((XI(view)){b[OA], e, 0}, rows, e) ||
+         !XI(all_finite)((XI(view)){b[OE], e, 0}, rows, e)) &&
+        inputs_finite(jb, nq))
+        return LINATTN_EOVERFLOW;
     compare_outputs(b[OA], b[OE], rows * e, t);
     return 0;
 }
@@ -213,7 +234,7 @@ int X(approx_error)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
     rows_max = rows_max < nq ? rows_max : nq;
     rows_max = rows_max < 1 ? 1 : rows_max;
     int cm = layout == LINATTN_COL_MAJOR;
-    job jb = {plan, nk, rows_max, causal, (real)scale, {q, ldq, cm}, {NULL}};
+    job jb = {plan, nk, rows_max, causal, (real)scale, {q, ldq, cm}, {NULL}, -1};
     if (alloc_ws(jb.buf, plan, nk, rows_max))
         return LINATTN_ENOMEM;
     XI(copy_rows)((XI(view)){k, ldk, cm}, 0, nk, plan->d, jb.buf[KC]);
@@ -222,7 +243,7 @@ int X(approx_error)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
                      jb.buf[PHIK], plan->m);
     sums t = {0, 0, 0, 0, 0, 0, 0};
     for (int64_t r = 0; !st && r < nq; r += rows_max)
-        st = run_block(&jb, r, nq - r < rows_max ? nq - r : rows_max, &t);
+        st = run_block(&jb, nq, r, nq - r < rows_max ? nq - r : rows_max, &t);
     free_ws(jb.buf);
     if (st)
         return st;

@@ -18,7 +18,7 @@ int XI(qkvo_args)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
                                   {nk, d, k, ldk, pos + 2, 0},
                                   {nk, e, v, ldv, pos + 4, 0},
                                   {nq, e, out, ldout, pos + 6, 0}};
-    int st = linattn_i_check_mats(layout, mats, 4);
+    int st = linattn_i_check_mats_io(layout, sizeof(real), mats, 4, 3);
     if (!st && keys_in_blas)
         st = linattn_i_blas_fits(nk);
     if (st || !plan->check_finite)

@@ -109,7 +109,8 @@ static int64_t run_problems(void *ctx, int t, int64_t lo, int64_t hi)
         if (st && first == INT64_MAX) {
             first = p;
             j->status[t] = st;
-            j->row[t] = st == LINATTN_EDENOM ? row : -1;
+            j->row[t] = st == LINATTN_EDENOM || st == LINATTN_EOVERFLOW ? row
+                                                                        : -1;
         }
     }
     return first;

@@ -75,18 +75,21 @@ static inline void XI(gemm)(int trans_a, int trans_b, int64_t m, int64_t n,
 
 /* C (m x n, row major, ldc) = op(A) B with row i times s[i], in one pass
  * by the micro-kernel when it takes the shape (op(B) row major, as
- * XI(gemm) decides); returns 0 without touching C when it does not (the
- * caller then multiplies and scales in two passes). */
+ * XI(gemm) decides): returns 1 then, and sets *nonfinite when a value
+ * written is not finite (the kernel notes it in its stores); returns 0
+ * without touching C when it does not take the shape (the caller then
+ * multiplies and scales in two passes). */
 static inline int XI(gemm_scaled)(int trans_a, int64_t m, int64_t n,
                                   int64_t k, XI(view) a, XI(view) b, real *c,
-                                  int64_t ldc, const real *s)
+                                  int64_t ldc, const real *s, int *nonfinite)
 {
     int ta = trans_a ^ a.colmajor;
     const XI(kern) *kn = XI(kern_now)();
     if (b.colmajor || !kn->mm || !XI(mm_suits)(m, n, k) ||
         !linattn_i_ld_fits(ldc))
         return 0;
-    kn->mm(m, n, k, a.p, ta ? 1 : a.ld, ta ? a.ld : 1, b.p, b.ld, c, ldc, 0, s);
+    *nonfinite = kn->mm(m, n, k, a.p, ta ? 1 : a.ld, ta ? a.ld : 1, b.p, b.ld,
+                        c, ldc, 0, s);
     return 1;
 }
 

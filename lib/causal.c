@@ -163,19 +163,6 @@ static void copy_carried(const X(plan) *plan, causal_ws *dst,
     }
 }
 
-/* Rows per diagonal block of the triangle product. */
-#define TRIANGLE_BLOCK 16
-
-/* The same for other files (backward_causal.c): y (rows x w, ldy) +=
- * tril(A) X, reading only A[i][j] and rows x_j with j <= i. */
-static void triangle_times(const real *a, int64_t lda, XI(view) v,
-                           int64_t rows, int64_t e, real *y, int64_t ldy);
-void XI(tril_times)(const real *a, int64_t lda, XI(view) x, int64_t rows,
-                    int64_t w, real *y, int64_t ldy)
-{
-    triangle_times(a, lda, x, rows, w, y, ldy);
-}
-
 /* den[i] += sum_{j <= i} A[i][j]: the triangle's part of the normalizers. */
 static void triangle_sums(const real *a, int64_t lda, int64_t rows, real *den)
 {
@@ -206,6 +193,14 @@ static void triangle_times(const real *a, int64_t lda, XI(view) v,
                      v, 1, y + i0 * ldy, ldy);
         kn->tri_diag(a, lda, v.p, v.ld, e, i0, i1, y, ldy);
     }
+}
+
+/* The same for other files (backward_causal.c): y (rows x w, ldy) +=
+ * tril(A) X, reading only A[i][j] and rows x_j with j <= i. */
+void XI(tril_times)(const real *a, int64_t lda, XI(view) x, int64_t rows,
+                    int64_t w, real *y, int64_t ldy)
+{
+    triangle_times(a, lda, x, rows, w, y, ldy);
 }
 
 /* Shifted maps: phi(K_c) with the running shifts m_j into w->phik. */
@@ -269,13 +264,16 @@ static void move_shift(const X(plan) *plan, causal_ws *w, int64_t rows)
 }
 
 /* Rows [0, n) causally, after `before` tokens absorbed in the carried
- * state; returns -1 or the first row whose normalizer breaks the policy
- * (rows before it written, none after).  den_out (if not NULL) gets the
- * rows' normalizers as well. */
+ * state (row r is row orow + r of the origin o, the whole call's inputs);
+ * returns -1, or the first row whose normalizer breaks the policy
+ * (*status LINATTN_EDENOM) or that overflowed (LINATTN_EOVERFLOW): rows
+ * before it written, none after.  den_out (if not NULL) gets the
+ * normalizers of the rows out got. */
 static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
                              int layout, int64_t before, int64_t n,
                              XI(view) q, XI(view) k, XI(view) v, real *out,
-                             int64_t ldout, real *den_out)
+                             int64_t ldout, XI(origin) *o, int64_t orow,
+                             int *status, real *den_out)
 {
     int64_t m = plan->m, e = plan->e, ldb = w->ldb;
     real *den = w->dd, *inv = w->dd + c, *dq = w->dd + 2 * c;
@@ -309,22 +307,35 @@ static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
         memcpy(den, dq, (size_t)rows * sizeof(real));
         triangle_sums(w->r + e, ldb, rows, den);
         int64_t good = XI(good_rows)(plan, den, rows, 1, before + r + 1, 1);
-        for (int64_t i = 0; i < good; i++)
-            inv[i] = 1 / den[i];
-        if (den_out)
-            memcpy(den_out + r, den, (size_t)good * sizeof(real));
         /* out = (num + tril(A) V_c) / den for the good rows: in one pass
-         * by the micro-kernel where there is one and out is row major */
+         * by the micro-kernel where there is one, out is row major and
+         * every reciprocal is a normal number (the kernel notes
+         * non-finite values in its stores); else the triangle into r and
+         * a division pass, which notes them too. */
         real *at = cm ? out + r : out + r * ldout;
-        if (kn->trimm && !cm) {
-            kn->trimm(good, e, w->r + e, ldb, vc.p, vc.ld, w->r, ldb, at,
-                      ldout, inv);
+        int nonfinite;
+        if (kn->trimm && !cm && XI(reciprocals)(den, good, inv)) {
+            nonfinite = kn->trimm(good, e, w->r + e, ldb, vc.p, vc.ld, w->r,
+                                  ldb, at, ldout, inv);
         } else {
             triangle_times(w->r + e, ldb, vc, good, e, w->r, ldb);
-            XI(put_rows)(at, cm, ldout, w->r, 0, ldb, good, e, inv);
+            nonfinite = XI(divide_rows)(at, cm, ldout, w->r, 0, ldb, good, e,
+                                        den, inv);
         }
-        if (good < rows)
+        if (den_out) /* the rows out got, as state_query's den */
+            memcpy(den_out + r, den, (size_t)good * sizeof(real));
+        if (nonfinite) {
+            int64_t over = XI(first_overflow)(layout, good, e, at, ldout, NULL,
+                                              0, NULL, o, orow + r);
+            if (over < good) {
+                *status = LINATTN_EOVERFLOW;
+                return r + over;
+            }
+        }
+        if (good < rows) {
+            *status = LINATTN_EDENOM;
             return r + good;
+        }
         /* The state moves past this chunk: S += phi(K_c)^T V_c,
          * z += phi(K_c)^T 1. */
         if (plan->shifted)
@@ -359,9 +370,11 @@ typedef struct {
     int64_t c;
     XI(view) q, k, v;
     real *out;
-    int64_t ldout;
+    int64_t ldout, n;
     int64_t before; /* tokens of the starting state (causal_from) */
-    real *den;      /* the normalizers too (NULL: not asked) */
+    int status[LINATTN_MAX_THREADS]; /* range t's, with its first bad row */
+    int poisoned; /* the starting state holds NaN or Inf from its inputs */
+    real *den;    /* the normalizers too (NULL: not asked) */
 } causal_job;
 
 static int64_t range_chunks(void *ctx, int t, int64_t lo, int64_t hi)
@@ -369,12 +382,14 @@ static int64_t range_chunks(void *ctx, int t, int64_t lo, int64_t hi)
     causal_job *j = ctx;
     int cm = j->layout == LINATTN_COL_MAJOR;
     real *out = cm ? j->out + lo : j->out + lo * j->ldout;
+    XI(origin) o = {j->q, j->k, j->v, j->plan->d, j->plan->e, j->n, 1, NULL,
+                    j->poisoned ? 0 : -1};
     int64_t bad = causal_serial(j->plan, &j->ws[t], j->c, j->layout,
                                 j->before + lo,
                                 hi - lo, XI(view_rows)(j->q, lo),
                                 XI(view_rows)(j->k, lo),
-                                XI(view_rows)(j->v, lo), out, j->ldout,
-                                j->den ? j->den + lo : NULL);
+                                XI(view_rows)(j->v, lo), out, j->ldout, &o, lo,
+                                &j->status[t], j->den ? j->den + lo : NULL);
     return bad >= 0 ? lo + bad : INT64_MAX;
 }
 
@@ -463,8 +478,9 @@ int XI(causal_from_den)(const X(plan) *plan, X(state) *from, int absorb,
     int64_t bad = INT64_MAX;
     int cm = layout == LINATTN_COL_MAJOR;
     causal_job job = {plan, ws, states, nt, layout, c, {q, ldq, cm},
-                      {k, ldk, cm}, {v, ldv, cm}, out, ldout,
-                      from ? from->tokens : 0, den};
+                      {k, ldk, cm}, {v, ldv, cm}, out, ldout, n,
+                      from ? from->tokens : 0, {0},
+                      from ? from->poisoned : 0, den};
     if (have == nt && from)
         seed_ws(plan, &ws[0], from);
     if (have < nt) {
@@ -504,7 +520,7 @@ int XI(causal_from_den)(const X(plan) *plan, X(state) *from, int absorb,
     if (bad < n) {
         if (bad_row)
             *bad_row = bad;
-        return LINATTN_EDENOM;
+        return job.status[linattn_i_range_of(n, nt, bad)];
     }
     return 0;
 }

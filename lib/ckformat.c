@@ -13,6 +13,7 @@
 #include <string.h>
 #include "ckformat.h"
 #include "crc32.h"
+#include "fileio.h"
 #include "linattn.h"
 
 /* The bit-pattern copies below assume binary64 doubles. */
@@ -215,7 +216,7 @@ static int read_rest(FILE *f, unsigned char **buf, int64_t have,
 int linattn_i_ckpt_read_file(const char *path, unsigned char **buf,
                              int64_t *len)
 {
-    FILE *f = fopen(path, "rb");
+    FILE *f = linattn_i_open_regular(path);
     if (!f)
         return LINATTN_EIO;
     unsigned char head[LINATTN_CKPT_HEADER];

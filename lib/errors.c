@@ -88,6 +88,10 @@ const char *linattn_strerror(int status)
         return "the checkpoint is of another precision, feature map or "
                "dimensions than the state it is loaded into (or, across MPI "
                "ranks, the plans or shapes differ)";
+    case LINATTN_EOVERFLOW:
+        return "a result of finite inputs is beyond the floating-point range "
+               "(a state sum, numerator or quotient overflowed; see the row "
+               "reported)";
     case LINATTN_EMPI:
         return "MPI is not initialized at the thread level liblinattn_mpi "
                "needs (MPI_THREAD_FUNNELED, called from the main thread), "

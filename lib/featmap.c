@@ -274,7 +274,7 @@ int X(features)(const X(plan) *plan, int layout, int64_t n, const real *x,
         return -3;
     const linattn_i_mat mats[] = {{n, plan->d, x, ldx, 4, 0},
                                   {n, plan->m, phi, ldphi, 6, 0}};
-    int st = linattn_i_check_mats(layout, mats, 2);
+    int st = linattn_i_check_mats_io(layout, sizeof(real), mats, 2, 1);
     if (st || n == 0)
         return st;
     int64_t block = XI(block_rows)(plan), m = plan->m;

@@ -71,6 +71,13 @@ struct X(state_s) {
     acc_t *acc;  /* m x (e+1), row major: [S | z], accumulated            */
     real *sz;    /* the same in the working precision (aliases acc in     */
                  /* double); queries read only this                       */
+    /* Overflow bookkeeping (state.c): poisoned when a NaN or Inf reached
+     * acc from non-finite input (or a restored checkpoint), so that its
+     * queries let them propagate instead of reporting an overflow; bound
+     * >= max |acc| (+Inf when unknown), which lets a few-row update skip
+     * its overflow check when the sum cannot leave the range. */
+    int poisoned;
+    double bound;
 };
 
 /* ---- feature maps (featmap.c) ---- */
@@ -147,9 +154,10 @@ void XI(elu1_array)(real *y, const real *x, int64_t count);
 /* y = exp(x - c) over count values (y may equal x). */
 void XI(exp_shift_array)(real *y, const real *x, int64_t count, real c);
 
-/* Multiplies row i of the rows x cols matrix a (layout, lda) by s[i]. */
-void XI(scale_rows)(real *a, int colmajor, int64_t lda, int64_t rows,
-                    int64_t cols, const real *s);
+/* Multiplies row i of the rows x cols matrix a (layout, lda) by s[i];
+ * nonzero when a product is not finite. */
+int XI(scale_rows)(real *a, int colmajor, int64_t lda, int64_t rows,
+                   int64_t cols, const real *s);
 
 /* In place elementwise exp over count contiguous values. */
 void XI(exp_inplace)(real *x, int64_t count);
@@ -172,21 +180,68 @@ int XI(all_finite)(XI(view) x, int64_t rows, int64_t cols);
 int64_t XI(good_rows)(const X(plan) *plan, real *den, int64_t rows,
                       int check, int64_t count0, int64_t step);
 
+/* Where a non-finite output came from.  Finite inputs never give one with
+ * status 0: a row whose inputs were all finite but whose output (or
+ * requested numerator or normalizer) is not is LINATTN_EOVERFLOW, while
+ * NaN and Inf in the inputs propagate as documented.  Row r's inputs are
+ * its query (q, d columns; q.p NULL: none) and either a state (st: its
+ * poisoned flag) or the keys and values it sees (k, v, nk rows of d and e
+ * columns; causal: rows j <= r only).  first_bad caches the first key
+ * row holding NaN or Inf (-1: not looked yet); one origin per thread. */
+typedef struct {
+    XI(view) q, k, v;
+    int64_t d, e, nk;
+    int causal;
+    const X(state) *st;
+    int64_t first_bad;
+} XI(origin);
+
+/* Nonzero when row r's inputs are all finite (see XI(origin)). */
+int XI(inputs_finite)(XI(origin) *o, int64_t r);
+
+/* The first of rows [0, rows) of a written block (out, num: rows x e in
+ * layout, den: rows entries, each pointing at the block's first row and
+ * each may be NULL) that holds a non-finite value although its inputs were
+ * finite, or rows.  Block row i is row orow + i of the origin o. */
+int64_t XI(first_overflow)(int layout, int64_t rows, int64_t e,
+                           const real *out, int64_t ldout, const real *num,
+                           int64_t ldnum, const real *den, XI(origin) *o,
+                           int64_t orow);
+
+/* inv[i] = 1 / den[i] over rows entries; nonzero when every one is a
+ * normal number, so that multiplying by inv differs from dividing by den
+ * by rounding only (the fused kernels, which multiply, may then be used;
+ * else divide_rows). */
+int XI(reciprocals)(const real *den, int64_t rows, real *inv);
+
+/* a (rows x cols, layout colmajor, lda) = b (same shape, b_colmajor, ldb;
+ * b may be a itself) with row i divided by den[i]: times the reciprocal
+ * when that is a normal number, by division otherwise (tiny or huge
+ * normalizers).  inv: workspace of rows entries.  Returns nonzero when a
+ * value written is not finite. */
+int XI(divide_rows)(real *a, int colmajor, int64_t lda, const real *b,
+                    int b_colmajor, int64_t ldb, int64_t rows, int64_t cols,
+                    const real *den, real *inv);
+
 /* Writes rows [0, rows) of a block to the caller's outputs at row offset r0
  * (each of out, num, den may be NULL): num = A B (rows x inner times
  * inner x e: phi(Q_b) S, or scores times V) by GEMM straight into the
- * output, den from den_b (eps included), out = num / den by one reciprocal
- * per row.  inv is workspace of rows entries; y, of rows x e entries, is
- * needed only when a leading dimension of out or num is beyond the BLAS
- * integer (the GEMM then goes through y). */
-void XI(write_rows)(const X(plan) *plan, XI(view) a, XI(view) b,
+ * output, den from den_b (eps included), out = num / den (by the
+ * micro-kernel's scaled GEMM when it takes the shape and the reciprocals
+ * are normal, else divide_rows).
+ * inv is workspace of rows entries; y, of rows x e entries, is needed only
+ * when a leading dimension of out or num is beyond the BLAS integer (the
+ * GEMM then goes through y).  Returns nonzero when a value written is not
+ * finite (then XI(first_overflow) tells whether that is an overflow). */
+int XI(write_rows)(const X(plan) *plan, XI(view) a, XI(view) b,
                     int64_t inner, const real *den_b, int64_t rows,
-                    int layout, int64_t r0, real *out, int64_t ldout,
-                    real *num, int64_t ldnum, real *den, real *inv, real *y);
+                   int layout, int64_t r0, real *out, int64_t ldout,
+                   real *num, int64_t ldnum, real *den, real *inv, real *y);
 
 /* a (rows x cols, layout colmajor, lda) = b (same shape, layout b_colmajor,
- * ldb) with row i multiplied by s[i], or copied when s is NULL. */
-void XI(put_rows)(real *a, int colmajor, int64_t lda, const real *b,
+ * ldb) with row i multiplied by s[i], or copied when s is NULL; nonzero
+ * when a value written is not finite. */
+int XI(put_rows)(real *a, int colmajor, int64_t lda, const real *b,
                   int b_colmajor, int64_t ldb, int64_t rows, int64_t cols,
                   const real *s);
 
@@ -208,6 +263,10 @@ void XI(state_init)(X(state) *st, const X(plan) *plan, void *mem);
  * holds nothing. */
 double XI(raise_shift)(acc_t *acc, int64_t len, double *shift, int has,
                        double bmax);
+
+/* The shift raise_shift would give: bmax when it is finite and larger (or
+ * the accumulator holds nothing), else shift. */
+double XI(next_shift)(double shift, int has, double bmax);
 
 /* The factors a, b that bring an accumulator dst (at *dst_shift) and src
  * (at src_shift) to the larger shift, which *dst_shift becomes: dst =
@@ -241,9 +300,11 @@ int XI(state_query_checked)(const X(state) *st, int layout, int64_t n,
 /* Nonzero when an update or query of n rows takes the small path: plain
  * loops on stack workspace, no allocation, no BLAS. */
 int XI(small_ok)(const X(plan) *plan, int64_t n);
-/* As state_update_checked / state_query_checked, for small_ok sizes (the
- * update does not count the tokens; it cannot fail). */
-void XI(state_update_small)(X(state) *st, XI(view) k, XI(view) v, int64_t n);
+/* As state_update_checked / state_query_checked, for small_ok sizes.  The
+ * update does not count the tokens nor publish; it returns 1 when done, 0
+ * (state unchanged) when its sums could leave the range or the inputs are
+ * not finite: the blocked path then decides. */
+int XI(state_update_small)(X(state) *st, XI(view) k, XI(view) v, int64_t n);
 int XI(state_query_small)(const X(state) *st, int layout, int64_t n,
                           XI(view) q, real *out, int64_t ldout, real *num,
                           int64_t ldnum, real *den, int64_t *bad_row);

@@ -36,10 +36,13 @@ typedef struct {
      * either layout and either transposition), B is K x N row major
      * (ldb).  NULL in builds without a micro-kernel: callers use BLAS.
      * No row of C is read or written twice in any other order than
-     * C's own, so C may be the caller's output. */
-    void (*mm)(int64_t M, int64_t N, int64_t K, const real *a, int64_t ars,
-               int64_t aks, const real *b, int64_t ldb, real *c, int64_t ldc,
-               int add, const real *s);
+     * C's own, so C may be the caller's output.  With s, returns nonzero
+     * when a value written is not finite (NaN or +-Inf), noted in the
+     * stores themselves (LINATTN_EOVERFLOW needs no pass of its own);
+     * without s, 0. */
+    int (*mm)(int64_t M, int64_t N, int64_t K, const real *a, int64_t ars,
+              int64_t aks, const real *b, int64_t ldb, real *c, int64_t ldc,
+              int add, const real *s);
     /* acc[i][j] += p[i] v[j] over an m x (e + 1) state with v[e] = 1: a
      * rank-one update (token-by-token decoding). */
     void (*rank1)(acc_t *acc, int64_t m, int64_t e, const real *p,
@@ -59,11 +62,13 @@ typedef struct {
                      int64_t ldy);
     /* dst (rows x cols, lddst) = (y + tril(A) V) with row i times s[i]
      * (s NULL: 1) over a whole chunk, reading only a[i][j] (lda) and rows
-     * v_j (ldv) with j <= i; dst may be y (ldy).  NULL in builds without
-     * a micro-kernel (callers combine GEMMs and tri_diag). */
-    void (*trimm)(int64_t rows, int64_t cols, const real *a, int64_t lda,
-                  const real *v, int64_t ldv, const real *y, int64_t ldy,
-                  real *dst, int64_t lddst, const real *s);
+     * v_j (ldv) with j <= i; dst may be y (ldy).  Returns nonzero when a
+     * value written is not finite (noted in the stores, as mm's).  NULL
+     * in builds without a micro-kernel (callers combine GEMMs and
+     * tri_diag). */
+    int (*trimm)(int64_t rows, int64_t cols, const real *a, int64_t lda,
+                 const real *v, int64_t ldv, const real *y, int64_t ldy,
+                 real *dst, int64_t lddst, const real *s);
     /* dst (cols x rows, ldd) = src^T (src rows x cols, lds). */
     void (*transpose)(int64_t rows, int64_t cols, const real *src,
                       int64_t lds, real *dst, int64_t ldd);

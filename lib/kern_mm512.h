@@ -14,6 +14,15 @@
  * while every tile of rows passes over it.  Edges: tiles of fewer rows
  * and vectors, and the last vector of a row under a mask (no read or
  * write beyond N).
+ *
+ * The kernels that write normalized rows (s given) also note whether a
+ * value they store is not finite, where the caller would otherwise read
+ * the block again (the finite-output invariant, LINATTN_EOVERFLOW): each
+ * stored vector y adds y * 0 into a checking vector per column of the
+ * tile (+-0 for finite y, NaN for NaN and +-Inf, which then stays), one
+ * masked FMA per store, and one unordered compare per tile tests them.
+ * (An fpclass per store or-ed into a mask register cost the causal
+ * triangle 3-11% in cache, these FMAs 1-2%: doc/performance.md.)
  */
 #define MM_MR 6
 #define MM_NV 4
@@ -23,15 +32,21 @@
 #define KV_ZERO _mm512_setzero_ps
 #define KV_FMA _mm512_fmadd_ps
 #define KV_MUL _mm512_mul_ps
+/* c + v * 0 in the lanes of mask m (c elsewhere); nonzero mask when c
+ * holds NaN, i.e. when a v added was not finite */
+#define KV_CHK(c, m, v) _mm512_mask3_fmadd_ps(v, _mm512_setzero_ps(), c, m)
+#define KV_CHK_BAD(c) _mm512_cmp_ps_mask(c, c, _CMP_UNORD_Q)
 #else
 #define KV_ZERO _mm512_setzero_pd
 #define KV_FMA _mm512_fmadd_pd
 #define KV_MUL _mm512_mul_pd
+#define KV_CHK(c, m, v) _mm512_mask3_fmadd_pd(v, _mm512_setzero_pd(), c, m)
+#define KV_CHK_BAD(c) _mm512_cmp_pd_mask(c, c, _CMP_UNORD_Q)
 #endif
 
 /* One tile of mr rows x nv vectors (constants once inlined: the
  * accumulators live in registers). */
-static inline __attribute__((always_inline)) void
+static inline __attribute__((always_inline)) int
 mm_tile(const int mr, const int nv, int64_t kc, const real *a, int64_t ars,
         int64_t aks, const real *b, int64_t ldb, real *c, int64_t ldc,
         kmask last, int load, const real *s, const char *pf, int64_t pfs,
@@ -61,36 +76,48 @@ mm_tile(const int mr, const int nv, int64_t kc, const real *a, int64_t ars,
                 acc[r][v] = KV_FMA(ar, bv[v], acc[r][v]);
         }
     }
+    kvec chk[MM_NV]; /* the stores' check, one chain per column */
+#pragma GCC unroll 8
+    for (int v = 0; v < nv; v++)
+        chk[v] = KV_ZERO();
     if (s)
 #pragma GCC unroll 8
         for (int r = 0; r < mr; r++) {
             kvec sr = KV_SET1(s[r]);
 #pragma GCC unroll 8
-            for (int v = 0; v < nv; v++)
+            for (int v = 0; v < nv; v++) {
                 acc[r][v] = KV_MUL(acc[r][v], sr);
+                chk[v] = KV_CHK(chk[v], v == nv - 1 ? last : MM_FULL,
+                                acc[r][v]);
+            }
         }
+    kmask bad = 0;
+#pragma GCC unroll 8
+    for (int v = 0; v < nv; v++)
+        bad |= KV_CHK_BAD(chk[v]);
 #pragma GCC unroll 8
     for (int r = 0; r < mr; r++)
 #pragma GCC unroll 8
         for (int v = 0; v < nv; v++)
             KV_STORE(c + r * ldc + v * KV_LANES, v == nv - 1 ? last : MM_FULL,
                      acc[r][v]);
+    return bad != 0;
 }
 
-typedef void (*mm_tile_fn)(int64_t kc, const real *a, int64_t ars,
+typedef int (*mm_tile_fn)(int64_t kc, const real *a, int64_t ars,
                            int64_t aks, const real *b, int64_t ldb, real *c,
                            int64_t ldc, kmask last, int load, const real *s,
                            const char *pf, int64_t pfs, int64_t pfk);
 
 #define MM_T(MR, NV)                                                          \
-    static void mm_t##MR##NV(int64_t kc, const real *a, int64_t ars,          \
-                             int64_t aks, const real *b, int64_t ldb,         \
-                             real *c, int64_t ldc, kmask last, int load,      \
-                             const real *s, const char *pf, int64_t pfs,      \
-                             int64_t pfk)                                     \
+    static int mm_t##MR##NV(int64_t kc, const real *a, int64_t ars,           \
+                            int64_t aks, const real *b, int64_t ldb,          \
+                            real *c, int64_t ldc, kmask last, int load,       \
+                            const real *s, const char *pf, int64_t pfs,       \
+                            int64_t pfk)                                      \
     {                                                                         \
-        mm_tile(MR, NV, kc, a, ars, aks, b, ldb, c, ldc, last, load, s, pf,   \
-                pfs, pfk);                                                    \
+        return mm_tile(MR, NV, kc, a, ars, aks, b, ldb, c, ldc, last, load,   \
+                       s, pf, pfs, pfk);                                      \
     }
 #define MM_ROW(MR) MM_T(MR, 1) MM_T(MR, 2) MM_T(MR, 3) MM_T(MR, 4)
 MM_ROW(1) MM_ROW(2) MM_ROW(3) MM_ROW(4) MM_ROW(5) MM_ROW(6)
@@ -102,17 +129,21 @@ static const mm_tile_fn mm_tiles[MM_MR][MM_NV] = {
  * of A stay in L1 while the tiles pass over them. */
 #define MM_KC 64
 
-static void k_mm(int64_t M, int64_t N, int64_t K, const real *a, int64_t ars,
-                 int64_t aks, const real *b, int64_t ldb, real *c, int64_t ldc,
-                 int add, const real *s)
+static int k_mm(int64_t M, int64_t N, int64_t K, const real *a, int64_t ars,
+                int64_t aks, const real *b, int64_t ldb, real *c, int64_t ldc,
+                int add, const real *s)
 {
     int64_t nvec = (N + KV_LANES - 1) / KV_LANES;
     kmask lastmask = tail_mask(N - (nvec - 1) * KV_LANES);
+    int bad = 0;
     if (K == 0) { /* C = 0 or C unchanged, then scaled */
         for (int64_t i = 0; i < M; i++)
-            for (int64_t j = 0; j < N; j++)
-                c[i * ldc + j] = (add ? c[i * ldc + j] : 0) * (s ? s[i] : 1);
-        return;
+            for (int64_t j = 0; j < N; j++) {
+                real y = (add ? c[i * ldc + j] : 0) * (s ? s[i] : 1);
+                c[i * ldc + j] = y;
+                bad |= s && LINATTN_NOT_FINITE(y);
+            }
+        return bad;
     }
     /* the cache lines of a row of B, and of A when its rows run over k
      * (A read down its columns: the state update's keys) */
@@ -145,14 +176,14 @@ static void k_mm(int64_t M, int64_t N, int64_t K, const real *a, int64_t ars,
                 else if (tile < lines + alines)
                     pf = (const char *)(a + next * aks) + 64 * (tile - lines),
                     pfs = aks * sz;
-                mm_tiles[mr - 1][nv - 1](kc, ak + i0 * ars, ars, aks,
-                                         bk + v0 * KV_LANES, ldb,
-                                         c + i0 * ldc + v0 * KV_LANES, ldc,
-                                         last, load, sc ? sc + i0 : NULL, pf,
-                                         pfs, pf ? pfk : 0);
+                bad |= mm_tiles[mr - 1][nv - 1](
+                    kc, ak + i0 * ars, ars, aks, bk + v0 * KV_LANES, ldb,
+                    c + i0 * ldc + v0 * KV_LANES, ldc, last, load,
+                    sc ? sc + i0 : NULL, pf, pfs, pf ? pfk : 0);
             }
         }
     }
+    return bad;
 }
 
 /* y (rows x cols, ldy) += tril(A) V (kern.h's trimm), in the tiles of
@@ -162,7 +193,7 @@ static void k_mm(int64_t M, int64_t N, int64_t K, const real *a, int64_t ars,
  * with j <= i are read: no later token reaches a row, not even as 0 * Inf
  * (a GEMM over the whole square with zeros above the diagonal would let
  * NaN in). */
-static inline __attribute__((always_inline)) void
+static inline __attribute__((always_inline)) int
 trimm_tile(const int mr, const int nv, int64_t r0, const real *a, int64_t lda,
            const real *v, int64_t ldv, const real *y, int64_t ldy, real *dst,
            int64_t lddst, const real *s, kmask last)
@@ -205,27 +236,40 @@ trimm_tile(const int mr, const int nv, int64_t r0, const real *a, int64_t lda,
                 acc[r][c] = KV_FMA(x, bv[c], acc[r][c]);
         }
     }
+    kvec chk[MM_NV]; /* as in mm_tile */
+#pragma GCC unroll 8
+    for (int c = 0; c < nv; c++)
+        chk[c] = KV_ZERO();
 #pragma GCC unroll 8
     for (int r = 0; r < mr; r++) {
         kvec sr = KV_SET1(s ? s[r0 + r] : 1);
 #pragma GCC unroll 8
-        for (int c = 0; c < nv; c++)
-            KV_STORE(dr + r * lddst + c * KV_LANES, c == nv - 1 ? last : MM_FULL,
-                     s ? KV_MUL(acc[r][c], sr) : acc[r][c]);
+        for (int c = 0; c < nv; c++) {
+            kmask m = c == nv - 1 ? last : MM_FULL;
+            kvec y = s ? KV_MUL(acc[r][c], sr) : acc[r][c];
+            chk[c] = KV_CHK(chk[c], m, y);
+            KV_STORE(dr + r * lddst + c * KV_LANES, m, y);
+        }
     }
+    kmask bad = 0;
+#pragma GCC unroll 8
+    for (int c = 0; c < nv; c++)
+        bad |= KV_CHK_BAD(chk[c]);
+    return bad != 0;
 }
 
-typedef void (*trimm_tile_fn)(int64_t r0, const real *a, int64_t lda,
+typedef int (*trimm_tile_fn)(int64_t r0, const real *a, int64_t lda,
                               const real *v, int64_t ldv, const real *y,
                               int64_t ldy, real *dst, int64_t lddst,
                               const real *s, kmask last);
 #define TM_T(MR, NV)                                                          \
-    static void tm_t##MR##NV(int64_t r0, const real *a, int64_t lda,          \
-                             const real *v, int64_t ldv, const real *y,       \
-                             int64_t ldy, real *dst, int64_t lddst,           \
-                             const real *s, kmask last)                       \
+    static int tm_t##MR##NV(int64_t r0, const real *a, int64_t lda,           \
+                            const real *v, int64_t ldv, const real *y,        \
+                            int64_t ldy, real *dst, int64_t lddst,            \
+                            const real *s, kmask last)                        \
     {                                                                         \
-        trimm_tile(MR, NV, r0, a, lda, v, ldv, y, ldy, dst, lddst, s, last);  \
+        return trimm_tile(MR, NV, r0, a, lda, v, ldv, y, ldy, dst, lddst, s,  \
+                          last);                                              \
     }
 #define TM_ROW(MR) TM_T(MR, 1) TM_T(MR, 2) TM_T(MR, 3) TM_T(MR, 4)
 TM_ROW(1) TM_ROW(2) TM_ROW(3) TM_ROW(4) TM_ROW(5) TM_ROW(6)
@@ -233,22 +277,24 @@ TM_ROW(1) TM_ROW(2) TM_ROW(3) TM_ROW(4) TM_ROW(5) TM_ROW(6)
 static const trimm_tile_fn trimm_tiles[MM_MR][MM_NV] = {
     TM_FNS(1), TM_FNS(2), TM_FNS(3), TM_FNS(4), TM_FNS(5), TM_FNS(6)};
 
-static void k_trimm(int64_t rows, int64_t cols, const real *a, int64_t lda,
-                    const real *v, int64_t ldv, const real *y, int64_t ldy,
-                    real *dst, int64_t lddst, const real *s)
+static int k_trimm(int64_t rows, int64_t cols, const real *a, int64_t lda,
+                   const real *v, int64_t ldv, const real *y, int64_t ldy,
+                   real *dst, int64_t lddst, const real *s)
 {
     int64_t nvec = (cols + KV_LANES - 1) / KV_LANES;
     kmask lastmask = tail_mask(cols - (nvec - 1) * KV_LANES);
+    int bad = 0;
     for (int64_t r0 = 0; r0 < rows; r0 += MM_MR) {
         int mr = (int)(rows - r0 < MM_MR ? rows - r0 : MM_MR);
         for (int64_t v0 = 0; v0 < nvec; v0 += MM_NV) {
             int nv = (int)(nvec - v0 < MM_NV ? nvec - v0 : MM_NV);
             kmask last = v0 + nv == nvec ? lastmask : MM_FULL;
-            trimm_tiles[mr - 1][nv - 1](r0, a, lda, v + v0 * KV_LANES, ldv,
-                                        y + v0 * KV_LANES, ldy,
-                                        dst + v0 * KV_LANES, lddst, s, last);
+            bad |= trimm_tiles[mr - 1][nv - 1](
+                r0, a, lda, v + v0 * KV_LANES, ldv, y + v0 * KV_LANES, ldy,
+                dst + v0 * KV_LANES, lddst, s, last);
         }
     }
+    return bad;
 }
 
 /* dst (cols x rows, ldd) = src^T (src rows x cols, lds), 8 x 8 blocks in

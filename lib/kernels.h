@@ -16,9 +16,14 @@
 /* A vectorized sum into a variable named acc (the order of the additions
  * changes, within the usual rounding). */
 #define LINATTN_SIMD_SUM _Pragma("omp simd reduction(+ : acc)")
+/* A vectorized reduction of the integer variable v by op (|, max: exact
+ * in any order). */
+#define LINATTN_PRAGMA_(x) _Pragma(#x)
+#define LINATTN_SIMD_REDUCE(op, v) LINATTN_PRAGMA_(omp simd reduction(op : v))
 #else
 #define LINATTN_SIMD
 #define LINATTN_SIMD_SUM
+#define LINATTN_SIMD_REDUCE(op, v)
 #endif
 
 /* Elementwise work below this many values stays on one thread: waking

@@ -53,7 +53,31 @@ typedef struct {
     int64_t ldout;
     score_ws *ws;
     const double *mrun;    /* causal, shifted maps: key j's running shift */
+    XI(view) k0, v0;       /* the caller's K and V (where outputs came from) */
+    int status[LINATTN_MAX_THREADS]; /* range t's, with its first bad row */
 } score_job;
+
+/* Where row r's output came from: the caller's query, keys and values. */
+static XI(origin) origin_of(const score_job *j)
+{
+    return (XI(origin)){j->q, j->k0, j->v0, j->d, j->e, j->nk, j->causal,
+                        NULL, -1};
+}
+
+/* Rows [r, r + rows) written at out + r (rows x e): 0, or the status for
+ * the first that overflowed, with *bad its row. */
+static int overflow_in(const score_job *j, XI(origin) *o, int64_t r,
+                       int64_t rows, int64_t *bad)
+{
+    int cm = j->layout == LINATTN_COL_MAJOR;
+    real *at = cm ? j->out + r : j->out + r * j->ldout;
+    int64_t over = XI(first_overflow)(j->layout, rows, j->e, at, j->ldout, NULL,
+                                      0, NULL, o, r);
+    if (over == rows)
+        return 0;
+    *bad = r + over;
+    return LINATTN_EOVERFLOW;
+}
 
 static void free_score_ws(score_ws *ws, int count)
 {
@@ -88,8 +112,8 @@ static int alloc_score_ws(score_ws *ws, int nt, int64_t rows, int64_t nk,
  * y = A V by GEMM over the keys before the block, which every row sees,
  * plus the block's own keys j <= i by explicit loops, so that a later
  * token's value never meets a masked zero (0 * Inf would be NaN); then
- * out = y / den. */
-static void causal_rows(const score_job *j, score_ws *w, int64_t r,
+ * out = y / den.  Nonzero when a value written is not finite. */
+static int causal_rows(const score_job *j, score_ws *w, int64_t r,
                         int64_t rows, int64_t nk)
 {
     int64_t e = j->e;
@@ -106,12 +130,10 @@ static void causal_rows(const score_job *j, score_ws *w, int64_t r,
             for (int64_t col = 0; col < e; col++)
                 w->y[i * e + col] += aic * vc[col * cs];
         }
-    real *inv = w->dd + j->rows_max;
-    for (int64_t i = 0; i < rows; i++)
-        inv[i] = 1 / w->dd[i];
     int cm = j->layout == LINATTN_COL_MAJOR;
-    XI(put_rows)(cm ? j->out + r : j->out + r * j->ldout, cm, j->ldout, w->y,
-                 0, e, rows, e, inv);
+    return XI(divide_rows)(cm ? j->out + r : j->out + r * j->ldout, cm,
+                           j->ldout, w->y, 0, e, rows, e, w->dd,
+                           w->dd + j->rows_max);
 }
 
 /* Naive linear attention on query rows [lo, hi). */
@@ -120,7 +142,8 @@ static int64_t naive_range(void *ctx, int t, int64_t lo, int64_t hi)
     score_job *j = ctx;
     const X(plan) *plan = j->plan;
     score_ws *w = &j->ws[t];
-    int64_t m = plan->m;
+    int64_t m = plan->m, bad;
+    XI(origin) o = origin_of(j);
     for (int64_t r = lo; r < hi; r += j->rows_max) {
         int64_t rows = hi - r < j->rows_max ? hi - r : j->rows_max;
         /* causal: the block's last row sees keys up to its own index */
@@ -145,14 +168,19 @@ static int64_t naive_range(void *ctx, int t, int64_t lo, int64_t hi)
         row_sums(w->a, rows, nk, w->dd);
         int64_t good = XI(good_rows)(plan, w->dd, rows, 1,
                                       j->causal ? r + 1 : nk, j->causal);
-        if (j->causal)
-            causal_rows(j, w, r, good, nk);
-        else /* with no keys the GEMM has inner dimension 0, writes zeros */
-            XI(write_rows)(plan, (XI(view)){w->a, nk > 0 ? nk : 1, 0}, j->v,
-                           nk, w->dd, good, j->layout, r, j->out, j->ldout,
-                           NULL, 0, NULL, w->dd + j->rows_max, w->y);
-        if (good < rows)
+        int nf = j->causal
+                     ? causal_rows(j, w, r, good, nk)
+                     /* with no keys the GEMM has inner dimension 0: zeros */
+                     : XI(write_rows)(plan, (XI(view)){w->a, nk > 0 ? nk : 1, 0},
+                                      j->v, nk, w->dd, good, j->layout, r,
+                                      j->out, j->ldout, NULL, 0, NULL,
+                                      w->dd + j->rows_max, w->y);
+        if (nf && (j->status[t] = overflow_in(j, &o, r, good, &bad)))
+            return bad;
+        if (good < rows) {
+            j->status[t] = LINATTN_EDENOM;
             return r + good;
+        }
     }
     return INT64_MAX;
 }
@@ -224,7 +252,8 @@ int XI(naive_run)(const X(plan) *plan, int causal, int layout, int64_t nq,
         vv = (XI(view)){v, e, 0};
     score_job job = {plan, layout, causal, nk, plan->d, e, rows_max, 0,
                      {q, ldq, cm}, phik ? (XI(view)){phik, m, 0} : kv,
-                     vv, out, ldout, ws, mrun};
+                     vv, out, ldout, ws, mrun, {k, ldk, cm}, {v, ldv, cm},
+                     {0}};
     int64_t bad = linattn_i_parallel_ranges(nt, nq, naive_range, &job);
     free_score_ws(ws, nt);
     free(mrun);
@@ -233,7 +262,7 @@ int XI(naive_run)(const X(plan) *plan, int causal, int layout, int64_t nq,
     if (bad < nq) {
         if (bad_row)
             *bad_row = bad;
-        return LINATTN_EDENOM;
+        return job.status[linattn_i_range_of(nq, nt, bad)];
     }
     return st;
 }
@@ -289,7 +318,8 @@ static int64_t softmax_range(void *ctx, int t, int64_t lo, int64_t hi)
 {
     score_job *j = ctx;
     score_ws *w = &j->ws[t];
-    int64_t nk = j->nk;
+    int64_t nk = j->nk, bad;
+    XI(origin) o = origin_of(j);
     for (int64_t r = lo; r < hi; r += j->rows_max) {
         int64_t rows = hi - r < j->rows_max ? hi - r : j->rows_max;
         XI(view) qb = XI(view_rows)(j->q, r);
@@ -300,11 +330,15 @@ static int64_t softmax_range(void *ctx, int t, int64_t lo, int64_t hi)
         XI(gemm)(0, 1, rows, nk, j->d, j->scale, qb, j->pk, 0, w->a, nk);
         int64_t good = softmax_weights(w->a, rows, nk);
         row_sums(w->a, good, nk, w->dd);
-        XI(write_rows)(j->plan, (XI(view)){w->a, nk, 0}, j->v, nk, w->dd,
-                       good, j->layout, r, j->out, j->ldout, NULL, 0, NULL,
-                       w->dd + j->rows_max, w->y);
-        if (good < rows)
+        if (XI(write_rows)(j->plan, (XI(view)){w->a, nk, 0}, j->v, nk, w->dd,
+                           good, j->layout, r, j->out, j->ldout, NULL, 0, NULL,
+                           w->dd + j->rows_max, w->y) &&
+            (j->status[t] = overflow_in(j, &o, r, good, &bad)))
+            return bad;
+        if (good < rows) {
+            j->status[t] = LINATTN_EDENOM;
             return r + good;
+        }
     }
     return INT64_MAX;
 }
@@ -330,7 +364,7 @@ int X(softmax)(int layout, int64_t nq, int64_t nk, int64_t d, int64_t e,
                                   {nk, d, k, ldk, 9, 0},
                                   {nk, e, v, ldv, 11, 0},
                                   {nq, e, out, ldout, 13, 0}};
-    int st = linattn_i_check_mats(layout, mats, 4);
+    int st = linattn_i_check_mats_io(layout, sizeof(real), mats, 4, 3);
     if (!st && (linattn_i_blas_fits(nk) || linattn_i_blas_fits(d) ||
                 linattn_i_blas_fits(e)))
         st = LINATTN_ESIZE;
@@ -370,10 +404,11 @@ int X(softmax)(int layout, int64_t nq, int64_t nk, int64_t d, int64_t e,
     memset(&norm, 0, sizeof norm);
     norm.e = e;
     score_job job = {&norm, layout, 0, nk, d, e, rows_max, scale, {q, ldq, cm},
-                     kv, vv, out, ldout, ws, NULL};
+                     kv, vv, out, ldout, ws, NULL, {k, ldk, cm}, {v, ldv, cm},
+                     {0}};
     int64_t bad = linattn_i_parallel_ranges(nt, nq, softmax_range, &job);
     free_score_ws(ws, nt);
     free(kcopy);
     free(vcopy);
-    return bad < nq ? LINATTN_EDENOM : 0;
+    return bad < nq ? job.status[linattn_i_range_of(nq, nt, bad)] : 0;
 }

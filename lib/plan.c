@@ -105,8 +105,9 @@ static int sizes_bad(int64_t d, int64_t m, int64_t e, int64_t block,
                      int64_t chunk)
 {
     const int64_t entry = (int64_t)(sizeof(acc_t) + (LINATTN_ACC_WIDER ? sizeof(real) : 0));
+    /* e + 1 must fit: compared so that e = INT64_MAX cannot overflow */
     return linattn_i_blas_fits(d) || linattn_i_blas_fits(m) ||
-           linattn_i_blas_fits(e + 1) || linattn_i_blas_fits(block) ||
+           e > LINATTN_BLAS_INT_MAX - 1 || linattn_i_blas_fits(block) ||
            linattn_i_blas_fits(chunk) || chunk > INT64_MAX / chunk ||
            m > PTRDIFF_MAX / entry / (e + 1) || block > INT64_MAX / (m + e + 1);
 }

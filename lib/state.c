@@ -7,6 +7,16 @@
  * Updates add phi(K_b)^T V_b by GEMM straight into S (beta = 1) and the
  * column sums of phi(K_b) into z, block by block.  Float states accumulate
  * in double (acc) and publish a float copy (sz) after every change.
+ *
+ * Overflow: finite keys and values whose sums leave the floating-point
+ * range (or, in float, the working copy's) must not leave a state that
+ * answers Inf with status 0.  The public update and merge therefore look
+ * at the new sums before they take them, in one pass over the small
+ * m x (e + 1) state per call, and refuse them (LINATTN_EOVERFLOW, state
+ * unchanged) when finite inputs overflowed; NaN and Inf from the inputs
+ * themselves propagate as documented, and mark the state poisoned.  The
+ * one-call paths keep an overflowed state and report the output rows it
+ * reaches instead.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -31,6 +41,8 @@ void XI(state_init)(X(state) *st, const X(plan) *plan, void *mem)
     st->plan = plan;
     st->tokens = 0;
     st->shift = 0;
+    st->poisoned = 0;
+    st->bound = 0;
     st->acc = mem;
     memset(mem, 0, XI(state_bytes)(plan));
 #if LINATTN_ACC_WIDER
@@ -52,8 +64,60 @@ static void publish(X(state) *st)
 #endif
 }
 
+/* The largest |a x_i + b y_i| over len entries (y NULL: of x_i alone),
+ * +Inf when one of them is NaN or Inf (*nonfinite set then). */
+static double scan_sum(const acc_t *x, acc_t a, const acc_t *y, acc_t b,
+                       int64_t len, int *nonfinite)
+{
+    double mx = 0;
+    acc_t chk = 0; /* t * 0 is 0 for finite t, NaN for NaN and Inf */
+    if (y)
+        for (int64_t i = 0; i < len; i++) {
+            acc_t t = a * x[i] + b * y[i], u = fabs(t);
+            mx = u > mx ? u : mx;
+            chk += t * 0;
+        }
+    else
+        for (int64_t i = 0; i < len; i++) {
+            acc_t u = fabs(x[i]);
+            mx = u > mx ? u : mx;
+            chk += x[i] * 0;
+        }
+    *nonfinite = chk != 0;
+    return *nonfinite ? INFINITY : mx;
+}
+
+/* Nonzero when every entry of rows [0, n) of k and v is finite. */
+static int keys_finite(const X(plan) *plan, XI(view) k, XI(view) v, int64_t n)
+{
+    return XI(all_finite)(k, n, plan->d) && XI(all_finite)(v, n, plan->e);
+}
+
+/* The verdict on st about to hold entries of largest magnitude mx
+ * (nonfinite: some are NaN or Inf) after absorbing rows [0, n) of k and v:
+ * LINATTN_EOVERFLOW when strict and finite inputs pushed a sum beyond the
+ * working precision's range (then nothing is to change), else 0 with the
+ * bookkeeping updated for the new entries. */
+static int settle(X(state) *st, double mx, int nonfinite, XI(view) k,
+                  XI(view) v, int64_t n, int strict)
+{
+    if (!(mx <= REAL_MAX) && !st->poisoned) {
+        if (keys_finite(st->plan, k, v, n)) {
+            if (strict)
+                return LINATTN_EOVERFLOW;
+        } else if (nonfinite) {
+            st->poisoned = 1; /* the inputs' NaN or Inf, propagating */
+        }
+    }
+    st->bound = mx;
+    return 0;
+}
+
 void XI(state_publish)(X(state) *st)
 {
+    int nonfinite;
+    st->bound = scan_sum(st->acc, 1, NULL, 0, state_len(st->plan), &nonfinite);
+    st->poisoned = nonfinite;
     publish(st);
 }
 
@@ -90,28 +154,34 @@ int X(state_reset)(X(state) *state)
     memset(state->acc, 0, XI(state_bytes)(state->plan));
     state->tokens = 0;
     state->shift = 0;
+    state->poisoned = 0;
+    state->bound = 0;
     return 0;
 }
 
-double XI(raise_shift)(acc_t *acc, int64_t len, double *shift, int has,
-                       double bmax)
+double XI(next_shift)(double shift, int has, double bmax)
 {
     /* The shift stays finite: a NaN or infinite key exponent poisons the
      * features it belongs to (and through them the state), not the shift,
      * so every state can be checkpointed (the format requires a finite
      * shift); a block whose features all underflow (-Inf) leaves it. */
     if (!isfinite(bmax))
-        return 1;
-    if (!has) {
-        *shift = bmax; /* acc is still zero */
+        return shift;
+    return !has || bmax > shift ? bmax : shift;
+}
+
+double XI(raise_shift)(acc_t *acc, int64_t len, double *shift, int has,
+                       double bmax)
+{
+    double to = XI(next_shift)(*shift, has, bmax);
+    if (!has || to == *shift) {
+        *shift = to; /* acc is still zero, or keeps its shift */
         return 1;
     }
-    if (!(bmax > *shift))
-        return 1;
-    double f = exp(*shift - bmax);
+    double f = exp(*shift - to);
     for (int64_t i = 0; i < len; i++)
         acc[i] *= f;
-    *shift = bmax;
+    *shift = to;
     return f;
 }
 
@@ -161,9 +231,26 @@ int X(state_merge)(X(state) *dst, const X(state) *src)
         return -1;
     if (!src || !compatible(dst, src))
         return -2;
-    XI(acc_add)(dst->plan, dst->acc, &dst->shift, dst->tokens > 0, src->acc,
-                src->shift, src->tokens > 0, state_len(dst->plan));
+    if (src->tokens > INT64_MAX - dst->tokens)
+        return LINATTN_ESIZE; /* the token count would pass int64 */
+    const X(plan) *plan = dst->plan;
+    int64_t len = state_len(plan);
+    acc_t a, b;
+    double shift = dst->shift;
+    XI(shift_factors)(plan, &shift, dst->tokens > 0, src->shift,
+                      src->tokens > 0, &a, &b);
+    /* The sum is looked at before it is taken: finite states whose sum
+     * overflows are refused, dst unchanged. */
+    int nonfinite;
+    double mx = scan_sum(dst->acc, a, src->acc, b, len, &nonfinite);
+    if (!(mx <= REAL_MAX) && !dst->poisoned && !src->poisoned)
+        return LINATTN_EOVERFLOW;
+    for (int64_t i = 0; i < len; i++)
+        dst->acc[i] = a * dst->acc[i] + b * src->acc[i];
+    dst->shift = shift;
     dst->tokens += src->tokens;
+    dst->poisoned |= src->poisoned;
+    dst->bound = mx;
     publish(dst);
     return 0;
 }
@@ -178,6 +265,8 @@ int X(state_copy)(X(state) *dst, const X(state) *src)
         memcpy(dst->acc, src->acc, XI(state_bytes)(dst->plan));
     dst->tokens = src->tokens;
     dst->shift = src->shift;
+    dst->poisoned = src->poisoned;
+    dst->bound = src->bound;
     return 0;
 }
 
@@ -189,8 +278,11 @@ int X(state_get)(const X(state) *state, int layout, real *s, int64_t lds,
     if (!linattn_i_layout_ok(layout))
         return -2;
     int64_t m = state->plan->m, e = state->plan->e;
-    const linattn_i_mat mats[] = {{m, e, s, lds, 3, 1}};
-    int st = linattn_i_check_mats(layout, mats, 1);
+    /* z (m entries) as an m x 1 matrix, only for its address range */
+    const linattn_i_mat mats[] = {{m, e, s, lds, 3, 1},
+                                  {m, 1, z, layout == LINATTN_ROW_MAJOR ? 1 : m,
+                                   5, 1}};
+    int st = linattn_i_check_mats_io(layout, sizeof(real), mats, 2, 0);
     if (st)
         return st;
     for (int64_t i = 0; s && i < m; i++)
@@ -344,41 +436,88 @@ static int64_t update_range(void *ctx, int t, int64_t lo, int64_t hi)
     return st ? 0 : 1;
 }
 
-int XI(state_update_checked)(X(state) *st, XI(view) k, XI(view) v, int64_t n)
+/* st += delta (at dshift: the sums of rows [0, n) of k and v, built from
+ * zero), after settle's verdict on the result. */
+static int commit(X(state) *st, const acc_t *delta, double dshift,
+                  XI(view) k, XI(view) v, int64_t n, int strict)
+{
+    int64_t len = state_len(st->plan);
+    acc_t a, b;
+    double shift = st->shift;
+    XI(shift_factors)(st->plan, &shift, st->tokens > 0, dshift, 1, &a, &b);
+    int nonfinite;
+    double mx = scan_sum(st->acc, a, delta, b, len, &nonfinite);
+    int status = settle(st, mx, nonfinite, k, v, n, strict);
+    if (status)
+        return status;
+    for (int64_t i = 0; i < len; i++)
+        st->acc[i] = a * st->acc[i] + b * delta[i];
+    st->shift = shift;
+    return 0;
+}
+
+/* st += the state of rows [0, n) of (k, v).  strict (the public update):
+ * a sum that finite inputs push beyond the range is refused with
+ * LINATTN_EOVERFLOW and st is unchanged; otherwise it is kept (the
+ * one-call paths, whose queries then report the rows it reaches). */
+static int update_run(X(state) *st, XI(view) k, XI(view) v, int64_t n,
+                      int strict)
 {
     const X(plan) *plan = st->plan;
     int64_t len = state_len(plan);
+    int status;
     if (n == 0)
         return 0;
     int nt = linattn_i_threads(n, XI(block_rows)(plan));
-    if (XI(small_ok)(plan, n)) {
-        XI(state_update_small)(st, k, v, n);
-    } else if (nt == 1) {
-        /* Workspace comes first inside: a failure leaves acc unchanged. */
-        int status = update_serial(plan, st->acc, &st->shift, st->tokens > 0,
-                                   k, v, n);
-        if (status)
+    if (XI(small_ok)(plan, n) && XI(state_update_small)(st, k, v, n)) {
+        /* taken in place: its sums could not leave the range */
+    } else if (nt == 1 && st->bound == 0 && !st->poisoned) {
+        /* acc holds zeros (a new state, the one-call paths): accumulate in
+         * place, and a refusal puts the zeros back.  Workspace comes first
+         * inside: ENOMEM leaves acc unchanged. */
+        double shift = st->shift;
+        status = update_serial(plan, st->acc, &st->shift, st->tokens > 0, k,
+                               v, n);
+        int nonfinite;
+        double mx = scan_sum(st->acc, 1, NULL, 0, len, &nonfinite);
+        if (!status)
+            status = settle(st, mx, nonfinite, k, v, n, strict);
+        if (status) {
+            memset(st->acc, 0, (size_t)len * sizeof(acc_t));
+            st->shift = shift;
             return status;
+        }
     } else {
-        /* Each thread builds the state of its rows; the partial states are
-         * added in thread order once all have succeeded. */
+        /* The increment is built aside from zero (per thread, added in
+         * thread order) and taken by commit once all has succeeded.  Its
+         * shift starts at the state's, so that keys whose features all
+         * underflow leave the state's shift alone. */
         acc_t *parts = linattn_i_alloc(nt * len, sizeof(acc_t));
         if (!parts)
             return LINATTN_ENOMEM;
         memset(parts, 0, (size_t)(nt * len) * sizeof(acc_t));
-        double shifts[LINATTN_MAX_THREADS] = {0};
+        double shifts[LINATTN_MAX_THREADS];
+        for (int t = 0; t < nt; t++)
+            shifts[t] = st->shift;
         update_job job = {plan, parts, shifts, len, k, v};
         int ok = linattn_i_parallel_ranges(nt, n, update_range, &job) != 0;
-        for (int64_t t = 0; ok && t < nt; t++)
-            XI(acc_add)(plan, st->acc, &st->shift, st->tokens > 0 || t > 0,
-                        parts + t * len, shifts[t], 1, len);
+        for (int64_t t = 1; ok && t < nt; t++)
+            XI(acc_add)(plan, parts, &shifts[0], 1, parts + t * len, shifts[t],
+                        1, len);
+        status = ok ? commit(st, parts, shifts[0], k, v, n, strict)
+                    : LINATTN_ENOMEM;
         free(parts);
-        if (!ok)
-            return LINATTN_ENOMEM;
+        if (status)
+            return status;
     }
     st->tokens += n;
     publish(st);
     return 0;
+}
+
+int XI(state_update_checked)(X(state) *st, XI(view) k, XI(view) v, int64_t n)
+{
+    return update_run(st, k, v, n, 0);
 }
 
 /* Workspace of a query on one thread: phi of one block (none for the
@@ -412,8 +551,9 @@ static int alloc_query_ws(query_ws *w, const X(state) *st, int64_t rows,
 }
 
 /* Rows [0, n) of a query, on this thread with workspace w (for up to
- * min(n, block) rows), written at row offset r0 of the outputs.  Returns 0
- * or LINATTN_EDENOM with *bad the first offending row of the outputs. */
+ * min(n, block) rows), written at row offset r0 of the outputs.  Returns 0,
+ * or LINATTN_EDENOM or LINATTN_EOVERFLOW with *bad the first offending row
+ * of the outputs. */
 static int query_serial(const X(state) *st, query_ws *w, int layout,
                         int64_t r0, int64_t n, XI(view) q, real *out,
                         int64_t ldout, real *num, int64_t ldnum, real *den,
@@ -425,6 +565,8 @@ static int query_serial(const X(state) *st, query_ws *w, int layout,
     real *inv = w->dd + w->rows, *z = w->dd + 2 * w->rows;
     XI(view) s = {st->sz, e + 1, 0};
     XI(stats) ds = {z, w->dd, NULL, NULL};
+    XI(origin) origin = {q, {0}, {0}, plan->d, e, 0, 0, st, -1};
+    int cm = layout == LINATTN_COL_MAJOR;
     for (int64_t r = 0; r < n; r += block) {
         int64_t rows = n - r < block ? n - r : block;
         XI(view) pq = XI(view_rows)(q, r);
@@ -435,10 +577,20 @@ static int query_serial(const X(state) *st, query_ws *w, int layout,
             pq = (XI(view)){w->phi, m, 0};
         int64_t good = XI(good_rows)(plan, w->dd, rows, out != NULL,
                                       st->tokens, 0);
-        XI(write_rows)(plan, pq, s, m, w->dd, good, layout, r0 + r, out,
-                       ldout, num, ldnum, den, inv, w->y);
+        int64_t r1 = r0 + r;
+        if (XI(write_rows)(plan, pq, s, m, w->dd, good, layout, r1, out,
+                           ldout, num, ldnum, den, inv, w->y)) {
+            int64_t over = XI(first_overflow)(
+                layout, good, e, out ? (cm ? out + r1 : out + r1 * ldout) : NULL,
+                ldout, num ? (cm ? num + r1 : num + r1 * ldnum) : NULL, ldnum,
+                den ? den + r1 : NULL, &origin, r);
+            if (over < good) {
+                *bad = r1 + over;
+                return LINATTN_EOVERFLOW;
+            }
+        }
         if (good < rows) {
-            *bad = r0 + r + good;
+            *bad = r1 + good;
             return LINATTN_EDENOM;
         }
     }
@@ -452,15 +604,16 @@ typedef struct {
     XI(view) q;
     real *out, *num, *den;
     int64_t ldout, ldnum;
+    int status[LINATTN_MAX_THREADS]; /* range t's, with its first bad row */
 } query_job;
 
 static int64_t query_range(void *ctx, int t, int64_t lo, int64_t hi)
 {
     query_job *j = ctx;
     int64_t bad = INT64_MAX;
-    query_serial(j->st, &j->ws[t], j->layout, lo, hi - lo,
-                 XI(view_rows)(j->q, lo), j->out, j->ldout, j->num, j->ldnum,
-                 j->den, &bad);
+    j->status[t] = query_serial(j->st, &j->ws[t], j->layout, lo, hi - lo,
+                                XI(view_rows)(j->q, lo), j->out, j->ldout,
+                                j->num, j->ldnum, j->den, &bad);
     return bad;
 }
 
@@ -489,9 +642,9 @@ int XI(state_query_checked)(const X(state) *st, int layout, int64_t n,
     if (have == nt) {
         /* Each thread answers a contiguous range of rows; the first bad
          * row over all ranges is the one reported. */
-        query_job job = {st, ws, layout, q, out, num, den, ldout, ldnum};
+        query_job job = {st, ws, layout, q, out, num, den, ldout, ldnum, {0}};
         int64_t bad = linattn_i_parallel_ranges(nt, n, query_range, &job);
-        status = bad < n ? LINATTN_EDENOM : 0;
+        status = bad < n ? job.status[linattn_i_range_of(n, nt, bad)] : 0;
         if (bad < n && bad_row)
             *bad_row = bad;
     }
@@ -525,12 +678,13 @@ int X(state_update)(X(state) *state, int layout, int64_t n, const real *k,
     st = linattn_i_check_mats(layout, mats, 2);
     if (st)
         return st;
+    if (n > INT64_MAX - state->tokens)
+        return LINATTN_ESIZE; /* the token count would pass int64 */
     int cm = layout == LINATTN_COL_MAJOR;
     XI(view) kv = {k, ldk, cm}, vv = {v, ldv, cm};
-    if (plan->check_finite &&
-        !(XI(all_finite)(kv, n, plan->d) && XI(all_finite)(vv, n, plan->e)))
+    if (plan->check_finite && !keys_finite(plan, kv, vv, n))
         return LINATTN_ENONFINITE;
-    return XI(state_update_checked)(state, kv, vv, n);
+    return update_run(state, kv, vv, n, 1);
 }
 
 int X(state_query)(const X(state) *state, int layout, int64_t n,
@@ -545,8 +699,11 @@ int X(state_query)(const X(state) *state, int layout, int64_t n,
      * least one of out, num, den must be asked for. */
     const linattn_i_mat mats[] = {{n, plan->d, q, ldq, 4, 0},
                                   {n, plan->e, out, ldout, 6, 1},
-                                  {n, plan->e, num, ldnum, 8, 1}};
-    st = linattn_i_check_mats(layout, mats, 3);
+                                  {n, plan->e, num, ldnum, 8, 1},
+                                  /* den (n entries) only for its range */
+                                  {n, 1, den, layout == LINATTN_ROW_MAJOR ? 1 : n,
+                                   10, 1}};
+    st = linattn_i_check_mats_io(layout, sizeof(real), mats, 4, 1);
     /* An argument error (negative) outranks a size condition (positive). */
     if (st >= 0 && !out && !num && !den)
         st = -10;

@@ -24,6 +24,10 @@ int X(state_causal)(X(state) *state, int layout, int64_t n, const real *q,
         return -12;
     if (st)
         return st;
+    /* Row i sees tokens + i + 1 keys (DENOM_COUNT divides by it) and an
+     * absorbing call ends with tokens + n: both must fit int64. */
+    if (n > INT64_MAX - state->tokens)
+        return LINATTN_ESIZE;
     return XI(causal_from)(state->plan, state, absorb, layout, n, q, ldq, k,
                            ldk, v, ldv, out, ldout, bad_row);
 }

@@ -24,18 +24,21 @@ static void axes_of(int layout, int64_t batch, int64_t heads,
     ax[3] = (axis){batch, a->s->batch};
 }
 
-/* acc + stride * (extent - 1) into *out; 0 on overflow of int64. */
+/* acc + stride * (extent - 1) into *out; 0 when that passes the largest
+ * addressable offset (validate.h: LINATTN_ELEM_MAX bytes per element
+ * within int64, so that byte offsets cannot wrap). */
 static int span_add(int64_t acc, axis a, int64_t *out)
 {
+    const int64_t most = INT64_MAX / LINATTN_ELEM_MAX - 1;
     int64_t k = a.extent - 1;
-    if (k > 0 && a.stride > (INT64_MAX - acc) / k)
+    if (k > 0 && a.stride > (most - acc) / k)
         return 0;
     *out = acc + a.stride * k;
     return 1;
 }
 
 /* Offset of the last element, or -1 when the matrix is empty, or -2 when
- * that offset is beyond int64. */
+ * it is not addressable (span_add). */
 static int64_t last_offset(int layout, int64_t batch, int64_t heads,
                            const linattn_i_bmat *a)
 {

@@ -99,19 +99,19 @@ int linattn_i_problem_threads(int64_t problems)
     return nt < linattn_i_threads(INT64_MAX, 1) ? 1 : nt;
 }
 
-int linattn_i_range_of(int64_t n, int nt, int64_t i)
-{
-    int t = 0;
-    while (t + 1 < nt && linattn_i_range_start(n, nt, t + 1) <= i)
-        t++;
-    return t;
-}
-
 int64_t linattn_i_range_start(int64_t n, int nt, int t)
 {
     /* (n / nt) t + min(t, n % nt): no n * t product to overflow. */
     int64_t r = n % nt;
     return (n / nt) * t + (t < r ? t : r);
+}
+
+int linattn_i_range_of(int64_t n, int nt, int64_t r)
+{
+    int t = 0;
+    while (t + 1 < nt && linattn_i_range_start(n, nt, t + 1) <= r)
+        t++;
+    return t;
 }
 
 int64_t linattn_i_parallel_ranges(int nt, int64_t n, linattn_i_range_fn f,

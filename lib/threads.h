@@ -46,6 +46,9 @@ void linattn_i_blas_serial_end(int began);
 /* First row of range t when [0, n) is split into nt ranges. */
 int64_t linattn_i_range_start(int64_t n, int nt, int t);
 
+/* The range (of nt over [0, n)) that holds row r. */
+int linattn_i_range_of(int64_t n, int nt, int64_t r);
+
 /* Work on rows [lo, hi) by thread t; returns a value the caller reduces
  * by minimum (a first bad row, or 0 for a failure). */
 typedef int64_t (*linattn_i_range_fn)(void *ctx, int t, int64_t lo,
@@ -62,9 +65,6 @@ int64_t linattn_i_parallel_ranges(int nt, int64_t n, linattn_i_range_fn f,
  * uses when there are at least that many problems (each problem on one
  * thread), else 1 (problems one after another, each splitting its rows). */
 int linattn_i_problem_threads(int64_t problems);
-
-/* The range (of nt over [0, n)) that holds index i. */
-int linattn_i_range_of(int64_t n, int nt, int64_t i);
 
 /* This thread's number inside a region opened with the count above. */
 int linattn_i_thread_num(void);

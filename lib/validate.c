@@ -28,21 +28,43 @@ int linattn_i_blas_fits(int64_t x)
     return x <= LINATTN_BLAS_INT_MAX ? 0 : LINATTN_ESIZE;
 }
 
-int linattn_i_matrix_fits(int layout, int64_t rows, int64_t cols, int64_t ld)
+int64_t linattn_i_extent(int layout, int64_t rows, int64_t cols, int64_t ld)
 {
-    if (linattn_i_blas_fits(cols))
-        return LINATTN_ESIZE;
-    if (rows == 0)
+    if (rows == 0 || cols == 0)
         return 0;
     /* The last element sits at (outer - 1) * ld + inner - 1. */
     int64_t outer = layout == LINATTN_ROW_MAJOR ? rows : cols;
     int64_t inner = layout == LINATTN_ROW_MAJOR ? cols : rows;
-    if (outer - 1 > (INT64_MAX - inner) / ld)
-        return LINATTN_ESIZE;
-    return 0;
+    const int64_t most = INT64_MAX / LINATTN_ELEM_MAX;
+    if (inner > most || outer - 1 > (most - inner) / ld)
+        return -1;
+    return (outer - 1) * ld + inner;
 }
 
-int linattn_i_check_mats(int layout, const linattn_i_mat *mats, int count)
+int linattn_i_matrix_fits(int layout, int64_t rows, int64_t cols, int64_t ld)
+{
+    if (linattn_i_blas_fits(cols))
+        return LINATTN_ESIZE;
+    return linattn_i_extent(layout, rows, cols, ld) < 0 ? LINATTN_ESIZE : 0;
+}
+
+/* The byte range [lo, hi) of a matrix argument already known to be
+ * addressable (so its extent is a product without overflow, and no
+ * division is needed on this per-call path); empty (lo = hi) when it has
+ * no elements or is NULL. */
+static void range_of(int layout, size_t elem, const linattn_i_mat *a,
+                     uintptr_t *lo, uintptr_t *hi)
+{
+    *lo = *hi = (uintptr_t)a->p;
+    if (!a->p || a->rows == 0 || a->cols == 0)
+        return;
+    int64_t outer = layout == LINATTN_ROW_MAJOR ? a->rows : a->cols;
+    int64_t inner = layout == LINATTN_ROW_MAJOR ? a->cols : a->rows;
+    *hi += (uintptr_t)((outer - 1) * a->ld + inner) * elem;
+}
+
+int linattn_i_check_mats_io(int layout, size_t elem, const linattn_i_mat *mats,
+                            int count, int first_output)
 {
     for (int i = 0; i < count; i++) {
         const linattn_i_mat *a = &mats[i];
@@ -61,7 +83,22 @@ int linattn_i_check_mats(int layout, const linattn_i_mat *mats, int count)
         if (st)
             return st;
     }
+    for (int o = first_output; o < count; o++) {
+        uintptr_t olo, ohi;
+        range_of(layout, elem, &mats[o], &olo, &ohi);
+        for (int i = 0; olo < ohi && i < o; i++) {
+            uintptr_t lo, hi;
+            range_of(layout, elem, &mats[i], &lo, &hi);
+            if (lo < hi && lo < ohi && olo < hi)
+                return -mats[o].pos;
+        }
+    }
     return 0;
+}
+
+int linattn_i_check_mats(int layout, const linattn_i_mat *mats, int count)
+{
+    return linattn_i_check_mats_io(layout, 1, mats, count, count);
 }
 
 void *linattn_i_alloc(int64_t count, size_t size)

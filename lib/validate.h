@@ -35,11 +35,23 @@ int linattn_i_layout_ok(int layout);
 int linattn_i_matrix_arg(int layout, int64_t rows, int64_t cols,
                          const void *p, int64_t ld, int pos);
 
-/* 0 when a rows x cols matrix with leading dimension ld can be addressed
- * in int64 and its row length cols fits the BLAS integer; else
- * LINATTN_ESIZE.  (A leading dimension beyond the BLAS integer is fine:
- * the library then copies blocks through workspace.) */
+/* Bytes per element counted when a matrix must be addressable: the larger
+ * precision's, for both, so that a float matrix is held to the same
+ * element count as a double one. */
+#define LINATTN_ELEM_MAX 8
+
+/* 0 when a rows x cols matrix with leading dimension ld is addressable
+ * (its extent, (outer - 1) ld + inner elements of LINATTN_ELEM_MAX bytes,
+ * fits int64, so no pointer arithmetic on it can wrap) and its row length
+ * cols fits the BLAS integer; else LINATTN_ESIZE.  (A leading dimension
+ * beyond the BLAS integer is fine: the library then copies blocks through
+ * workspace.) */
 int linattn_i_matrix_fits(int layout, int64_t rows, int64_t cols, int64_t ld);
+
+/* The elements a rows x cols matrix with leading dimension ld spans
+ * ((outer - 1) ld + inner; 0 without rows or columns), or -1 when it is
+ * not addressable (linattn_i_matrix_fits). */
+int64_t linattn_i_extent(int layout, int64_t rows, int64_t cols, int64_t ld);
 
 /* A matrix argument: rows x cols at p with leading dimension ld, given as
  * argument number pos (its leading dimension is pos + 1).  An optional
@@ -55,6 +67,15 @@ typedef struct {
 /* linattn_i_matrix_arg over the list, in order, then linattn_i_matrix_fits
  * over it: the first failure's status, or 0. */
 int linattn_i_check_mats(int layout, const linattn_i_mat *mats, int count);
+
+/* As linattn_i_check_mats where mats[first_output .. count) are outputs
+ * (elements of elem bytes); then, once every matrix is known to be
+ * addressable, an output whose address range meets an input's or an
+ * earlier output's is refused as -pos (its pointer's position).  Ranges,
+ * not elements: an output interleaved with an input inside one buffer is
+ * refused too, as in the batched calls. */
+int linattn_i_check_mats_io(int layout, size_t elem, const linattn_i_mat *mats,
+                            int count, int first_output);
 
 /* A matrix argument of a batched call: each problem's matrix is rows x
  * cols at p + b * s->batch + h * s->head with leading dimension s->ld;

@@ -59,6 +59,19 @@ int linattn_mpi_i_agree(MPI_Comm comm, int status, const uint64_t *keys,
     return 0;
 }
 
+int linattn_mpi_refuse(MPI_Comm comm, int comm_arg, int status)
+{
+    if (!status)
+        return -3;
+    int ready = linattn_mpi_i_ready(comm);
+    if (ready)
+        return status < 0 && -status < comm_arg ? status
+               : ready == 1                    ? -comm_arg
+                                               : ready;
+    /* a rank with a status sends no keys: it matches any call's agreement */
+    return linattn_mpi_i_agree(comm, status, NULL, 0);
+}
+
 int linattn_mpi_i_agree_final(MPI_Comm comm, int status, int64_t problem,
                               int64_t row, int64_t rows_here,
                               int64_t *gproblem, int64_t *grow)
@@ -75,14 +88,13 @@ int linattn_mpi_i_agree_final(MPI_Comm comm, int status, int64_t problem,
         return LINATTN_EMPI;
     if (first.value == LONG_MAX)
         return 0;
-    /* The error path: where this rank's rows start, then the failing
-     * rank's word to everyone. */
-    int64_t offset = 0;
-    if (MPI_Exscan(&rows_here, &offset, 1, MPI_INT64_T, MPI_SUM, comm) !=
+    /* The error path: where the failing rank's rows start (the rows of
+     * the ranks before it: one more reduction, where MPI_Exscan may be a
+     * chain of P - 1 hops), then that rank's word to everyone. */
+    int64_t below = rank < first.rank ? rows_here : 0, offset = 0;
+    if (MPI_Allreduce(&below, &offset, 1, MPI_INT64_T, MPI_SUM, comm) !=
         MPI_SUCCESS)
         return LINATTN_EMPI;
-    if (rank == 0)
-        offset = 0; /* MPI_Exscan leaves it undefined there */
     int64_t msg[3] = {status, problem,
                       status == LINATTN_EDENOM ? offset + row : -1};
     if (MPI_Bcast(msg, 3, MPI_INT64_T, first.rank, comm) != MPI_SUCCESS)

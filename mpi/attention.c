@@ -29,7 +29,9 @@ static int attention_work(const MI(job) *j, MPI_Comm comm, MI(work) *w,
                         i < j->problems;
          i++) {
         int st = MI(unpack)(w->state, MI(elem)(w, w->elems, i), 0);
-        if (!st)
+        /* no queries here: nothing to ask (out may be NULL, which
+         * state_query refuses) */
+        if (!st && j->nq > 0)
             st = X(state_query)(w->state, j->layout, j->nq,
                                 MI(at)(j, j->q, &j->sq, j->nq, i), j->sq.ld,
                                 (real *)MI(at)(j, j->out, &j->sout, j->nq, i),
@@ -50,7 +52,8 @@ int MX(attention)(const X(plan) *plan, MPI_Comm comm, int layout, int64_t nq,
                                 out, ldout);
     MI(job) j = {plan, layout, 1, 1, 1, nq, nk, q, k, v, out,
                  {ldq, 0, 0}, {ldk, 0, 0}, {ldv, 0, 0}, {ldout, 0, 0}};
-    return MI(run)(&j, comm, st, 0, attention_work, bad_row, NULL);
+    return MI(run)(&j, comm, st, LINATTN_MPI_CALL_ATTENTION, attention_work,
+                   bad_row, NULL);
 }
 
 int MX(batched_attention)(const X(plan) *plan, MPI_Comm comm, int layout,
@@ -64,5 +67,6 @@ int MX(batched_attention)(const X(plan) *plan, MPI_Comm comm, int layout,
                                         sq, k, sk, v, sv, out, sout);
     MI(job) j = MI(batched_job)(st, plan, layout, batch, heads, nq, nk, q, sq,
                                 k, sk, v, sv, out, sout);
-    return MI(run)(&j, comm, st, 0, attention_work, NULL, bad);
+    return MI(run)(&j, comm, st, LINATTN_MPI_CALL_ATTENTION, attention_work,
+                   NULL, bad);
 }

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * causal.c -- distributed causal attention: each rank but the last builds
- * its problems' local states, one MPI_Exscan gives rank r the states of
- * ranks 0 .. r-1 (the prefix), and rank r's rows continue causally from
- * it (linattn_d_state_causal).
+ * its problems' local states, one exclusive scan (reduce.c: ceil(log2 P)
+ * exchanges) gives rank r the states of ranks 0 .. r-1 (the prefix), and
+ * rank r's rows continue causally from it (linattn_d_state_causal).
  *
  * Overlap: the prefix's contribution could instead be added after a local
- * pass from a zero state, hiding the Exscan behind that pass; but the
- * local state must exist before the Exscan can start, so that form does
+ * pass from a zero state, hiding the scan behind that pass; but the
+ * local state must exist before the scan can start, so that form does
  * one more pass over the rows (phi(Q) [S z] of the prefix) to hide one
  * reduction of a few kilobytes.  doc/mpi.md measures both sides: the
  * reduction costs microseconds, the extra pass milliseconds at any n
@@ -57,7 +57,8 @@ int MX(causal)(const X(plan) *plan, MPI_Comm comm, int layout, int64_t n,
                              ldout);
     MI(job) j = {plan, layout, 1, 1, 1, n, n, q, k, v, out,
                  {ldq, 0, 0}, {ldk, 0, 0}, {ldv, 0, 0}, {ldout, 0, 0}};
-    return MI(run)(&j, comm, st, 1, causal_work, bad_row, NULL);
+    return MI(run)(&j, comm, st, LINATTN_MPI_CALL_CAUSAL, causal_work,
+                   bad_row, NULL);
 }
 
 int MX(batched_causal)(const X(plan) *plan, MPI_Comm comm, int layout,
@@ -71,5 +72,6 @@ int MX(batched_causal)(const X(plan) *plan, MPI_Comm comm, int layout,
                                      sk, v, sv, out, sout);
     MI(job) j = MI(batched_job)(st, plan, layout, batch, heads, n, n, q, sq, k,
                                 sk, v, sv, out, sout);
-    return MI(run)(&j, comm, st, 1, causal_work, NULL, bad);
+    return MI(run)(&j, comm, st, LINATTN_MPI_CALL_CAUSAL, causal_work, NULL,
+                   bad);
 }

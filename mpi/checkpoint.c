@@ -16,7 +16,8 @@
 static int begin(const X(state) *state, const char *path, MPI_Comm comm,
                  unsigned char **buf, int64_t *len, X(state) **scratch)
 {
-    uint64_t fp = 0;
+    uint64_t keys[2] = {scratch ? LINATTN_MPI_CALL_LOAD : LINATTN_MPI_CALL_SAVE,
+                        0};
     int st = !state ? -1 : !path || !*path ? -2 : 0;
     *buf = NULL;
     *len = 0;
@@ -25,7 +26,7 @@ static int begin(const X(state) *state, const char *path, MPI_Comm comm,
     if (!st) {
         const X(plan) *plan;
         X(state_plan)(state, &plan);
-        X(plan_fingerprint)(plan, &fp);
+        X(plan_fingerprint)(plan, &keys[1]);
         X(state_save_size)(state, len);
         if (*len > INT_MAX) /* one MPI count of bytes */
             st = LINATTN_ESIZE;
@@ -33,13 +34,23 @@ static int begin(const X(state) *state, const char *path, MPI_Comm comm,
                  (scratch && X(state_create)(scratch, plan)))
             st = LINATTN_ENOMEM;
     }
-    st = linattn_mpi_i_agree(comm, st, &fp, 1);
+    st = linattn_mpi_i_agree(comm, st, keys, 2);
     if (st) {
         free(*buf);
         if (scratch)
             X(state_destroy)(*scratch);
     }
     return st;
+}
+
+/* The status before any communication (LAPACKE's order: state and path,
+ * arguments 1 and 2, before comm), or 0 when comm is ready. */
+static int ready(const void *state, const char *path, MPI_Comm comm)
+{
+    int r = linattn_mpi_i_ready(comm);
+    if (!r)
+        return 0;
+    return !state ? -1 : !path || !*path ? -2 : r == 1 ? -3 : r;
 }
 
 /* Broadcasts rank 0's status: 0, its status, or LINATTN_EMPI. */
@@ -52,9 +63,9 @@ static int bcast_status(int st, MPI_Comm comm)
 int MX(state_save_file)(const X(state) *state, const char *path,
                         MPI_Comm comm)
 {
-    int rank, st = linattn_mpi_i_ready(comm);
+    int rank, st = ready(state, path, comm);
     if (st)
-        return st == 1 ? -3 : st;
+        return st;
     unsigned char *buf, *mine = NULL;
     int64_t len;
     st = begin(state, path, comm, &buf, &len, NULL);
@@ -86,9 +97,9 @@ int MX(state_save_file)(const X(state) *state, const char *path,
 
 int MX(state_load_file)(X(state) *state, const char *path, MPI_Comm comm)
 {
-    int rank, st = linattn_mpi_i_ready(comm);
+    int rank, st = ready(state, path, comm);
     if (st)
-        return st == 1 ? -3 : st;
+        return st;
     unsigned char *buf;
     int64_t len;
     X(state) *scratch;

@@ -14,6 +14,8 @@ void MI(end)(MI(work) *w)
     X(state_destroy)(w->state);
     free(w->elems);
     free(w->prefix);
+    free(w->recv);
+    free(w->holder);
     memset(w, 0, sizeof *w);
 }
 
@@ -24,15 +26,18 @@ static double *alloc_set(int64_t count, int64_t stride)
     return malloc(n * sizeof(double));
 }
 
-int MI(begin)(const MI(job) *j, MPI_Comm comm, int status, int prefix,
+int MI(begin)(const MI(job) *j, MPI_Comm comm, int status, int kind,
               MI(work) *w)
 {
     memset(w, 0, sizeof *w);
-    uint64_t keys[3] = {0, (uint64_t)j->batch, (uint64_t)j->heads};
+    int prefix = kind == LINATTN_MPI_CALL_CAUSAL ||
+                 kind == LINATTN_MPI_CALL_EXSCAN;
+    uint64_t keys[4] = {(uint64_t)kind, 0, (uint64_t)j->batch,
+                        (uint64_t)j->heads};
     if (!status) {
         int64_t m, e;
         X(plan_dims)(j->plan, NULL, &m, &e);
-        X(plan_fingerprint)(j->plan, &keys[0]);
+        X(plan_fingerprint)(j->plan, &keys[1]);
         w->len = m * (e + 1);
         /* MPI counts are int: one element, and the number of them */
         if (w->len > INT_MAX - LINATTN_MPI_HEAD || j->problems > INT_MAX ||
@@ -43,12 +48,20 @@ int MI(begin)(const MI(job) *j, MPI_Comm comm, int status, int prefix,
     if (!status) {
         int64_t stride = LINATTN_MPI_HEAD + w->len;
         w->elems = alloc_set(j->problems, stride);
-        w->prefix = prefix ? alloc_set(j->problems, stride) : NULL;
-        if (!w->elems || (prefix && !w->prefix) ||
-            X(state_create)(&w->state, j->plan))
+        if (prefix) {
+            w->prefix = alloc_set(j->problems, stride);
+            w->recv = alloc_set(j->problems, stride);
+            status = linattn_mpi_i_private_prepare(comm, &w->holder);
+        }
+        if (!status && (!w->elems || (prefix && (!w->prefix || !w->recv)) ||
+                        X(state_create)(&w->state, j->plan)))
             status = LINATTN_ENOMEM;
     }
-    status = linattn_mpi_i_agree(comm, status, keys, 3);
+    status = linattn_mpi_i_agree(comm, status, keys, 4);
+    if (!status && prefix) {
+        status = linattn_mpi_i_private(comm, w->holder, &w->scan_comm);
+        w->holder = NULL; /* taken over (or freed) */
+    }
     if (status)
         MI(end)(w);
     return status;
@@ -78,15 +91,16 @@ int MI(unpack)(X(state) *state, const double *el, int64_t more)
     return 0;
 }
 
-int MI(run)(const MI(job) *j, MPI_Comm comm, int status, int prefix,
+int MI(run)(const MI(job) *j, MPI_Comm comm, int status, int kind,
             MI(work_fn) f, int64_t *bad_row, linattn_where *bad)
 {
+    /* LAPACKE's order: the plan (argument 1) before the communicator */
     int ready = linattn_mpi_i_ready(comm);
     if (ready)
-        return ready == 1 ? -2 : ready;
+        return status == -1 ? -1 : ready == 1 ? -2 : ready;
     /* the communicator is argument 2: the serial -i from 2 on moves up */
     MI(work) w;
-    int st = MI(begin)(j, comm, status < -1 ? status - 1 : status, prefix, &w);
+    int st = MI(begin)(j, comm, status < -1 ? status - 1 : status, kind, &w);
     if (st)
         return st;
     int64_t problem = -1, row = -1;
@@ -132,6 +146,8 @@ int MI(reduce_local)(const MI(job) *j, MPI_Comm comm, MI(work) *w, int skip,
     }
     if (j->problems == 0)
         return 0;
-    return linattn_mpi_i_reduce(comm, w->elems, exscan ? w->prefix : w->elems,
-                                j->problems, w->len, exscan);
+    if (exscan)
+        return linattn_mpi_i_exscan(w->scan_comm, w->elems, w->prefix,
+                                    w->recv, j->problems, w->len);
+    return linattn_mpi_i_allreduce(comm, w->elems, j->problems, w->len);
 }

@@ -29,6 +29,19 @@ enum {
 /* The most key words linattn_mpi_i_agree compares. */
 #define LINATTN_MPI_MAX_KEYS 4
 
+/* The kind of a collective call: the first key word of its agreement,
+ * so that ranks in different calls (attention here, causal there; an
+ * allreduce here, an exscan there) are refused with LINATTN_EMISMATCH
+ * instead of meeting in different collectives. */
+enum {
+    LINATTN_MPI_CALL_ATTENTION = 1, /* and the batched one */
+    LINATTN_MPI_CALL_CAUSAL,        /* and the batched one */
+    LINATTN_MPI_CALL_ALLREDUCE,
+    LINATTN_MPI_CALL_EXSCAN,
+    LINATTN_MPI_CALL_SAVE,
+    LINATTN_MPI_CALL_LOAD
+};
+
 /* 0 when MPI is initialized, not finalized, at the thread level the
  * library needs, on a thread allowed to call it, and comm is an
  * intra-communicator; LINATTN_EMPI for the former, 1 for a bad comm.
@@ -47,7 +60,7 @@ int linattn_mpi_i_agree(MPI_Comm comm, int status, const uint64_t *keys,
  * returned on every rank with its problem in *gproblem and, for
  * LINATTN_EDENOM, its global row in *grow (row within this rank's rows,
  * rows_here, of which every rank's add up in rank order), else -1.
- * One MPI_Allreduce when nothing failed; an Exscan and a Bcast more when
+ * One MPI_Allreduce when nothing failed; another and a Bcast more when
  * something did. */
 int linattn_mpi_i_agree_final(MPI_Comm comm, int status, int64_t problem,
                               int64_t row, int64_t rows_here,
@@ -61,13 +74,29 @@ void linattn_mpi_i_elem_head(double *elem, int64_t len, double shift,
 /* The token count of an element, or -1 when it exceeds INT64_MAX. */
 int64_t linattn_mpi_i_elem_tokens(const double *elem);
 
-/* count elements of LINATTN_MPI_HEAD + len doubles: with exscan 0,
- * result = their sum over every rank (MPI_Allreduce; result may be elems:
- * in place); with exscan 1, result on rank r = the sum over ranks
- * 0 .. r-1 (MPI_Exscan; rank 0 gets zero elements; result != elems).
- * Sums bring each pair of states to the larger shift before adding.
- * Returns 0 or LINATTN_EMPI. */
-int linattn_mpi_i_reduce(MPI_Comm comm, double *elems, double *result,
-                         int64_t count, int64_t len, int exscan);
+/* The sum of count elements of LINATTN_MPI_HEAD + len doubles over every
+ * rank, in place (one MPI_Allreduce).  Sums bring each pair of states to
+ * the larger shift before adding; a state without tokens is added as it
+ * is, as linattn_d_state_merge does.  Returns 0 or LINATTN_EMPI. */
+int linattn_mpi_i_allreduce(MPI_Comm comm, double *elems, int64_t count,
+                            int64_t len);
+
+/* The exclusive prefix: result on rank r = the sum of partial over ranks
+ * 0 .. r-1 (rank 0: zero elements), added as linattn_mpi_i_allreduce
+ * adds, in ceil(log2 P) MPI_Sendrecv steps on comm (a private
+ * communicator: linattn_mpi_i_private).  partial is overwritten, recv is
+ * scratch; all three hold count elements.  Returns 0 or LINATTN_EMPI. */
+int linattn_mpi_i_exscan(MPI_Comm comm, double *partial, double *result,
+                         double *recv, int64_t count, int64_t len);
+
+/* The library's private duplicate of comm, for its point-to-point
+ * messages (cached on comm as an attribute, made once, freed with comm).
+ * Before the agreement, linattn_mpi_i_private_prepare allocates what a
+ * first use needs (*holder; NULL when comm already has its duplicate):
+ * 0 or LINATTN_ENOMEM.  After it, linattn_mpi_i_private (collective the
+ * first time: MPI_Comm_dup) sets *priv and takes holder over: 0 or
+ * LINATTN_EMPI. */
+int linattn_mpi_i_private_prepare(MPI_Comm comm, void **holder);
+int linattn_mpi_i_private(MPI_Comm comm, void *holder, MPI_Comm *priv);
 
 #endif

@@ -45,20 +45,24 @@ static inline const real *MI(at)(const MI(job) *j, const real *p,
 }
 
 /* What a distributed call holds: a scratch state, an element per problem
- * (and a second set for the exclusive prefix), each of
- * LINATTN_MPI_HEAD + len doubles. */
+ * (and for the exclusive prefix two more sets, the prefix and the scan's
+ * receive buffer, and the private communicator it runs on), each element
+ * of LINATTN_MPI_HEAD + len doubles. */
 typedef struct {
     X(state) *state;
-    double *elems, *prefix;
+    double *elems, *prefix, *recv;
     int64_t len;
+    void *holder;       /* for the private communicator's first use */
+    MPI_Comm scan_comm; /* the private communicator (prefix calls) */
 } MI(work);
 
 /* After the local checks (status: the serial _check's, positions already
- * those of the distributed call): allocates the work (prefix: the second
- * set of elements), then agrees with every rank on the status and on the
- * plan's fingerprint, batch and heads.  Returns the agreed status; on a
- * nonzero one nothing is held. */
-int MI(begin)(const MI(job) *j, MPI_Comm comm, int status, int prefix,
+ * those of the distributed call): allocates the work (the prefix's sets
+ * for the kinds LINATTN_MPI_CALL_CAUSAL and _EXSCAN), then agrees with
+ * every rank on the status, the call's kind, and the plan's fingerprint,
+ * batch and heads; a prefix call then gets its private communicator.
+ * Returns the agreed status; on a nonzero one nothing is held. */
+int MI(begin)(const MI(job) *j, MPI_Comm comm, int status, int kind,
               MI(work) *w);
 void MI(end)(MI(work) *w);
 
@@ -77,7 +81,8 @@ int MI(unpack)(X(state) *state, const double *el, int64_t more);
 
 /* Each problem's state of this rank's keys (with skip, an empty one)
  * into its element, then one reduction of them all: the sum into
- * w->elems, or with exscan the exclusive prefix into w->prefix.  A
+ * w->elems, or with exscan the exclusive prefix into w->prefix (w->elems
+ * then overwritten).  A
  * problem whose state could not be built goes as an empty element marked
  * failed; the first such is *status, *first.  Returns LINATTN_EMPI when
  * MPI failed, else 0. */
@@ -89,13 +94,14 @@ int MI(reduce_local)(const MI(job) *j, MPI_Comm comm, MI(work) *w, int skip,
 typedef int (*MI(work_fn))(const MI(job) *j, MPI_Comm comm, MI(work) *w,
                            int64_t *problem, int64_t *row);
 
-/* A whole distributed call: readiness (LINATTN_EMPI, or -2 for comm,
- * without communication), then with status, the serial _check's (its
- * positions shifted past the communicator), MI(begin), f, MI(end); then
+/* A whole distributed call of a kind (LINATTN_MPI_CALL_*): readiness
+ * (without communication: -1 when the plan is NULL, else LINATTN_EMPI or
+ * -2 for comm), then with status, the serial _check's (its positions
+ * shifted past the communicator), MI(begin), f, MI(end); then
  * the failure's place: the global row into *bad_row on LINATTN_EDENOM
  * (the single calls), the problem and row into *bad (the batched ones);
  * either may be NULL. */
-int MI(run)(const MI(job) *j, MPI_Comm comm, int status, int prefix,
+int MI(run)(const MI(job) *j, MPI_Comm comm, int status, int kind,
             MI(work_fn) f, int64_t *bad_row, linattn_where *bad);
 
 /* The job of a batched call whose checks gave status (strides read only

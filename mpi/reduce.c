@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * reduce.c -- sums of states over ranks, as one MPI reduction of elements
- * (mpi_internal.h) with a user-defined operation.
+ * reduce.c -- sums of states over ranks: an MPI_Allreduce of elements
+ * (mpi_internal.h) with a user-defined operation, and the library's own
+ * exclusive scan in ceil(log2 P) steps.
  *
  * Each pair of states is brought to the larger of its two shifts before
  * adding, as linattn's own merge does.  A common shift agreed first (the
@@ -15,6 +16,14 @@
  * The operation is commutative bit for bit (a + b == b + a and each
  * factor is computed from the two shifts alone), so MPI may combine in
  * any order its algorithm needs.
+ *
+ * Why not MPI_Exscan: Open MPI 4.1 runs it as a chain of P - 1 hops by
+ * default (its basic component: rank r waits for rank r - 1), so the
+ * prefix would cost P - 1 latencies.  The scan here is recursive
+ * doubling: ceil(log2 P) exchanges (MPI_Sendrecv), every rank's message
+ * the size of one set of elements.  Its messages travel on the library's
+ * own duplicate of the caller's communicator (comm.c), never matching
+ * the caller's receives.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -48,28 +57,29 @@ static int holds_tokens(const double *elem)
     return elem[LINATTN_MPI_E_TOKHI] > 0 || elem[LINATTN_MPI_E_TOKLO] > 0;
 }
 
-/* inout = in + inout, element by element (MPI_User_function). */
-static void add_states(void *invec, void *inoutvec, int *count,
-                       MPI_Datatype *type)
+/* b = a + b for count elements, as linattn_d_state_merge adds: a state
+ * without tokens is added as it is (its accumulator too, which is zero
+ * unless it was imported or loaded so), and takes the shift of one with
+ * tokens.  Between two without tokens the larger shift is kept, so that
+ * the result does not depend on which is a. */
+static void add_elems(const double *a, double *b, int64_t count)
 {
-    (void)type;
-    const double *a = invec;
-    double *b = inoutvec;
-    for (int c = 0; c < *count; c++) {
+    for (int64_t c = 0; c < count; c++) {
         int64_t len = (int64_t)a[LINATTN_MPI_E_LEN];
+        int ha = holds_tokens(a), hb = holds_tokens(b);
+        double sa = a[LINATTN_MPI_E_SHIFT], sb = b[LINATTN_MPI_E_SHIFT];
+        double s = ha && !hb ? sa : hb && !ha ? sb : sa > sb ? sa : sb;
+        double fa = ha && hb ? exp(sa - s) : 1, fb = ha && hb ? exp(sb - s) : 1;
         if (a[LINATTN_MPI_E_FAIL] > b[LINATTN_MPI_E_FAIL])
             b[LINATTN_MPI_E_FAIL] = a[LINATTN_MPI_E_FAIL];
-        if (holds_tokens(a) && !holds_tokens(b)) {
-            b[LINATTN_MPI_E_SHIFT] = a[LINATTN_MPI_E_SHIFT];
-            memcpy(b + H, a + H, (size_t)len * sizeof *b);
-        } else if (holds_tokens(a)) {
-            double sa = a[LINATTN_MPI_E_SHIFT], sb = b[LINATTN_MPI_E_SHIFT];
-            double s = sa > sb ? sa : sb;
-            double fa = exp(sa - s), fb = exp(sb - s);
+        if (fa == 1 && fb == 1) {
+            for (int64_t i = H; i < H + len; i++)
+                b[i] += a[i];
+        } else {
             for (int64_t i = H; i < H + len; i++)
                 b[i] = fb * b[i] + fa * a[i];
-            b[LINATTN_MPI_E_SHIFT] = s;
         }
+        b[LINATTN_MPI_E_SHIFT] = s;
         b[LINATTN_MPI_E_TOKHI] += a[LINATTN_MPI_E_TOKHI];
         b[LINATTN_MPI_E_TOKLO] += a[LINATTN_MPI_E_TOKLO];
         a += H + len;
@@ -77,14 +87,19 @@ static void add_states(void *invec, void *inoutvec, int *count,
     }
 }
 
-int linattn_mpi_i_reduce(MPI_Comm comm, double *elems, double *result,
-                         int64_t count, int64_t len, int exscan)
+/* inout = in + inout (MPI_User_function). */
+static void add_states(void *invec, void *inoutvec, int *count,
+                       MPI_Datatype *type)
+{
+    (void)type;
+    add_elems(invec, inoutvec, *count);
+}
+
+int linattn_mpi_i_allreduce(MPI_Comm comm, double *elems, int64_t count,
+                            int64_t len)
 {
     MPI_Datatype type;
     MPI_Op op;
-    int rank, ok = 1;
-    if (MPI_Comm_rank(comm, &rank) != MPI_SUCCESS)
-        return LINATTN_EMPI;
     /* Sizes were checked against INT_MAX with the arguments. */
     if (MPI_Type_contiguous((int)(H + len), MPI_DOUBLE, &type) != MPI_SUCCESS)
         return LINATTN_EMPI;
@@ -93,20 +108,56 @@ int linattn_mpi_i_reduce(MPI_Comm comm, double *elems, double *result,
         MPI_Type_free(&type);
         return LINATTN_EMPI;
     }
-    if (exscan) {
-        ok = MPI_Exscan(elems, result, (int)count, type, op, comm) ==
+    int ok = MPI_Allreduce(MPI_IN_PLACE, elems, (int)count, type, op, comm) ==
              MPI_SUCCESS;
-        for (int64_t c = 0; ok && rank == 0 && c < count; c++) {
-            /* undefined on rank 0: the empty prefix */
-            double *r = result + c * (H + len);
-            memset(r, 0, (size_t)(H + len) * sizeof *r);
-            linattn_mpi_i_elem_head(r, len, 0, 0);
-        }
-    } else {
-        ok = MPI_Allreduce(result == elems ? MPI_IN_PLACE : elems, result,
-                           (int)count, type, op, comm) == MPI_SUCCESS;
-    }
     MPI_Op_free(&op);
+    MPI_Type_free(&type);
+    return ok ? 0 : LINATTN_EMPI;
+}
+
+/*
+ * Recursive doubling.  Before the step of distance 2^j, partial on rank
+ * r holds the sum over the ranks of its aligned block of 2^j ranks (those
+ * that exist), result the sum over the ranks below r seen so far.  Rank r
+ * and its partner r XOR 2^j swap partials; both add the partner's into
+ * partial, and the one above adds it into result too (the partner's block
+ * lies wholly below it, and is complete: every rank of a block below an
+ * existing rank exists).  A partner beyond the last rank is skipped: its
+ * block would only ever reach ranks that do not exist either.
+ */
+int linattn_mpi_i_exscan(MPI_Comm comm, double *partial, double *result,
+                         double *recv, int64_t count, int64_t len)
+{
+    int rank, size;
+    MPI_Datatype type;
+    if (MPI_Comm_rank(comm, &rank) != MPI_SUCCESS ||
+        MPI_Comm_size(comm, &size) != MPI_SUCCESS)
+        return LINATTN_EMPI;
+    for (int64_t c = 0; c < count; c++) {
+        double *r = result + c * (H + len);
+        memset(r, 0, (size_t)(H + len) * sizeof *r);
+        linattn_mpi_i_elem_head(r, len, 0, 0);
+    }
+    if (MPI_Type_contiguous((int)(H + len), MPI_DOUBLE, &type) != MPI_SUCCESS)
+        return LINATTN_EMPI;
+    if (MPI_Type_commit(&type) != MPI_SUCCESS) {
+        MPI_Type_free(&type);
+        return LINATTN_EMPI;
+    }
+    int ok = 1;
+    for (int dist = 1; ok && dist < size; dist <<= 1) {
+        int partner = rank ^ dist;
+        if (partner >= size)
+            continue;
+        ok = MPI_Sendrecv(partial, (int)count, type, partner, 0, recv,
+                          (int)count, type, partner, 0, comm,
+                          MPI_STATUS_IGNORE) == MPI_SUCCESS;
+        if (!ok)
+            break;
+        if (partner < rank)
+            add_elems(recv, result, count);
+        add_elems(recv, partial, count);
+    }
     MPI_Type_free(&type);
     return ok ? 0 : LINATTN_EMPI;
 }

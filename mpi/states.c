@@ -29,14 +29,18 @@ static int states_args(X(state) *const *states, int64_t count, uint64_t *fp)
 static int collective(X(state) *const *states, int64_t count, MPI_Comm comm,
                       int exscan)
 {
-    int st = linattn_mpi_i_ready(comm);
-    if (st)
-        return st == 1 ? -3 : st;
+    int kind = exscan ? LINATTN_MPI_CALL_EXSCAN : LINATTN_MPI_CALL_ALLREDUCE;
     uint64_t fp = 0;
-    st = states_args(states, count, &fp);
+    int st = states_args(states, count, &fp);
+    /* LAPACKE's order: states and count (arguments 1, 2) before comm */
+    int ready = linattn_mpi_i_ready(comm);
+    if (ready)
+        return st ? st : ready == 1 ? -3 : ready;
     if (st || count == 0) {
-        uint64_t keys[2] = {fp, (uint64_t)count};
-        return linattn_mpi_i_agree(comm, st, keys, 2);
+        /* the keys MI(begin) compares: kind, fingerprint, batch = count,
+         * heads = 1 */
+        uint64_t keys[4] = {(uint64_t)kind, fp, (uint64_t)count, 1};
+        return linattn_mpi_i_agree(comm, st, keys, 4);
     }
     const X(plan) *plan;
     X(state_plan)(states[0], &plan);
@@ -44,13 +48,15 @@ static int collective(X(state) *const *states, int64_t count, MPI_Comm comm,
     MI(job) j = {plan, LINATTN_ROW_MAJOR, count, 1, count, 0, 0, NULL, NULL,
                  NULL, NULL, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
     MI(work) w;
-    st = MI(begin)(&j, comm, 0, exscan, &w);
+    st = MI(begin)(&j, comm, 0, kind, &w);
     if (st)
         return st;
     for (int64_t i = 0; i < count; i++)
         MI(pack)(states[i], w.len, 0, MI(elem)(&w, w.elems, i));
     double *sum = exscan ? w.prefix : w.elems;
-    st = linattn_mpi_i_reduce(comm, w.elems, sum, count, w.len, exscan);
+    st = exscan ? linattn_mpi_i_exscan(w.scan_comm, w.elems, w.prefix, w.recv,
+                                       count, w.len)
+                : linattn_mpi_i_allreduce(comm, w.elems, count, w.len);
     if (st) {
         MI(end)(&w);
         return st;

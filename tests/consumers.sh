@@ -68,6 +68,27 @@ if [ -f "$libdir/pkgconfig/linattn-mpi.pc" ]; then
     fi
 fi
 
+# module linattn_mpi, where it was installed: pkg-config
+# linattn-mpi-fortran and CMake's linattn::mpi_fortran, run on 2 ranks
+if [ -f "$libdir/pkgconfig/linattn-mpi-fortran.pc" ]; then
+    launch=$top_srcdir/tests/mpi/launch.sh
+    fc=${FC:-gfortran}
+    echo "== pkg-config linattn-mpi-fortran"
+    # shellcheck disable=SC2046
+    $fc -o "$work/app_mpi_f" "$top_srcdir/tests/consumer/app_mpi.f90" \
+        $(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config --cflags --libs linattn-mpi-fortran)
+    LD_LIBRARY_PATH=$libdir sh "$launch" 2 "$work/app_mpi_f"
+    if command -v cmake >/dev/null 2>&1; then
+        echo "== CMake linattn::mpi_fortran"
+        rm -rf "$work/cmpif"
+        cmake -S "$top_srcdir/tests/consumer/mpi_fortran" -B "$work/cmpif" \
+            -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_Fortran_COMPILER="$fc" > "$work/cmake.log" 2>&1 ||
+            { cat "$work/cmake.log"; echo "consumers: linattn::mpi_fortran not found" >&2; exit 1; }
+        cmake --build "$work/cmpif" > "$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
+        LD_LIBRARY_PATH=$libdir sh "$launch" 2 "$work/cmpif/app_mpi_f"
+    fi
+fi
+
 lmod_init=
 for f in /usr/share/lmod/lmod/init/bash /usr/share/lmod/*/init/bash; do
     [ -f "$f" ] && { lmod_init=$f; break; }

@@ -36,10 +36,12 @@ START_TEST(strerror_covers_every_status)
     ck_assert(strstr(linattn_strerror(LINATTN_EFORMAT), "not a linattn checkpoint") != NULL);
     ck_assert(strstr(linattn_strerror(LINATTN_EVERSION), "format version") != NULL);
     ck_assert(strstr(linattn_strerror(LINATTN_EMISMATCH), "another precision") != NULL);
+    ck_assert_int_eq(LINATTN_EOVERFLOW, 9);
+    ck_assert(strstr(linattn_strerror(LINATTN_EOVERFLOW), "floating-point range") != NULL);
     /* every status has a sentence of its own */
-    for (int a = LINATTN_SUCCESS; a <= LINATTN_EMISMATCH; a++) {
+    for (int a = LINATTN_SUCCESS; a <= LINATTN_EOVERFLOW; a++) {
         ck_assert_str_ne(linattn_strerror(a), "unknown status code");
-        for (int b = a + 1; b <= LINATTN_EMISMATCH; b++)
+        for (int b = a + 1; b <= LINATTN_EOVERFLOW; b++)
             ck_assert_str_ne(linattn_strerror(a), linattn_strerror(b));
     }
     ck_assert_str_eq(linattn_strerror(12345), "unknown status code");

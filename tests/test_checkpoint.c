@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "crc32_ref.h"
+#include "fileutil.h"
 #include "testutil.h"
 #ifdef _OPENMP
 #include <omp.h>
@@ -201,22 +202,6 @@ static int load_exact(P(state) *st, const unsigned char *buf, int64_t len)
 
 /* ---- files ---- */
 
-static char *temp_dir(void)
-{
-    const char *base = getenv("TMPDIR");
-    char *dir = malloc(4096);
-    snprintf(dir, 4096, "%s/linattn-ckpt-XXXXXX", base && *base ? base : "/tmp");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    return dir;
-}
-
-static char *in_dir(const char *dir, const char *name)
-{
-    char *p = malloc(4096);
-    snprintf(p, 4096, "%s/%s", dir, name);
-    return p;
-}
-
 /* Number of entries of dir other than . and ..; *only receives the name
  * of the last one seen. */
 static int entries(const char *dir, char *only, size_t cap)
@@ -233,23 +218,6 @@ static int entries(const char *dir, char *only, size_t cap)
     }
     closedir(d);
     return n;
-}
-
-static void remove_tree(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    for (struct dirent *de; (de = readdir(d));) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        char *p = in_dir(dir, de->d_name);
-        if (unlink(p))
-            remove_tree(p);
-        free(p);
-    }
-    closedir(d);
-    rmdir(dir);
 }
 
 static int64_t file_bytes(const char *path, unsigned char *buf, int64_t cap)

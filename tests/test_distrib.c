@@ -572,6 +572,47 @@ START_TEST(state_causal_failures_leave_state)
 }
 END_TEST
 
+/* A state whose token count is near INT64_MAX (reachable through
+ * state_import or a checkpoint): state_causal refuses with LINATTN_ESIZE
+ * before any work when this call's rows would take the count (or a row's
+ * DENOM_COUNT count) past INT64_MAX; nothing written, the state unchanged,
+ * absorb or not.  At exactly INT64_MAX it still runs. */
+START_TEST(state_causal_token_overflow)
+{
+    int64_t d = 2, e = 2, n = 4;
+    linattn_opts o;
+    linattn_opts_init(&o);
+    o.denom = _i ? LINATTN_DENOM_COUNT : LINATTN_DENOM_POSITIVE;
+    P(plan) *p = plan_with(LINATTN_MAP_ELU1, d, e, &o);
+    P(state) *s, *ref;
+    P(state_create)(&s, p), P(state_create)(&ref, p);
+    double acc[6] = {1, 2, 3, 4, 5, 6};
+    real q[8], k[8], v[8], out[8];
+    for (int i = 0; i < 8; i++)
+        q[i] = k[i] = (real)0.25, v[i] = (real)i, out[i] = -555;
+    for (int absorb = 0; absorb < 2; absorb++) {
+        ck_assert_int_eq(P(state_import)(s, acc, 0, INT64_MAX - 1), 0);
+        P(state_copy)(ref, s);
+        ck_assert_int_eq(P(state_causal)(s, ROW, n, q, d, k, d, v, e, out, e,
+                                         absorb, NULL), LINATTN_ESIZE);
+        for (int i = 0; i < 8; i++)
+            ck_assert(out[i] == -555);
+        ck_assert(same_state(s, ref));
+        /* INT64_MAX - n tokens before: the last row sees INT64_MAX */
+        ck_assert_int_eq(P(state_import)(s, acc, 0, INT64_MAX - n), 0);
+        ck_assert_int_eq(P(state_causal)(s, ROW, n, q, d, k, d, v, e, out, e,
+                                         absorb, NULL), 0);
+        int64_t tokens;
+        P(state_get)(s, ROW, NULL, 1, NULL, &tokens);
+        ck_assert(tokens == (absorb ? INT64_MAX : INT64_MAX - n));
+        for (int i = 0; i < 8; i++)
+            ck_assert(isfinite((double)out[i])), out[i] = -555;
+    }
+    P(state_destroy)(s), P(state_destroy)(ref);
+    P(plan_destroy)(p);
+}
+END_TEST
+
 /* Every argument error of state_causal: its -i, nothing written, the
  * state unchanged. */
 START_TEST(state_causal_argument_errors)
@@ -749,6 +790,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, causality_across_segments, 0, 3);
     tcase_add_test(tc, state_causal_failures_leave_state);
     tcase_add_test(tc, state_causal_argument_errors);
+    tcase_add_loop_test(tc, state_causal_token_overflow, 0, 2);
     tcase_add_test(tc, checks_agree_with_calls);
     tcase_add_test(tc, batched_checks_agree_with_calls);
     suite_add_tcase(s, tc);

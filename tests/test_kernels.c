@@ -223,8 +223,9 @@ START_TEST(every_build_mm)
                     for (int scaled = 0; scaled < 2; scaled++) {
                         int64_t ars = trans ? 1 : lda, aks = trans ? lda : 1;
                         memcpy(c, c0, sizeof(real) * (size_t)(M * ldc));
-                        kn->mm(M, N, K, a, ars, aks, b, ldb, c, ldc, add,
-                               scaled ? sc : NULL);
+                        /* all finite: no flag */
+                        ck_assert(kn->mm(M, N, K, a, ars, aks, b, ldb, c, ldc,
+                                         add, scaled ? sc : NULL) == 0);
                         for (int64_t i = 0; i < M; i++) {
                             for (int64_t j = 0; j < N; j++) {
                                 long double w = add ? c0[i * ldc + j] : 0;
@@ -351,8 +352,8 @@ START_TEST(every_build_trimm)
                 memcpy(y, y0, sizeof(real) * (size_t)(rows * ldy));
                 for (int64_t i = 0; i < rows * ldd; i++)
                     d[i] = (real)-3;
-                kn->trimm(rows, cols, a, lda, v, ldv, y, ldy, into ? d : y,
-                          ldd, into ? sc : NULL);
+                ck_assert(kn->trimm(rows, cols, a, lda, v, ldv, y, ldy,
+                                    into ? d : y, ldd, into ? sc : NULL) == 0);
                 const real *got = into ? d : y;
                 for (int64_t i = 0; i < rows; i++) {
                     for (int64_t c = 0; c < cols; c++) {
@@ -377,11 +378,94 @@ START_TEST(every_build_trimm)
             for (int64_t c = 0; c < cols; c++)
                 v[(rows - 1) * ldv + c] = (real)NAN;
             memcpy(y, y0, sizeof(real) * (size_t)(rows * ldy));
-            kn->trimm(rows, cols, a, lda, v, ldv, y, ldy, y, ldy, NULL);
+            /* (the last row is NaN now: flagged) */
+            ck_assert(kn->trimm(rows, cols, a, lda, v, ldv, y, ldy, y, ldy,
+                                NULL) != 0);
             for (int64_t i = 0; i + 1 < rows; i++)
                 for (int64_t c = 0; c < cols; c++)
                     ck_assert(!isnan(y[i * ldy + c]));
             free(a), free(v), free(y), free(y0);
+        }
+    }
+}
+END_TEST
+
+/* The flags of the kernels that write normalized rows (mm with s, trimm):
+ * set when exactly one value written is not finite, wherever it lies
+ * (each tile of rows, each vector of a row, every lane of the masked
+ * last vector), whether it came in through C or y (Inf, NaN) or from the
+ * arithmetic (a product beyond the range); clear when only the padding
+ * beyond the columns, which the masked loads and stores never touch,
+ * holds NaN and Inf.  mm without s raises no flag. */
+START_TEST(every_build_nonfinite_flags)
+{
+    static const int64_t shapes[][3] = {{1, 1, 1}, {7, 9, 5}, {13, 37, 70},
+                                        {20, 130, 3}, {6, 64, 0}};
+    const real bad[2] = {(real)INFINITY, (real)NAN};
+    FOR_EACH_BUILD(kn)
+    {
+        if (!kn->mm || !kn->trimm)
+            continue;
+        for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++) {
+            int64_t M = shapes[t][0], N = shapes[t][1], K = shapes[t][2];
+            int64_t ka = K > 0 ? K : 1, ldb = N + 3, ldc = N + 2;
+            int64_t lda = (K > M ? K : M) + 1; /* A: M x K and M x M */
+            real *a = malloc(sizeof(real) * (size_t)(M * lda));
+            real *b = malloc(sizeof(real) * (size_t)((ka > M ? ka : M) * ldb));
+            real *c = malloc(sizeof(real) * (size_t)(M * ldc));
+            real *c0 = malloc(sizeof(real) * (size_t)(M * ldc));
+            real sc[32];
+            uint64_t s = 5 + (uint64_t)t;
+            for (int64_t i = 0; i < M * lda; i++)
+                a[i] = small_value(&s);
+            for (int64_t i = 0; i < (ka > M ? ka : M) * ldb; i++)
+                b[i] = small_value(&s);
+            for (int64_t i = 0; i < M; i++)
+                sc[i] = (real)(i % 3 + 1) / 4;
+            for (int64_t i = 0; i < M * ldc; i++) /* padding: Inf, NaN */
+                c0[i] = i % ldc < N ? small_value(&s) : bad[i % 2];
+            /* only the padding is not finite: no flag */
+            memcpy(c, c0, sizeof(real) * (size_t)(M * ldc));
+            ck_assert(kn->mm(M, N, K, a, lda, 1, b, ldb, c, ldc, 1, sc) == 0);
+            memcpy(c, c0, sizeof(real) * (size_t)(M * ldc));
+            ck_assert(kn->trimm(M, N, a, lda, b, ldb, c0, ldc, c, ldc, sc) ==
+                      0);
+            /* one value at a time, every row and column */
+            for (int64_t i = 0; i < M; i++)
+                for (int64_t j = 0; j < N; j++) {
+                    real keep = c0[i * ldc + j];
+                    c0[i * ldc + j] = bad[(i + j) % 2];
+                    memcpy(c, c0, sizeof(real) * (size_t)(M * ldc));
+                    ck_assert_msg(kn->mm(M, N, K, a, lda, 1, b, ldb, c, ldc, 1,
+                                         sc) != 0,
+                                  "%s %s mm flag at (%lld, %lld) of %lld x %lld",
+                                  PREC, kn->name, (long long)i, (long long)j,
+                                  (long long)M, (long long)N);
+                    memcpy(c, c0, sizeof(real) * (size_t)(M * ldc));
+                    ck_assert(kn->mm(M, N, K, a, lda, 1, b, ldb, c, ldc, 1,
+                                     NULL) == 0); /* no s: no flag */
+                    ck_assert_msg(kn->trimm(M, N, a, lda, b, ldb, c0, ldc, c,
+                                            ldc, (i + j) % 2 ? sc : NULL) != 0,
+                                  "%s %s trimm flag at (%lld, %lld)", PREC,
+                                  kn->name, (long long)i, (long long)j);
+                    c0[i * ldc + j] = keep;
+                }
+            /* a finite row scaled beyond the range: the arithmetic's own
+             * overflow (row M - 1: |sum| >= its largest term, times
+             * REAL_MAX) */
+            for (int64_t j = 0; j < N; j++)
+                c0[(M - 1) * ldc + j] = 2;
+            sc[M - 1] = REAL_MAX;
+            memcpy(c, c0, sizeof(real) * (size_t)(M * ldc));
+            ck_assert(K > 0 || kn->mm(M, N, K, a, lda, 1, b, ldb, c, ldc, 1,
+                                      sc) != 0);
+            for (int64_t k = 0; k < K; k++) /* a row of A large and positive */
+                a[(M - 1) * lda + k] = 4, b[k * ldb] = 4;
+            memcpy(c, c0, sizeof(real) * (size_t)(M * ldc));
+            ck_assert(kn->mm(M, N, K, a, lda, 1, b, ldb, c, ldc, 1, sc) != 0);
+            ck_assert(kn->trimm(M, N, a, lda, b, ldb, c0, ldc, c, ldc, sc) !=
+                      0);
+            free(a), free(b), free(c), free(c0);
         }
     }
 }
@@ -540,6 +624,7 @@ int main(void)
     tcase_add_test(tc, every_build_mm);
     tcase_add_test(tc, every_build_small_loops);
     tcase_add_test(tc, every_build_trimm);
+    tcase_add_test(tc, every_build_nonfinite_flags);
     tcase_add_test(tc, every_build_transpose);
     tcase_add_test(tc, dispatch_follows_the_level);
 #ifndef TEST_SINGLE

@@ -11,21 +11,38 @@
  * its block).  Each run processes one segment of N tokens (default 2^20)
  * split evenly over the ranks:
  *
- *   - fresh start (no checkpoint yet): linattn_mpi_d_causal over tokens
- *     [0, N);
+ *   - fresh start (no checkpoint file): tokens [0, N);
  *   - restart: the checkpoint holds the state of every token before this
- *     segment; each rank continues from it plus the earlier ranks' keys
- *     (linattn_mpi_d_state_exscan, then linattn_d_state_causal).
+ *     segment; each rank continues from it plus the earlier ranks' keys.
+ *   - any other failure to read the checkpoint (it exists but cannot be
+ *     read, or is damaged): stop, leaving it as it is, rather than start
+ *     again from token 0 and then overwrite it.
  *
- * Either way the state of everything seen so far is then saved (one file,
- * written atomically by rank 0), so the next run -- a requeued job, or the
- * next segment -- continues where this one stopped.  Run it twice and the
+ * The distributed causal pass is done from its parts, as
+ * linattn_mpi_d_causal does it inside (the state of this rank's keys,
+ * linattn_mpi_d_state_exscan, linattn_d_state_causal), because the
+ * checkpoint needs what that call does not return: the state of every
+ * token seen.  linattn_d_state_causal absorbs this rank's keys into the
+ * prefix in the same pass that computes the rows, so the last rank ends
+ * with the whole state, which one allreduce gives everyone: one pass
+ * over the keys to build the local state and one for the rows, as in
+ * linattn_mpi_d_causal.
+ *
+ * The state of everything seen so far is then saved (one file, written
+ * atomically by rank 0), so the next run -- a requeued job, or the next
+ * segment -- continues where this one stopped.  Run it twice and the
  * second run computes tokens [N, 2N).  The checksum it prints is the sum
  * of all outputs, the same (to rounding) for any number of ranks.
+ *
+ * Memory per rank: (N / ranks) rows of q, k, v and out, 4 x 32 doubles =
+ * 1 KiB per row, plus the library's workspace (a few MiB).
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <mpi.h>
 #include <linattn_mpi.h>
 
@@ -77,12 +94,25 @@ int main(int argc, char **argv)
     linattn_d_plan *plan;
     check(linattn_d_plan_create(&plan, LINATTN_MAP_FAVOR, D, E, &o), "plan");
 
-    /* Everything seen so far: from the checkpoint, if there is one. */
+    /* Everything seen so far: from the checkpoint, if there is one.  Rank
+     * 0 tells "no file" (a fresh start) from a file it cannot reach (stop:
+     * a transient error must not restart the run and then overwrite the
+     * good checkpoint); any failure to load an existing one stops too. */
     linattn_d_state *seen;
     check(linattn_d_state_create(&seen, plan), "state");
-    int st = linattn_mpi_d_state_load_file(seen, path, MPI_COMM_WORLD);
-    if (st && st != LINATTN_EIO) /* EIO: no checkpoint yet */
-        check(st, path);
+    int exists = 1;
+    if (rank == 0) {
+        struct stat sb;
+        exists = lstat(path, &sb) == 0 ? 1 : errno == ENOENT ? 0 : -errno;
+    }
+    MPI_Bcast(&exists, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (exists < 0) {
+        if (rank == 0)
+            fprintf(stderr, "causal_mpi: %s: %s\n", path, strerror(-exists));
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (exists)
+        check(linattn_mpi_d_state_load_file(seen, path, MPI_COMM_WORLD), path);
     int64_t start;
     linattn_d_state_get(seen, LINATTN_ROW_MAJOR, NULL, 1, NULL, &start);
 
@@ -103,28 +133,22 @@ int main(int argc, char **argv)
 
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    linattn_d_state *mine;
-    check(linattn_d_state_create(&mine, plan), "state");
-    check(linattn_d_state_update(mine, LINATTN_ROW_MAJOR, rows, k, D, v, E), "update");
-    if (start == 0) {
-        /* One call: local state, MPI_Exscan, the rows from the prefix. */
-        int64_t bad;
-        check(linattn_mpi_d_causal(plan, MPI_COMM_WORLD, LINATTN_ROW_MAJOR, rows, q, D, k,
-                                   D, v, E, out, E, &bad), "causal");
-    } else {
-        /* The same from its parts, plus what the checkpoint holds. */
-        linattn_d_state *prefix;
-        check(linattn_d_state_create(&prefix, plan), "state");
-        check(linattn_d_state_copy(prefix, mine), "copy");
-        check(linattn_mpi_d_state_exscan(&prefix, 1, MPI_COMM_WORLD), "exscan");
-        check(linattn_d_state_merge(prefix, seen), "merge");
-        check(linattn_d_state_causal(prefix, LINATTN_ROW_MAJOR, rows, q, D, k, D, v, E, out,
-                                     E, 0, NULL), "causal from the prefix");
-        linattn_d_state_destroy(prefix);
-    }
-    /* Everything seen now: the checkpoint's plus every rank's keys. */
-    check(linattn_mpi_d_state_allreduce(&mine, 1, MPI_COMM_WORLD), "allreduce");
-    check(linattn_d_state_merge(seen, mine), "merge");
+    /* The prefix: this rank's keys, exclusive scan (the earlier ranks'
+     * keys), plus everything before this segment. */
+    linattn_d_state *prefix;
+    check(linattn_d_state_create(&prefix, plan), "state");
+    check(linattn_d_state_update(prefix, LINATTN_ROW_MAJOR, rows, k, D, v, E), "update");
+    check(linattn_mpi_d_state_exscan(&prefix, 1, MPI_COMM_WORLD), "exscan");
+    check(linattn_d_state_merge(prefix, seen), "merge");
+    /* The rows, absorbing this rank's keys (absorb = 1). */
+    check(linattn_d_state_causal(prefix, LINATTN_ROW_MAJOR, rows, q, D, k, D, v, E, out, E,
+                                 1, NULL), "causal from the prefix");
+    /* Everything seen now is the last rank's prefix: to every rank. */
+    if (rank != size - 1)
+        linattn_d_state_reset(prefix);
+    check(linattn_mpi_d_state_allreduce(&prefix, 1, MPI_COMM_WORLD), "allreduce");
+    check(linattn_d_state_copy(seen, prefix), "copy");
+    linattn_d_state_destroy(prefix);
     double t1 = MPI_Wtime();
     check(linattn_mpi_d_state_save_file(seen, path, MPI_COMM_WORLD), "checkpoint");
     double t2 = MPI_Wtime();
@@ -142,7 +166,6 @@ int main(int argc, char **argv)
                (long long)tokens);
 
     free(q), free(k), free(v), free(out);
-    linattn_d_state_destroy(mine);
     linattn_d_state_destroy(seen);
     linattn_d_plan_destroy(plan);
     MPI_Finalize();

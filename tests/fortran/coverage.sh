@@ -4,7 +4,9 @@
 # generated interface c_<name>, or cx_<name> for either precision, is
 # called from fortran/), or listed in
 # fortran/unwrapped.txt as not wrapped yet.  A function added to the
-# header without either fails here, naming it.
+# header without either fails here, naming it.  Likewise every function
+# of linattn_mpi.h is called by module linattn_mpi (fortran/linattn_mpi*;
+# no list of exceptions there).
 src=${top_srcdir:-.}
 perl=${PERL:-perl}
 list=$("$perl" "$src/fortran/gen_fortran.pl" --list -I "${top_builddir:-.}/include" \
@@ -38,5 +40,18 @@ for name in $(grep -v '^#' "$src/fortran/unwrapped.txt"); do
         echo "note: fortran/unwrapped.txt lists $name, which linattn.h does not have"
     fi
 done
+# linattn_mpi.h and module linattn_mpi
+mlist=$("$perl" "$src/fortran/gen_fortran.pl" --list --api LINATTN_MPI_API --own \
+    --comm MPI_Comm "$src/include/linattn_mpi.h") || exit 1
+mwrapped=0
+for name in $(echo "$mlist" | cut -d' ' -f1); do
+    if grep -Eq "cx?_$name\(" "$src"/fortran/linattn_mpi*.f90 "$src"/fortran/linattn_mpi*.inc; then
+        mwrapped=$((mwrapped + 1))
+    else
+        echo "not wrapped by module linattn_mpi: $(echo "$mlist" | grep "^$name ")"
+        fail=1
+    fi
+done
+echo "$mwrapped C functions of linattn_mpi.h wrapped by module linattn_mpi"
 exit $fail
 }

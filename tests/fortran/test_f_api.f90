@@ -110,6 +110,9 @@ contains
     call check(linattn_version_string() == trim(expect), 'version string')
     text = linattn_strerror(LINATTN_EDENOM)
     call check(index(text, 'a normalizer is zero') == 1, 'strerror(EDENOM)')
+    text = linattn_strerror(LINATTN_EOVERFLOW)
+    call check(index(text, 'a result of finite inputs is beyond the') &
+        == 1, 'strerror(EOVERFLOW)')
     call check(linattn_strerror(-3) == 'argument 3 is invalid', &
         'strerror(-3)')
   end subroutine strings

@@ -11,7 +11,8 @@
  * so a check that lets a bad leading dimension through shows up as an
  * AddressSanitizer report.  A call that accepts an invalid argument, or
  * that writes an output while refusing (negative status, ENOMEM, ESIZE,
- * ENONFINITE; and EDENOM for approx_error's statistics), aborts.
+ * ENONFINITE; and EDENOM or EOVERFLOW for approx_error's statistics), or
+ * that names no row of the call with EDENOM or EOVERFLOW, aborts.
  * check-hard builds the library for it with the BLAS integer limit lowered
  * to 64, so that leading dimensions just above it drive the paths that
  * copy blocks through workspace (that build aborts if one reaches BLAS).
@@ -30,19 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "linattn.h"
+#include "fuzz_reader.h"
 
-typedef struct {
-    const uint8_t *p;
-    size_t n;
-} reader;
-
-static unsigned take(reader *r)
-{
-    if (!r->n)
-        return 0;
-    r->n--;
-    return *r->p++;
-}
 
 static int64_t take_size(reader *r, int64_t max)
 {
@@ -428,11 +418,17 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
             abort(); /* an output written on a refused call */                \
         if (refused && bad != -7)                                             \
             abort();                                                          \
-        if (entry != 8 && entry != 3 && st == LINATTN_EDENOM &&              \
+        /* EOVERFLOW of the update (entry 4, no query ran) writes nothing */ \
+        int row_named = st == LINATTN_EDENOM ||                               \
+                        (st == LINATTN_EOVERFLOW && (entry != 4 || queried)); \
+        if (entry == 4 && !queried && st == LINATTN_EOVERFLOW &&              \
+            (!P##untouched(&out) || !P##untouched(&num) || bad != -7))        \
+            abort();                                                          \
+        if (entry != 8 && entry != 3 && row_named &&                          \
             (bad < 0 || bad >= nq))                                           \
             abort();                                                          \
         /* approx_error writes its statistics only on success, all of them */\
-        if ((refused || st == LINATTN_EDENOM) &&                              \
+        if ((refused || st == LINATTN_EDENOM || st == LINATTN_EOVERFLOW) &&   \
             memcmp(&stats, &poison, sizeof stats))                            \
             abort();                                                          \
         if (entry == 8 && st == 0 &&                                          \
@@ -621,7 +617,7 @@ static int boverlaps(const bshape *m, int layout, int64_t batch, int64_t heads,
                 abort(); /* an output written on a refused call */            \
         if (refused && (bad.batch != -7 || bad.row != -7))                    \
             abort();                                                          \
-        if (st == LINATTN_EDENOM &&                                           \
+        if ((st == LINATTN_EDENOM || st == LINATTN_EOVERFLOW) &&              \
             (bad.batch < 0 || bad.batch >= batch || bad.head < 0 ||           \
              bad.head >= heads || bad.row < 0 || bad.row >= nq))              \
             abort(); /* EDENOM names no problem or row of the call */         \

@@ -2,17 +2,20 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # make check-hard: the whole test suite under AddressSanitizer and
 # UndefinedBehaviorSanitizer, again in a build with the BLAS integer limit
-# lowered to 512, a representative subset under valgrind memcheck, and the
-# libFuzzer harnesses sharing FUZZ_SECONDS (default 60): three quarters for
-# the argument checks, a quarter for the checkpoint loader.
-# Needs gcc, clang with its fuzzer runtime (Debian: clang libclang-rt-14-dev)
-# and valgrind.  Run from the top build directory (make check-hard does).
-# HARD_STAGES selects stages (default "asan limit valgrind fuzz").
+# lowered to 512, a representative subset under valgrind memcheck, the
+# threaded tests under ThreadSanitizer, and the libFuzzer harnesses sharing
+# FUZZ_SECONDS (default 60): half for the argument checks, a quarter for
+# the invariant that finite inputs give finite outputs or a status, a
+# quarter for the checkpoint loader.
+# Needs gcc, clang with its fuzzer runtime (Debian: clang libclang-rt-14-dev),
+# LLVM's OpenMP runtime for the ThreadSanitizer stage (libomp-14-dev, whose
+# libarcher tells TSan about OpenMP's synchronization) and valgrind.  Run from the top build directory (make check-hard does).
+# HARD_STAGES selects stages (default "asan limit valgrind tsan fuzz").
 set -euo pipefail
 build=$(pwd)
 hard=$build/_hard
 seconds=${FUZZ_SECONDS:-60}
-stages=" ${HARD_STAGES:-asan limit valgrind fuzz} "
+stages=" ${HARD_STAGES:-asan limit valgrind tsan fuzz} "
 rm -rf "$hard"
 mkdir -p "$hard"
 # The sanitizer builds configure a clean copy of the distributed sources
@@ -21,7 +24,7 @@ make -s distdir distdir="$hard/src" > /dev/null
 src=$hard/src
 
 if [[ $stages == *" asan "* ]]; then
-echo "== 1/4 AddressSanitizer + UndefinedBehaviorSanitizer: make check"
+echo "== 1/5 AddressSanitizer + UndefinedBehaviorSanitizer: make check"
 mkdir -p "$hard/asan"
 (
     cd "$hard/asan"
@@ -38,7 +41,7 @@ mkdir -p "$hard/asan"
 fi
 
 if [[ $stages == *" limit "* ]]; then
-echo "== 2/4 a build whose BLAS integer limit is 512: make check"
+echo "== 2/5 a build whose BLAS integer limit is 512: make check"
 # Leading dimensions beyond the limit must be copied through workspace;
 # this build aborts if one reaches BLAS (lib/blas.h), and the tests use
 # leading dimensions of 600-700 (test_math: large_leading_dimensions).
@@ -52,7 +55,7 @@ mkdir -p "$hard/limit"
 fi
 
 if [[ $stages == *" valgrind "* ]]; then
-echo "== 3/4 valgrind memcheck on a representative subset"
+echo "== 3/5 valgrind memcheck on a representative subset"
 # (and, when configure built it, the Fortran module's API and error tests)
 fortran_progs=
 if make -n tests/fortran/test_f_api > /dev/null 2>&1; then
@@ -72,13 +75,46 @@ for prog in tests/test_api tests/test_errors_d tests/test_kernels_d tests/test_c
 done
 fi
 
+if [[ $stages == *" tsan "* ]]; then
+echo "== 4/5 ThreadSanitizer: the threaded tests"
+# clang with LLVM's OpenMP runtime, which loads libarcher under TSan so
+# that OpenMP's barriers count as synchronization (gcc's libgomp is not
+# instrumented: TSan would report its every barrier).  The kernels' code
+# path is picked by cpuid at the first call (lib/cpu.c), no ifunc
+# resolvers, so the build runs as configured.  The suites that run threads: OpenMP splits of every path
+# (test_math: thread counts, a smaller team, four threads querying one
+# state; test_batched; test_maps: W for 1, 2, 4 threads; test_finite,
+# test_count), threads saving one checkpoint (test_checkpoint), and saves
+# killed mid-way (test_files).  A planted race (an unsynchronized counter
+# in query_range) was reported here.
+mkdir -p "$hard/tsan"
+(
+    cd "$hard/tsan"
+    "$src/configure" CC=clang --enable-werror \
+        CFLAGS="-O1 -g -fsanitize=thread" \
+        LDFLAGS="-fsanitize=thread" > configure.out
+    # allocator_may_return_null: the suites ask for impossible sizes on
+    # purpose; ignore_noninstrumented_modules: the OpenMP runtime's own
+    # accesses (archer annotates what matters).
+    tsan_tests="tests/test_math_d tests/test_math_s tests/test_batched_d"
+    tsan_tests="$tsan_tests tests/test_batched_s tests/test_maps_d"
+    tsan_tests="$tsan_tests tests/test_checkpoint_d tests/test_finite_d"
+    tsan_tests="$tsan_tests tests/test_finite_s tests/test_files_d"
+    [ -f "$src/tests/test_count.c" ] && tsan_tests="$tsan_tests tests/test_count_d"
+    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 allocator_may_return_null=1 ignore_noninstrumented_modules=1" \
+    OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} LINATTN_NO_RLIMIT=1 \
+        make -j2 check TESTS="$tsan_tests"
+)
+fi
+
 [[ $stages == *" fuzz "* ]] || { echo "check-hard: all passed"; exit 0; }
-# The budget is shared: three quarters for the argument checks, the rest
-# for the checkpoint loader (a smaller input space).
-args_seconds=$(( seconds * 3 / 4 > 0 ? seconds * 3 / 4 : 1 ))
-ckpt_seconds=$(( seconds - args_seconds > 0 ? seconds - args_seconds : 1 ))
-echo "== 4/4 libFuzzer: argument checks ${args_seconds} s, checkpoint loader ${ckpt_seconds} s"
-mkdir -p "$hard/fuzz" "$hard/corpus" "$hard/corpus_checkpoint"
+# The budget is shared: half for the argument checks, a quarter each for
+# the finite-output invariant and the checkpoint loader.
+args_seconds=$(( seconds / 2 > 0 ? seconds / 2 : 1 ))
+finite_seconds=$(( seconds / 4 > 0 ? seconds / 4 : 1 ))
+ckpt_seconds=$(( seconds - args_seconds - finite_seconds > 0 ? seconds - args_seconds - finite_seconds : 1 ))
+echo "== 5/5 libFuzzer: argument checks ${args_seconds} s, finite outputs ${finite_seconds} s, checkpoint loader ${ckpt_seconds} s"
+mkdir -p "$hard/fuzz" "$hard/corpus" "$hard/corpus_finite" "$hard/corpus_checkpoint"
 (
     cd "$hard/fuzz"
     san="-fsanitize=address,undefined -fno-sanitize-recover=all"
@@ -92,7 +128,7 @@ mkdir -p "$hard/fuzz" "$hard/corpus" "$hard/corpus_checkpoint"
     make -j2 lib/liblinattn.la > /dev/null
     blas=$(sed -n 's/^BLAS_LIBS = //p' Makefile)
     lapacke=$(sed -n 's/^LAPACKE_LIBS = //p' Makefile)
-    for harness in fuzz_args fuzz_checkpoint; do
+    for harness in fuzz_args fuzz_finite fuzz_checkpoint; do
         # shellcheck disable=SC2086
         clang -g -O1 -Wall -Wextra -Werror $san -fsanitize=fuzzer \
             -Iinclude -I"$src/include" "$src/tests/hard/$harness.c" \
@@ -118,6 +154,7 @@ mkdir -p "$hard/fuzz" "$hard/corpus" "$hard/corpus_checkpoint"
         fi
     }
     run_fuzzer fuzz_args "$args_seconds" "$hard/corpus"
+    run_fuzzer fuzz_finite "$finite_seconds" "$hard/corpus_finite"
     run_fuzzer fuzz_checkpoint "$ckpt_seconds" "$hard/corpus_checkpoint"
 )
 echo "check-hard: all passed"

@@ -12,6 +12,7 @@
 #include "testutil.h"
 #include "linattn_mpi.h"
 #include "mpitest.h"
+#include "pmpi.h"
 
 #ifdef TEST_SINGLE
 #define MP(name) linattn_mpi_s_##name
@@ -736,6 +737,340 @@ static void collective_checkpoint(void)
     P(plan_destroy)(p);
 }
 
+/* Steps of the exclusive scan on rank r of P: one per distance 2^j < P
+ * whose partner r XOR 2^j exists (rank 0: ceil(log2 P), the most). */
+static int scan_steps(int rank, int size)
+{
+    int steps = 0;
+    for (int dist = 1; dist < size; dist <<= 1)
+        steps += (rank ^ dist) < size;
+    return steps;
+}
+
+/* The exclusive prefix of states takes ceil(log2 P) exchanges (the most
+ * on any rank; MPI_Exscan, a chain of P - 1 hops in Open MPI, is never
+ * called), for state_exscan and the causal calls, and gives the state
+ * of the ranks before (uneven splits, ranks without rows, np 1 to 8). */
+static void exscan_in_log_steps(void)
+{
+    int64_t n = 47, d = 3, e = 2;
+    int ceil_log2 = 0;
+    while ((1 << ceil_log2) < mt_size)
+        ceil_log2++;
+    for (int mi = 0; mi < 3; mi += 2)
+        for (int split = 0; split < SPLITS; split++) {
+            const map_case *mc = &map_cases[mi];
+            P(plan) *p = make_plan(mc->map, d, e, 8, mc->scale, mc->denom, 0);
+            tmat q, k, v;
+            make_data(mc, ROW, n, d, e, 70 + (uint64_t)split, &q, &k, &v);
+            int64_t off, cnt;
+            block_of(n, split, &off, &cnt);
+            P(state) *x[2] = {state_of(p, &k, &v, off, off + cnt),
+                              state_of(p, &q, &v, off, off + cnt)};
+            pm_sendrecv_calls = pm_exscan_calls = 0;
+            MT_CHECK(MP(state_exscan)(x, 2, WORLD) == 0, "exscan");
+            int mine = pm_sendrecv_calls, most;
+            MPI_Allreduce(&mine, &most, 1, MPI_INT, MPI_MAX, WORLD);
+            MT_CHECK(mine == scan_steps(mt_rank, mt_size) && most == ceil_log2 &&
+                         pm_exscan_calls == 0,
+                     "state_exscan: %d exchanges here (%d most, want %d), %d MPI_Exscan",
+                     mine, most, ceil_log2, pm_exscan_calls);
+            P(state) *before = state_of(p, &k, &v, 0, off);
+            P(state) *qbefore = state_of(p, &q, &v, 0, off);
+            check_same_sums(x[0], before, "exscan");
+            check_same_sums(x[1], qbefore, "exscan (second state)");
+            /* the causal call: the same exchanges, and the serial result */
+            tmat out = tmat_like(&q, n, e, 0), ref = tmat_like(&q, n, e, 0);
+            pm_sendrecv_calls = pm_exscan_calls = 0;
+            int st = MP(causal)(p, WORLD, ROW, cnt, q.a + off * d, d, k.a + off * d, d,
+                                v.a + off * e, e, out.a + off * e, e, NULL);
+            int sts = P(causal)(p, ROW, n, q.a, d, k.a, d, v.a, e, ref.a, e, NULL);
+            /* (float FAVOR+ may underflow a normalizer here: then both
+             * report it) */
+            MT_CHECK(st == sts && pm_sendrecv_calls == scan_steps(mt_rank, mt_size) &&
+                         pm_exscan_calls == 0,
+                     "causal: status %d (serial %d), %d exchanges, %d MPI_Exscan", st, sts,
+                     pm_sendrecv_calls, pm_exscan_calls);
+            tmat lo = view(&out, off, cnt), lr = view(&ref, off, cnt);
+            if (!sts)
+                MT_CHECK(rel_diff(&lo, &lr) < TOL, "causal: error %g", rel_diff(&lo, &lr));
+            tmat_free(&out), tmat_free(&ref);
+            P(state_destroy)(before), P(state_destroy)(qbefore);
+            P(state_destroy)(x[0]), P(state_destroy)(x[1]);
+            free_data(&q, &k, &v);
+            P(plan_destroy)(p);
+        }
+}
+
+/* Ranks in different collective calls (attention here, causal there; an
+ * allreduce here, an exscan there; a save here, a load there): every rank
+ * returns LINATTN_EMISMATCH, nothing written, states unchanged, nothing
+ * hangs (run.sh's timeout). */
+static void mismatched_calls(void)
+{
+    int64_t n = 12, d = 2, e = 2, off, cnt;
+    block_of(n, EVEN, &off, &cnt);
+    int me = mt_rank == mt_size - 1;
+    P(plan) *p = make_plan(LINATTN_MAP_ELU1, d, e, 1, 0, 0, 0);
+    tmat q, k, v;
+    plain_data(n, d, e, -1, 1, 23, &q, &k, &v);
+    tmat out = tmat_like(&q, n, e, 0);
+    P(state) *s = state_of(p, &k, &v, off, off + cnt), *keep;
+    P(state_create)(&keep, p);
+    P(state_copy)(keep, s);
+    char dir[256], path[300];
+    shared_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/m.ck", dir);
+    const real *lq = q.a + off * d, *lk = k.a + off * d, *lv = v.a + off * e;
+    real *lo = out.a + off * e;
+    linattn_strides sqk = {d, 0, 0}, sv = {e, 0, 0};
+    for (int c = 0; c < 5; c++) {
+        fill(&out, SENTINEL);
+        int st;
+        int other = me && mt_size > 1; /* the rank in the other call */
+        switch (c) {
+        case 0:
+            st = other ? MP(causal)(p, WORLD, ROW, cnt, lq, d, lk, d, lv, e, lo, e, NULL)
+                       : MP(attention)(p, WORLD, ROW, cnt, cnt, lq, d, lk, d, lv, e, lo, e, NULL);
+            break;
+        case 1:
+            st = other ? MP(batched_causal)(p, WORLD, ROW, 1, 1, cnt, lq, &sqk, lk, &sqk, lv,
+                                            &sv, lo, &sv, NULL)
+                       : MP(batched_attention)(p, WORLD, ROW, 1, 1, cnt, cnt, lq, &sqk, lk,
+                                               &sqk, lv, &sv, lo, &sv, NULL);
+            break;
+        case 2:
+            st = other ? MP(state_exscan)(&s, 1, WORLD) : MP(state_allreduce)(&s, 1, WORLD);
+            break;
+        case 3:
+            st = other ? MP(state_load_file)(s, path, WORLD)
+                       : MP(state_save_file)(s, path, WORLD);
+            break;
+        default:
+            st = other ? MP(state_allreduce)(&s, 1, WORLD)
+                       : MP(attention)(p, WORLD, ROW, cnt, cnt, lq, d, lk, d, lv, e, lo, e, NULL);
+            break;
+        }
+        if (mt_size == 1) { /* one call, nothing to mismatch */
+            P(state_copy)(s, keep);
+            if (c == 3)
+                unlink(path);
+            continue;
+        }
+        MT_CHECK(st == LINATTN_EMISMATCH, "case %d: status %d", c, st);
+        MT_CHECK(all_equal(&out, SENTINEL), "case %d: output written", c);
+        int64_t ls, lk2;
+        P(state_save_size)(s, &ls), P(state_save_size)(keep, &lk2);
+        unsigned char *b1 = malloc((size_t)ls), *b2 = malloc((size_t)lk2);
+        P(state_save)(s, b1, ls, NULL), P(state_save)(keep, b2, lk2, NULL);
+        MT_CHECK(memcmp(b1, b2, (size_t)ls) == 0, "case %d: state changed", c);
+        free(b1), free(b2);
+        if (mt_rank == 0)
+            MT_CHECK(access(path, F_OK) != 0, "case %d: a file was written", c);
+    }
+    if (mt_rank == 0)
+        rmdir(dir);
+    tmat_free(&out);
+    free_data(&q, &k, &v);
+    P(state_destroy)(s), P(state_destroy)(keep);
+    P(plan_destroy)(p);
+}
+
+/* States without tokens whose accumulators are not zero (imported, or
+ * loaded from a checkpoint) are added as linattn_d_state_merge adds them:
+ * allreduce and exscan equal the merges of every rank's state (of the
+ * ranks before) in rank order, for an exact map (the shifted maps'
+ * merges of such states depend on the order, in the merge too). */
+static void empty_states_keep_accumulators(void)
+{
+    int64_t d = 2, e = 3, m, len;
+    P(plan) *p = make_plan(LINATTN_MAP_ELU1, d, e, 1, 0, 0, 0);
+    P(plan_dims)(p, NULL, &m, NULL);
+    len = m * (e + 1);
+    /* rank r's state: odd ranks without tokens but an accumulator */
+    P(state) **all = malloc((size_t)mt_size * sizeof *all);
+    double *acc = malloc((size_t)len * sizeof *acc);
+    for (int r = 0; r < mt_size; r++) {
+        uint64_t seed = 900 + (uint64_t)r;
+        P(state_create)(&all[r], p);
+        if (r % 2) {
+            for (int64_t i = 0; i < len; i++)
+                acc[i] = 2 * test_uniform(&seed) - 1;
+            P(state_import)(all[r], acc, 0, 0);
+        } else {
+            tmat q, k, v;
+            plain_data(3 + r, d, e, -1, 1, seed, &q, &k, &v);
+            P(state_update)(all[r], ROW, 3 + r, k.a, d, v.a, e);
+            free_data(&q, &k, &v);
+        }
+    }
+    P(state) *sum, *before, *mine, *pre;
+    P(state_create)(&sum, p), P(state_create)(&before, p);
+    P(state_create)(&mine, p), P(state_create)(&pre, p);
+    for (int r = 0; r < mt_size; r++) {
+        if (r == mt_rank)
+            P(state_copy)(before, sum);
+        P(state_merge)(sum, all[r]);
+    }
+    P(state_copy)(mine, all[mt_rank]);
+    P(state_copy)(pre, all[mt_rank]);
+    MT_CHECK(MP(state_allreduce)(&mine, 1, WORLD) == 0, "allreduce");
+    MT_CHECK(MP(state_exscan)(&pre, 1, WORLD) == 0, "exscan");
+    check_same_sums(mine, sum, "allreduce");
+    check_same_sums(pre, before, "exscan");
+    for (int r = 0; r < mt_size; r++)
+        P(state_destroy)(all[r]);
+    free(all), free(acc);
+    P(state_destroy)(sum), P(state_destroy)(before);
+    P(state_destroy)(mine), P(state_destroy)(pre);
+    P(plan_destroy)(p);
+}
+
+/* A rank without rows may pass NULL arrays (as the serial calls allow):
+ * every call succeeds and the other ranks get the serial results. */
+static void null_arrays_without_rows(void)
+{
+    int64_t n = 9, d = 2, e = 3, off, cnt;
+    block_of(n, SKEWED, &off, &cnt); /* rank 0 has none */
+    P(plan) *p = make_plan(LINATTN_MAP_ELU1, d, e, 1, 0, 0, 0);
+    tmat q, k, v;
+    plain_data(n, d, e, -1, 1, 41, &q, &k, &v);
+    tmat out = tmat_like(&q, n, e, 0), ref = tmat_like(&q, n, e, 0);
+    linattn_strides sqk = {d, 0, 0}, sv = {e, 0, 0};
+    for (int c = 0; c < 4; c++) {
+        int none = cnt == 0;
+        const real *lq = none ? NULL : q.a + off * d, *lk = none ? NULL : k.a + off * d;
+        const real *lv = none ? NULL : v.a + off * e;
+        real *lo = none ? NULL : out.a + off * e;
+        int st, sts;
+        if (c % 2) {
+            sts = P(causal)(p, ROW, n, q.a, d, k.a, d, v.a, e, ref.a, e, NULL);
+            st = c < 2 ? MP(causal)(p, WORLD, ROW, cnt, lq, d, lk, d, lv, e, lo, e, NULL)
+                       : MP(batched_causal)(p, WORLD, ROW, 1, 1, cnt, lq, &sqk, lk, &sqk, lv,
+                                            &sv, lo, &sv, NULL);
+        } else {
+            sts = P(attention)(p, ROW, n, n, q.a, d, k.a, d, v.a, e, ref.a, e, NULL);
+            st = c < 2 ? MP(attention)(p, WORLD, ROW, cnt, cnt, lq, d, lk, d, lv, e, lo, e, NULL)
+                       : MP(batched_attention)(p, WORLD, ROW, 1, 1, cnt, cnt, lq, &sqk, lk,
+                                               &sqk, lv, &sv, lo, &sv, NULL);
+        }
+        tmat a = view(&out, off, cnt), b = view(&ref, off, cnt);
+        MT_CHECK(st == 0 && sts == 0 && rel_diff(&a, &b) < TOL, "case %d: status %d", c, st);
+    }
+    tmat_free(&out), tmat_free(&ref);
+    free_data(&q, &k, &v);
+    P(plan_destroy)(p);
+}
+
+/* LAPACKE's order: an invalid argument before the communicator is
+ * returned before the communicator's own error (no communication). */
+static void argument_order(void)
+{
+    P(plan) *p = make_plan(LINATTN_MAP_ELU1, 2, 2, 1, 0, 0, 0);
+    P(state) *s;
+    P(state_create)(&s, p);
+    real x[2] = {1, 1}, o[2] = {SENTINEL, SENTINEL};
+    linattn_strides st = {2, 0, 0};
+    MPI_Comm null = MPI_COMM_NULL;
+    MT_CHECK(MP(attention)(NULL, null, ROW, 1, 1, x, 2, x, 2, x, 2, o, 2, NULL) == -1, "attention");
+    MT_CHECK(MP(causal)(NULL, null, ROW, 1, x, 2, x, 2, x, 2, o, 2, NULL) == -1, "causal");
+    MT_CHECK(MP(batched_attention)(NULL, null, ROW, 1, 1, 1, 1, x, &st, x, &st, x, &st, o, &st,
+                                   NULL) == -1, "batched attention");
+    MT_CHECK(MP(batched_causal)(NULL, null, ROW, 1, 1, 1, x, &st, x, &st, x, &st, o, &st,
+                                NULL) == -1, "batched causal");
+    MT_CHECK(MP(causal)(p, null, 0, 1, x, 2, x, 2, x, 2, o, 2, NULL) == -2, "comm before layout");
+    MT_CHECK(MP(state_allreduce)(NULL, 1, null) == -1, "allreduce states");
+    MT_CHECK(MP(state_exscan)(&s, -1, null) == -2, "exscan count");
+    MT_CHECK(MP(state_exscan)(&s, 1, null) == -3, "exscan comm");
+    MT_CHECK(MP(state_save_file)(NULL, "x.ck", null) == -1, "save state");
+    MT_CHECK(MP(state_save_file)(s, "", null) == -2, "save path");
+    MT_CHECK(MP(state_load_file)(NULL, "x.ck", null) == -1, "load state");
+    MT_CHECK(MP(state_load_file)(s, NULL, null) == -2, "load path");
+    MT_CHECK(MP(state_load_file)(s, "x.ck", null) == -3, "load comm");
+    MT_CHECK(o[0] == SENTINEL && o[1] == SENTINEL, "output written");
+    P(state_destroy)(s);
+    P(plan_destroy)(p);
+}
+
+/* A failing MPI call (as under MPI_ERRORS_RETURN; pmpi.h makes it fail)
+ * gives LINATTN_EMPI, nothing written, states unchanged; an allocation
+ * that fails on one rank (its address space capped) gives
+ * LINATTN_ENOMEM on every rank, nothing written anywhere. */
+static void mpi_and_memory_failures(void)
+{
+    int64_t n = 10, d = 2, e = 2, off, cnt;
+    block_of(n, EVEN, &off, &cnt);
+    P(plan) *p = make_plan(LINATTN_MAP_ELU1, d, e, 1, 0, 0, 0);
+    tmat q, k, v;
+    plain_data(n, d, e, -1, 1, 31, &q, &k, &v);
+    tmat out = tmat_like(&q, n, e, 0);
+    fill(&out, SENTINEL);
+    const real *lq = q.a + off * d, *lk = k.a + off * d, *lv = v.a + off * e;
+    real *lo = out.a + off * e;
+    pm_fail_allreduce = 1; /* the agreement fails on every rank */
+    int st1 = MP(attention)(p, WORLD, ROW, cnt, cnt, lq, d, lk, d, lv, e, lo, e, NULL);
+    int st2 = MP(causal)(p, WORLD, ROW, cnt, lq, d, lk, d, lv, e, lo, e, NULL);
+    pm_fail_allreduce = 0;
+    MT_CHECK(st1 == LINATTN_EMPI && st2 == LINATTN_EMPI, "statuses %d %d", st1, st2);
+    MT_CHECK(all_equal(&out, SENTINEL), "output written");
+    /* the scan's exchanges fail (none at np 1) */
+    P(state) *s = state_of(p, &k, &v, off, off + cnt), *keep;
+    P(state_create)(&keep, p);
+    P(state_copy)(keep, s);
+    pm_fail_sendrecv = 1;
+    int st3 = MP(state_exscan)(&s, 1, WORLD);
+    int st4 = MP(causal)(p, WORLD, ROW, cnt, lq, d, lk, d, lv, e, lo, e, NULL);
+    pm_fail_sendrecv = 0;
+    int want = mt_size > 1 ? LINATTN_EMPI : 0;
+    MT_CHECK(st3 == want && st4 == want, "statuses %d %d, want %d", st3, st4, want);
+    if (want) {
+        MT_CHECK(all_equal(&out, SENTINEL), "output written");
+        check_same_sums(s, keep, "a failed exscan changed the state");
+    }
+    /* ENOMEM: the last rank's workspace for 2^30 problems (shared inputs,
+     * no rows) cannot be had under a cap of 256 MiB more than it maps */
+    fill(&out, SENTINEL);
+    int capped = 0, me = mt_rank == mt_size - 1;
+    struct rlimit old;
+    getrlimit(RLIMIT_AS, &old);
+    int allowed = address_cap_allowed(), all_allowed;
+    MPI_Allreduce(&allowed, &all_allowed, 1, MPI_INT, MPI_MIN, WORLD);
+    if (all_allowed) {
+        linattn_strides s0 = {d, 0, 0}, so = {e, 0, 0};
+        int64_t batch = me ? (int64_t)1 << 30 : 1;
+        for (int causal = 0; causal < 2; causal++) {
+            if (me) {
+                FILE *f = fopen("/proc/self/statm", "r");
+                unsigned long pages = 0;
+                if (f && fscanf(f, "%lu", &pages) != 1)
+                    pages = 0;
+                if (f)
+                    fclose(f);
+                struct rlimit lim = old;
+                lim.rlim_cur = (rlim_t)pages * 4096u + (256u << 20);
+                capped = pages > 0 && setrlimit(RLIMIT_AS, &lim) == 0;
+                MT_CHECK(capped, "setrlimit");
+            }
+            linattn_where where = {-3, -3, -3};
+            /* no rows there: no strides to check */
+            int64_t rows = me ? 0 : cnt;
+            int st = causal ? MP(batched_causal)(p, WORLD, ROW, batch, 1, rows, lq, &s0, lk,
+                                                 &s0, lv, &s0, lo, &so, &where)
+                            : MP(batched_attention)(p, WORLD, ROW, batch, 1, rows, rows, lq,
+                                                    &s0, lk, &s0, lv, &s0, lo, &so, &where);
+            if (capped)
+                setrlimit(RLIMIT_AS, &old);
+            MT_CHECK(st == LINATTN_ENOMEM, "causal %d: status %d", causal, st);
+            MT_CHECK(all_equal(&out, SENTINEL), "causal %d: output written", causal);
+            MT_CHECK(where.row == -3, "bad written");
+        }
+    }
+    tmat_free(&out);
+    free_data(&q, &k, &v);
+    P(state_destroy)(s), P(state_destroy)(keep);
+    P(plan_destroy)(p);
+}
+
 static void *call_from_thread(void *arg)
 {
     P(plan) *p = arg;
@@ -778,6 +1113,12 @@ int main(int argc, char **argv)
     MT_RUN(state_collectives);
     MT_RUN(collective_checkpoint);
     MT_RUN(thread_level_checked);
+    MT_RUN(exscan_in_log_steps);
+    MT_RUN(mismatched_calls);
+    MT_RUN(empty_states_keep_accumulators);
+    MT_RUN(argument_order);
+    MT_RUN(null_arrays_without_rows);
+    MT_RUN(mpi_and_memory_failures);
     int status = mt_finish("mpi " PREC);
     MPI_Finalize();
     return status;

@@ -1,0 +1,16 @@
+! SPDX-License-Identifier: BSD-3-Clause
+! linattn_mpi_s.f90 -- the real32 distributed calls of module linattn_mpi:
+! linattn_mpi_prec.inc with wp = real32 over the C functions of
+! linattn_mpi_c_s (through their shims).
+module linattn_mpi_s
+  use, intrinsic :: iso_c_binding
+  use, intrinsic :: iso_fortran_env, only: int64, wp => real32
+  use mpi_f08, only: MPI_Comm
+  use linattn_c, only: c_strides, c_where
+  use linattn_base
+  use linattn_s, only: linattn_qkv_prepare, linattn_batched_prepare
+  use linattn_mpi_c_s
+  use linattn_mpi_base
+  implicit none
+  include 'linattn_mpi_prec.inc'
+end module linattn_mpi_s

@@ -1,0 +1,4 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# The MPI tests with 6 rank(s): tests/mpi/run.sh.
+exec "$(dirname "$0")/run.sh" 6

@@ -1,0 +1,325 @@
+! SPDX-License-Identifier: BSD-3-Clause
+! test_f_mpi.f90 -- module linattn_mpi under mpirun (np 1 to 8): the
+! distributed calls from Fortran equal module linattn's serial calls on
+! the whole sequence (real64 to 1e-12, real32 to 1e-5 relative; rank 0
+! without tokens, uneven blocks), through type(MPI_Comm) and through the
+! integer handle; a bad argument on one rank (found by the module, or by
+! C) gives the same stat on every rank with nothing written (run.sh's
+! timeout catches a hang); the collective checkpoint: save, load,
+! continue equals the uninterrupted state byte for byte, a damaged file
+! refused with one stat everywhere.  Prints Check's closing line.
+program test_f_mpi
+  use, intrinsic :: iso_fortran_env, only: int8, int64, real32, real64
+  use mpi_f08
+  use linattn
+  use linattn_mpi
+  implicit none
+  integer :: rank, nranks, provided, failures, tests, nfail
+  integer(int64) :: off, cnt
+  integer, parameter :: n = 23, d = 3, e = 2
+
+  call MPI_Init_thread(LINATTN_MPI_THREAD_LEVEL, provided)
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank)
+  call MPI_Comm_size(MPI_COMM_WORLD, nranks)
+  tests = 0
+  nfail = 0
+  call block(int(n, int64), off, cnt)
+
+  ! (tests called in turn, not passed as arguments: an internal procedure
+  ! as an argument needs an executable stack)
+  failures = 0
+  call t_equal_d()
+  call agree('distributed equals serial, real64')
+  call t_equal_s()
+  call agree('distributed equals serial, real32')
+  call t_bad_argument()
+  call agree('one rank bad argument')
+  call t_checkpoint()
+  call agree('state collectives and checkpoint')
+
+  if (rank == 0) then
+    write (*, '(a, i0, a, i0, a, i0, a)') 'fortran mpi, np ', nranks, ': ', &
+        tests - nfail, ' passed, ', nfail, ' failed'
+    write (*, '(i0, a, i0, a, i0, a)') merge(100 * (tests - nfail) / tests, &
+        100, tests > 0), '%: Checks: ', tests, ', Failures: ', nfail, &
+        ', Errors: 0'
+  end if
+  call MPI_Finalize()
+  if (nfail > 0) error stop 1
+
+contains
+
+  ! This rank's tokens [off, off + cnt) of m, in rank order: rank 0 none
+  ! (with more than one rank), the rest in uneven blocks.
+  subroutine block(m, first, count)
+    integer(int64), intent(in) :: m
+    integer(int64), intent(out) :: first, count
+    integer(int64) :: r, c
+    first = 0
+    count = m
+    if (nranks == 1) return
+    do r = 0, rank
+      c = 0
+      if (r > 0) c = m / (nranks - 1) + merge(1, 0, r - 1 < mod(m, int(nranks - 1, int64)))
+      if (r < rank) first = first + c
+      count = c
+    end do
+  end subroutine block
+
+  subroutine check(ok, what)
+    logical, intent(in) :: ok
+    character(*), intent(in) :: what
+    if (.not. ok) then
+      write (*, '(a, i0, a, a)') '[rank ', rank, '] ', what
+      failures = failures + 1
+    end if
+  end subroutine check
+
+  ! The ranks agree on whether the test just run failed anywhere.
+  subroutine agree(name)
+    character(*), intent(in) :: name
+    integer :: any
+    call MPI_Allreduce(merge(1, 0, failures > 0), any, 1, MPI_INTEGER, &
+        MPI_MAX, MPI_COMM_WORLD)
+    tests = tests + 1
+    nfail = nfail + any
+    if (rank == 0) write (*, '(a, a, a, i0, a)') merge('FAIL: ', 'PASS: ', &
+        any > 0), name, ' (np ', nranks, ')'
+    failures = 0
+  end subroutine agree
+
+  ! Token t's features (any smooth data; keys growing for FAVOR+'s shifts).
+  subroutine fill(a, seed, scale)
+    real(real64), intent(out) :: a(:, :)
+    integer, intent(in) :: seed
+    real(real64), intent(in) :: scale
+    integer :: i, t
+    do t = 1, size(a, 2)
+      do i = 1, size(a, 1)
+        a(i, t) = scale * sin(0.7d0 * t + 1.3d0 * i + seed) * &
+            (1 + 0.05d0 * t)
+      end do
+    end do
+  end subroutine fill
+
+  real(real64) function relerr(a, b)
+    real(real64), intent(in) :: a(:, :), b(:, :)
+    relerr = 0
+    if (size(a) > 0) relerr = maxval(abs(a - b)) / max(maxval(abs(b)), tiny(1d0))
+  end function relerr
+
+  subroutine t_equal_d()
+    real(real64) :: q(d, n), k(d, n), v(e, n), ref(e, n), out(e, n)
+    real(real64) :: qb(d, n, 2), kb(d, n, 2), vb(e, n, 2), refb(e, n, 2), outb(e, n, 2)
+    type(linattn_plan) :: plan
+    type(linattn_opts) :: o
+    integer :: map, st, h
+    integer(int64) :: a, b
+    a = off + 1
+    b = off + cnt
+    call fill(q, 1, 0.5d0)
+    call fill(k, 2, 0.5d0)
+    call fill(v, 3, 1d0)
+    do map = 1, 2
+      o%seed = 17
+      call linattn_plan_create(plan, merge(LINATTN_MAP_ELU1, LINATTN_MAP_FAVOR, &
+          map == 1), d, e, o)
+      ! non-causal: queries and keys of this rank; mpi_f08 handle
+      out = -7
+      call linattn_attention(plan, q, k, v, ref)
+      call linattn_mpi_attention(plan, MPI_COMM_WORLD, q(:, a:b), k(:, a:b), &
+          v(:, a:b), out(:, a:b), stat=st)
+      call check(st == 0 .and. relerr(out(:, a:b), ref(:, a:b)) < 1d-12, &
+          'attention differs: stat ' // trim(itoa(st)))
+      call check(all(out(:, 1:a-1) == -7) .and. all(out(:, b+1:) == -7), &
+          'attention wrote other tokens')
+      ! causal through the integer handle
+      out = -7
+      call linattn_causal(plan, q, k, v, ref)
+      call linattn_mpi_causal(plan, MPI_COMM_WORLD%MPI_VAL, q(:, a:b), &
+          k(:, a:b), v(:, a:b), out(:, a:b), stat=st)
+      call check(st == 0 .and. relerr(out(:, a:b), ref(:, a:b)) < 1d-12, &
+          'causal differs')
+      call check(all(out(:, 1:a-1) == -7) .and. all(out(:, b+1:) == -7), &
+          'causal wrote other tokens')
+      ! batched, two heads (3-D): one reduction / one scan for both
+      do h = 1, 2
+        qb(:, :, h) = q * h
+        kb(:, :, h) = k / h
+        vb(:, :, h) = v + h
+      end do
+      call linattn_batched_causal(plan, qb, kb, vb, refb)
+      outb = -7
+      call linattn_mpi_batched_causal(plan, MPI_COMM_WORLD, qb(:, a:b, :), &
+          kb(:, a:b, :), vb(:, a:b, :), outb(:, a:b, :), stat=st)
+      call check(st == 0 .and. relerr(reshape(outb(:, a:b, :), [e, 2 * int(cnt)]), &
+          reshape(refb(:, a:b, :), [e, 2 * int(cnt)])) < 1d-12, 'batched causal differs')
+      call linattn_batched_attention(plan, qb, kb, vb, refb)
+      call linattn_mpi_batched_attention(plan, MPI_COMM_WORLD%MPI_VAL, &
+          qb(:, a:b, :), kb(:, a:b, :), vb(:, a:b, :), outb(:, a:b, :), stat=st)
+      call check(st == 0 .and. relerr(reshape(outb(:, a:b, :), [e, 2 * int(cnt)]), &
+          reshape(refb(:, a:b, :), [e, 2 * int(cnt)])) < 1d-12, 'batched attention differs')
+      call linattn_plan_destroy(plan)
+    end do
+  end subroutine t_equal_d
+
+  subroutine t_equal_s()
+    real(real64) :: q8(d, n), k8(d, n), v8(e, n)
+    real(real32) :: q(d, n), k(d, n), v(e, n), ref(e, n), out(e, n)
+    type(linattn_plan) :: plan
+    integer :: st
+    integer(int64) :: a, b
+    a = off + 1
+    b = off + cnt
+    call fill(q8, 1, 0.5d0)
+    call fill(k8, 2, 0.5d0)
+    call fill(v8, 3, 1d0)
+    q = real(q8, real32)
+    k = real(k8, real32)
+    v = real(v8, real32)
+    call linattn_plan_create(plan, LINATTN_MAP_ELU1, d, e, kind=real32)
+    call linattn_causal(plan, q, k, v, ref)
+    out = -7
+    call linattn_mpi_causal(plan, MPI_COMM_WORLD, q(:, a:b), k(:, a:b), &
+        v(:, a:b), out(:, a:b), stat=st)
+    call check(st == 0 .and. relerr(real(out(:, a:b), real64), &
+        real(ref(:, a:b), real64)) < 1d-5, 'real32 causal differs')
+    call linattn_attention(plan, q, k, v, ref)
+    call linattn_mpi_attention(plan, MPI_COMM_WORLD%MPI_VAL, q(:, a:b), &
+        k(:, a:b), v(:, a:b), out(:, a:b), stat=st)
+    call check(st == 0 .and. relerr(real(out(:, a:b), real64), &
+        real(ref(:, a:b), real64)) < 1d-5, 'real32 attention differs')
+    call linattn_plan_destroy(plan)
+  end subroutine t_equal_s
+
+  ! One rank's argument is wrong: every rank gets its stat, nothing is
+  ! written anywhere, nobody hangs.
+  subroutine t_bad_argument()
+    real(real64) :: q(d, n), k(d, n), v(e, n), out(e, n), qbad(d + 1, n)
+    type(linattn_plan) :: plan
+    type(linattn_opts) :: o
+    logical :: me
+    integer :: st
+    integer(int64) :: a, b
+    character(200) :: msg
+    a = off + 1
+    b = off + cnt
+    me = rank == nranks - 1
+    call fill(q, 1, 0.5d0)
+    call fill(k, 2, 0.5d0)
+    call fill(v, 3, 1d0)
+    qbad = 0
+    o%check_finite = .true.
+    call linattn_plan_create(plan, LINATTN_MAP_ELU1, d, e, o)
+    ! found by the module: q has d + 1 features there (C argument 5 of
+    ! linattn_mpi_d_causal: plan, comm, layout, n, q)
+    out = -7
+    msg = ''
+    if (me) then
+      call linattn_mpi_causal(plan, MPI_COMM_WORLD, qbad(:, a:b), k(:, a:b), &
+          v(:, a:b), out(:, a:b), stat=st, errmsg=msg)
+    else
+      call linattn_mpi_causal(plan, MPI_COMM_WORLD, q(:, a:b), k(:, a:b), &
+          v(:, a:b), out(:, a:b), stat=st, errmsg=msg)
+    end if
+    call check(st == -5, 'module refusal: stat ' // trim(itoa(st)) // ': ' // trim(msg))
+    call check(index(msg, 'linattn_mpi_causal') > 0, 'message: ' // trim(msg))
+    call check(all(out == -7), 'output written after a refusal')
+    ! found by C: a NaN in one rank's values under check_finite
+    if (me .and. cnt > 0) v(1, b) = transfer(-1_int64, 1d0)
+    call linattn_mpi_attention(plan, MPI_COMM_WORLD%MPI_VAL, q(:, a:b), &
+        k(:, a:b), v(:, a:b), out(:, a:b), stat=st)
+    call check(st == LINATTN_ENONFINITE, 'C refusal: stat ' // trim(itoa(st)))
+    call check(all(out == -7), 'output written after a C refusal')
+    call linattn_plan_destroy(plan)
+  end subroutine t_bad_argument
+
+  ! allreduce, exscan, and the collective checkpoint.
+  subroutine t_checkpoint()
+    real(real64) :: k(d, n), v(e, n)
+    type(linattn_plan) :: plan
+    type(linattn_state) :: s(1), back, ref, pre(1), before
+    integer(int8), allocatable :: b1(:), b2(:)
+    integer(int64) :: bytes, a, b, half
+    integer :: st, st2, u
+    integer(int8) :: byte
+    character(300) :: path
+    a = off + 1
+    b = off + cnt
+    call fill(k, 2, 0.5d0)
+    call fill(v, 3, 1d0)
+    call linattn_plan_create(plan, LINATTN_MAP_FAVOR, d, e)
+    call linattn_state_create(s(1), plan)
+    call linattn_state_create(pre(1), plan)
+    call linattn_state_create(ref, plan)
+    call linattn_state_create(before, plan)
+    call linattn_state_create(back, plan)
+    call linattn_state_update(s(1), k(:, a:b), v(:, a:b))
+    call linattn_state_update(pre(1), k(:, a:b), v(:, a:b))
+    call linattn_mpi_state_allreduce(s, MPI_COMM_WORLD, stat=st)
+    call linattn_mpi_state_exscan(pre, MPI_COMM_WORLD%MPI_VAL, stat=st2)
+    call check(st == 0 .and. st2 == 0, 'allreduce/exscan stat')
+    call linattn_state_update(ref, k, v)
+    call linattn_state_update(before, k(:, 1:off), v(:, 1:off))
+    call check(same_sums(s(1), ref), 'allreduce differs from the serial state')
+    call check(same_sums(pre(1), before), 'exscan differs from the serial prefix')
+    ! save the reduced state, load it, continue with the same keys
+    write (path, '(a, i0, a)') 'test_f_mpi_', nranks, '.ck'
+    call linattn_mpi_state_save_file(s(1), path, MPI_COMM_WORLD, stat=st)
+    call check(st == 0, 'save stat ' // trim(itoa(st)))
+    call linattn_mpi_state_load_file(back, path, MPI_COMM_WORLD%MPI_VAL, stat=st)
+    call check(st == 0, 'load stat ' // trim(itoa(st)))
+    half = 12 ! about half of the n = 23 tokens
+    call linattn_state_update(s(1), k(:, 1:half), v(:, 1:half))
+    call linattn_state_update(back, k(:, 1:half), v(:, 1:half))
+    call linattn_state_save_size(s(1), bytes)
+    allocate (b1(bytes), b2(bytes))
+    call linattn_state_save(s(1), b1)
+    call linattn_state_save(back, b2)
+    call check(all(b1 == b2), 'continued state differs')
+    ! damaged on rank 0: the same stat everywhere, the state unchanged
+    if (rank == 0) then
+      open (newunit=u, file=path, access='stream', form='unformatted', &
+          status='old', action='readwrite')
+      read (u, pos=101) byte
+      write (u, pos=101) not(byte)
+      close (u)
+    end if
+    call MPI_Barrier(MPI_COMM_WORLD)
+    call linattn_mpi_state_load_file(back, path, MPI_COMM_WORLD, stat=st)
+    call check(st == LINATTN_EFORMAT, 'damaged file: stat ' // trim(itoa(st)))
+    call linattn_state_save(back, b1)
+    call check(all(b1 == b2), 'a refused load changed the state')
+    call MPI_Barrier(MPI_COMM_WORLD)
+    if (rank == 0) then
+      open (newunit=u, file=path, status='old')
+      close (u, status='delete')
+    end if
+    call linattn_state_destroy(s(1))
+    call linattn_state_destroy(pre(1))
+    call linattn_state_destroy(ref)
+    call linattn_state_destroy(before)
+    call linattn_state_destroy(back)
+    call linattn_plan_destroy(plan)
+  end subroutine t_checkpoint
+
+  ! The sums of two states equal: tokens exactly, S and z (brought to
+  ! b's shift) to 1e-12.
+  logical function same_sums(x, y)
+    type(linattn_state), intent(in) :: x, y
+    real(real64), allocatable :: ax(:, :), ay(:, :)
+    real(real64) :: sx, sy
+    integer(int64) :: tx, ty
+    allocate (ax(e + 1, x%m), ay(e + 1, y%m))
+    call linattn_state_export(x, ax, sx, tx)
+    call linattn_state_export(y, ay, sy, ty)
+    ax = ax * exp(sx - sy)
+    same_sums = tx == ty .and. maxval(abs(ax - ay)) <= 1d-12 * max(maxval(abs(ay)), 1d-300)
+  end function same_sums
+
+  function itoa(i) result(s)
+    integer, intent(in) :: i
+    character(16) :: s
+    write (s, '(i0)') i
+  end function itoa
+end program test_f_mpi
