@@ -179,11 +179,14 @@ contains
     integer(c_int), intent(in) :: status
     integer(c_int64_t), intent(in) :: bad
     integer(int64), intent(inout), optional :: bad_row
-    if (status == LINATTN_EDENOM .or. status == LINATTN_EOVERFLOW) then
+    if ((status == LINATTN_EDENOM .or. status == LINATTN_EOVERFLOW) .and. &
+        bad >= 0) then
       call call_c(c, status, ' (token ' // itoa(bad + 1) // ')')
       if (present(bad_row)) bad_row = bad + 1
     else
       call call_c(c, status)
+      ! a backward call's overflow of dw or db alone names no token
+      if (status == LINATTN_EOVERFLOW .and. present(bad_row)) bad_row = 0
     end if
   end subroutine call_c_row
 

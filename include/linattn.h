@@ -896,26 +896,40 @@ LINATTN_API int X(batched_naive_causal)(const X(plan) *plan, int layout,      \
  * carry exponentials scaled by the row's shift factors, which the backward \
  * calls reproduce).  A backward call takes the forward's inputs, its out   \
  * and den, and G = dL/dout, and writes dQ, dK, dV (and, on request, dW and \
- * db of the map's projection), recomputing features block by block: extra \
+ * db of the map's projection), recomputing features block by block: extra  \
  * memory O(block (m + e) + m e) per thread, or O(C (m + e + C) + m e) for  \
  * the causal ones, whatever n.  With g_i = G_i / den_i and h_i =           \
  * -(G_i . out_i) / den_i: dphi(q_i) = S^T g_i + z h_i, dS = sum_i phi(q_i) \
  * g_i^T, dz = sum_i phi(q_i) h_i, dphi(k_j) = dS v_j + dz, dv_j = dS^T     \
  * phi(k_j) (sums over j <= i, i >= j when causal), then the map's          \
- * Jacobian.  Results agree across thread counts to rounding.  Outputs may  \
- * not overlap inputs or one another.  Every check (including den against   \
- * the plan's normalizer policy) runs before anything is written: a call    \
- * that returns non-zero writes no gradient. ---- */                        \
+ * Jacobian.  Results agree across thread counts to rounding.  Outputs (dq, \
+ * dk, dv, dw, db; the forward calls' out and den) may not meet an input    \
+ * or one another: the later output's -i, nothing written.  Every check     \
+ * (including den against the plan's normalizer policy) runs before         \
+ * anything is written: a call refused with a negative status,              \
+ * LINATTN_ESIZE, _ENONFINITE, _ENOMEM or _EDENOM writes no gradient.       \
+ * Finite inputs, finite gradients: g and h are divided by den where 1 /    \
+ * den is not a normal number (tiny and huge normalizers, as the forward    \
+ * calls divide), and with q, k, v, out, den and g finite (and a given      \
+ * state without NaN or Inf) a call that returns 0 has written only finite  \
+ * gradients.  Gradients beyond the range are LINATTN_EOVERFLOW: dq, dk     \
+ * and dv hold what was computed (the non-finite values among them), dw     \
+ * and db are not written, and *bad_row (if not NULL) is the first row of   \
+ * dq holding a non-finite value, else the first of dk and dv, else -1      \
+ * (only dw or db left the range; or the keys' sums [S z] did while they    \
+ * were built, before anything was written).  NaN and Inf among the inputs  \
+ * propagate with status 0, as in the forward calls. ---- */                \
                                                                               \
 /* int linattn_d_attention_forward(const linattn_d_plan *plan, int layout,  \
  *         int64_t nq, int64_t nk, const double *q, int64_t ldq,            \
  *         const double *k, int64_t ldk, const double *v, int64_t ldv,      \
  *         double *out, int64_t ldout, double *den, int64_t *bad_row)       \
  * linattn_d_attention, and den[i] (nq entries, stride 1) = the normalizer  \
- * of row i that out_i was divided by.  Statuses and memory as               \
- * linattn_d_attention (on LINATTN_EDENOM den holds the rows that out       \
- * does).  Errors: those of linattn_d_attention (-1 .. -12); -13 den NULL   \
- * (nq > 0).  Thread-safe. */                                               \
+ * of row i that out_i was divided by.  Statuses and memory as              \
+ * linattn_d_attention, LINATTN_EOVERFLOW included (on LINATTN_EDENOM and   \
+ * LINATTN_EOVERFLOW den holds the rows that out does).  Errors: those of   \
+ * linattn_d_attention (-1 .. -12); -13 den NULL (nq > 0), or meeting q,    \
+ * k, v or out.  Thread-safe. */                                            \
 LINATTN_API int X(attention_forward)(const X(plan) *plan, int layout,         \
                                      int64_t nq, int64_t nk, const R *q,      \
                                      int64_t ldq, const R *k, int64_t ldk,    \
@@ -927,8 +941,8 @@ LINATTN_API int X(attention_forward)(const X(plan) *plan, int layout,         \
  *         int64_t ldk, const double *v, int64_t ldv, double *out,          \
  *         int64_t ldout, double *den, int64_t *bad_row)                    \
  * linattn_d_causal, and den (n entries) as linattn_d_attention_forward.    \
- * Errors: those of linattn_d_causal (-1 .. -11); -12 den NULL (n > 0).     \
- * Thread-safe. */                                                          \
+ * Errors: those of linattn_d_causal (-1 .. -11); -12 den NULL (n > 0), or  \
+ * meeting q, k, v or out.  Thread-safe. */                                 \
 LINATTN_API int X(causal_forward)(const X(plan) *plan, int layout, int64_t n, \
                                   const R *q, int64_t ldq, const R *k,        \
                                   int64_t ldk, const R *v, int64_t ldv,       \
@@ -959,14 +973,18 @@ LINATTN_API int X(causal_forward)(const X(plan) *plan, int layout, int64_t n, \
  * With eps > 0 and a map with exponentials the result is the gradient      \
  * with the shift factors held fixed (doc/gradients.md).                    \
  * LINATTN_EDENOM: den[r] breaks the plan's policy (checked before any      \
- * work; r in *bad_row if not NULL).  Errors: -1 plan NULL; -2 layout;      \
- * -3 nq < 0; -4 nk < 0; -5 q; -6 ldq; -7 k; -8 ldk; -9 v; -10 ldv;         \
- * -11 out; -12 ldout; -13 den NULL; -14 g; -15 ldg; -16 dq; -17 lddq;      \
- * -18 dk; -19 lddk; -20 dv; -21 lddv; -22 dw not NULL for a map without W; \
- * -23 lddw; -24 db not NULL for a map that is not custom; -25 state of a   \
- * plan with another map or dimensions, or not holding nk tokens;           \
- * LINATTN_ESIZE; LINATTN_ENONFINITE (opts.check_finite: q, k, v, out, den, \
- * g); LINATTN_ENOMEM; LINATTN_EDENOM.  Thread-safe (state is only read). */\
+ * work; r in *bad_row if not NULL); LINATTN_EOVERFLOW as above.  Errors:   \
+ * -1 plan NULL; -2 layout; -3 nq < 0; -4 nk < 0; -5 q; -6 ldq; -7 k;       \
+ * -8 ldk; -9 v; -10 ldv; -11 out; -12 ldout; -13 den NULL; -14 g;          \
+ * -15 ldg; -16 dq (NULL, or meeting an input); -17 lddq; -18 dk (or        \
+ * meeting an input or dq); -19 lddk; -20 dv (or meeting an input, dq or    \
+ * dk); -21 lddv; -22 dw not NULL for a map without W, or meeting another   \
+ * array; -23 lddw; -24 db not NULL for a map that is not custom, or        \
+ * meeting another array; -25 state of a plan with another map or           \
+ * dimensions, or not holding nk tokens; LINATTN_ESIZE (also a matrix not   \
+ * addressable in bytes); LINATTN_ENONFINITE (opts.check_finite: q, k, v,   \
+ * out, den, g); LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW.         \
+ * Thread-safe (state is only read). */                                     \
 LINATTN_API int X(attention_backward)(const X(plan) *plan, int layout,        \
         int64_t nq, int64_t nk, const R *q, int64_t ldq, const R *k,          \
         int64_t ldk, const R *v, int64_t ldv, const R *out, int64_t ldout,    \
@@ -991,8 +1009,9 @@ LINATTN_API int X(attention_backward)(const X(plan) *plan, int layout,        \
  * between the sweeps.  Errors: -1 plan; -2 layout; -3 n < 0; -4 q; -5 ldq; \
  * -6 k; -7 ldk; -8 v; -9 ldv; -10 out; -11 ldout; -12 den; -13 g; -14 ldg; \
  * -15 dq; -16 lddq; -17 dk; -18 lddk; -19 dv; -20 lddv; -21 dw; -22 lddw;  \
- * -23 db; LINATTN_ESIZE; LINATTN_ENONFINITE; LINATTN_ENOMEM;              \
- * LINATTN_EDENOM.  Thread-safe. */                                         \
+ * -23 db (each output also when it meets an input or an earlier output);   \
+ * LINATTN_ESIZE; LINATTN_ENONFINITE; LINATTN_ENOMEM; LINATTN_EDENOM;       \
+ * LINATTN_EOVERFLOW (as above).  Thread-safe. */                           \
 LINATTN_API int X(causal_backward)(const X(plan) *plan, int layout,           \
         int64_t n, const R *q, int64_t ldq, const R *k, int64_t ldk,          \
         const R *v, int64_t ldv, const R *out, int64_t ldout, const R *den,   \
@@ -1004,12 +1023,16 @@ LINATTN_API int X(causal_backward)(const X(plan) *plan, int layout,           \
  *         int64_t lddphi, double *dx, int64_t lddx, double *dw,            \
  *         int64_t lddw, double *db)                                        \
  * The map's vector-Jacobian product: dx_i = J_phi(x_i)^T dphi_i for the    \
- * n x d rows x and n x m adjoints dphi of linattn_d_features' phi (no      \
- * shift: where phi over- or underflows, so may dx), dw and db as in        \
- * linattn_d_attention_backward (summed over the rows).  Errors: -1 plan    \
- * NULL; -2 layout; -3 n < 0; -4 x; -5 ldx; -6 dphi; -7 lddphi; -8 dx;      \
- * -9 lddx; -10 dw (NULL or a map with W); -11 lddw; -12 db (NULL or a      \
- * custom map); LINATTN_ESIZE; LINATTN_ENOMEM.  Thread-safe. */             \
+ * n x d rows x and n x m adjoints dphi of linattn_d_features' phi, dw and  \
+ * db as in linattn_d_attention_backward (summed over the rows).  No shift: \
+ * where phi overflows so may the gradient; with x and dphi finite that is  \
+ * LINATTN_EOVERFLOW (dx holds what was computed, dw and db are not         \
+ * written); NaN and Inf in x or dphi propagate with status 0.  Errors:     \
+ * -1 plan NULL; -2 layout; -3 n < 0; -4 x; -5 ldx; -6 dphi; -7 lddphi;     \
+ * -8 dx (NULL, or meeting x or dphi); -9 lddx; -10 dw (NULL or a map with  \
+ * W; not meeting x, dphi or dx); -11 lddw; -12 db (NULL or a custom map;   \
+ * not meeting another array); LINATTN_ESIZE; LINATTN_ENOMEM;               \
+ * LINATTN_EOVERFLOW.  Thread-safe. */                                      \
 LINATTN_API int X(features_backward)(const X(plan) *plan, int layout,         \
         int64_t n, const R *x, int64_t ldx, const R *dphi, int64_t lddphi,    \
         R *dx, int64_t lddx, R *dw, int64_t lddw, R *db);                     \
@@ -1023,10 +1046,11 @@ LINATTN_API int X(features_backward)(const X(plan) *plan, int layout,         \
  * linattn_d_attention_forward on each problem: linattn_d_batched_attention \
  * with den, a dense array (problem (b, h)'s nq normalizers at              \
  * den + (b heads + h) nq) that may not meet an input or out.  Threads and  \
- * statuses as linattn_d_batched_attention.  Errors: -1 .. -14 as           \
- * linattn_d_batched_attention; -15 den (NULL, or meeting another array);   \
- * LINATTN_ESIZE; LINATTN_ENONFINITE; LINATTN_ENOMEM; LINATTN_EDENOM.       \
- * Thread-safe. */                                                          \
+ * statuses as linattn_d_batched_attention (LINATTN_EDENOM and              \
+ * LINATTN_EOVERFLOW name problem and row in *bad; den as the single        \
+ * call's).  Errors: -1 .. -14 as linattn_d_batched_attention; -15 den      \
+ * (NULL, or meeting another array); LINATTN_ESIZE; LINATTN_ENONFINITE;     \
+ * LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW.  Thread-safe. */      \
 LINATTN_API int X(batched_attention_forward)(const X(plan) *plan, int layout, \
         int64_t batch, int64_t heads, int64_t nq, int64_t nk, const R *q,     \
         const linattn_strides *sq, const R *k, const linattn_strides *sk,     \
@@ -1035,9 +1059,10 @@ LINATTN_API int X(batched_attention_forward)(const X(plan) *plan, int layout, \
                                                                               \
 /* int linattn_d_batched_causal_forward(plan, layout, batch, heads, n, q,   \
  *         sq, k, sk, v, sv, out, sout, den, bad)                           \
- * linattn_d_causal_forward on each problem (den as above, n per problem). \
+ * linattn_d_causal_forward on each problem (den as above, n per problem).  \
  * Errors: -1 .. -13 as linattn_d_batched_causal; -14 den; LINATTN_ESIZE;   \
- * LINATTN_ENONFINITE; LINATTN_ENOMEM; LINATTN_EDENOM.  Thread-safe. */     \
+ * LINATTN_ENONFINITE; LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW.   \
+ * Thread-safe. */                                                          \
 LINATTN_API int X(batched_causal_forward)(const X(plan) *plan, int layout,    \
         int64_t batch, int64_t heads, int64_t n, const R *q,                  \
         const linattn_strides *sq, const R *k, const linattn_strides *sk,     \
@@ -1057,15 +1082,20 @@ LINATTN_API int X(batched_causal_forward)(const X(plan) *plan, int layout,    \
  *         double *db, linattn_where *bad)                                  \
  * linattn_d_attention_backward on each problem (den dense as in            \
  * linattn_d_batched_attention_forward); dw and db are summed over all      \
- * problems (the plan is shared), written only when every problem          \
- * succeeded.  The outputs dq, dk, dv may not meet an input or one          \
- * another.  Threads as linattn_d_batched_attention; every check (den of    \
- * every problem included: LINATTN_EDENOM names problem and row in *bad)    \
- * runs before anything is written.  Errors: -1 plan; -2 layout; -3 batch;  \
- * -4 heads; -5 nq; -6 nk; -7 q; -8 sq; -9 k; -10 sk; -11 v; -12 sv;        \
- * -13 out; -14 sout; -15 den; -16 g; -17 sg; -18 dq; -19 sdq; -20 dk;      \
- * -21 sdk; -22 dv; -23 sdv; -24 dw; -25 lddw; -26 db; LINATTN_ESIZE;       \
- * LINATTN_ENONFINITE; LINATTN_ENOMEM; LINATTN_EDENOM.  Thread-safe. */     \
+ * problems (the plan is shared), written only when every problem           \
+ * succeeded.  The outputs dq, dk, dv, dw, db may not meet an input or one  \
+ * another (the later output's -i).  Threads as                             \
+ * linattn_d_batched_attention; every check (den of every problem           \
+ * included: LINATTN_EDENOM names problem and row in *bad) runs before      \
+ * anything is written.  LINATTN_EOVERFLOW: the first problem in (b, h)     \
+ * order whose gradients left the range, with the row as the single call    \
+ * names it (its and the other problems' dq, dk, dv as computed, dw and db  \
+ * not written); *bad = {-1, -1, -1} when only the sums dw, db over all     \
+ * problems did.  Errors: -1 plan; -2 layout; -3 batch; -4 heads; -5 nq;    \
+ * -6 nk; -7 q; -8 sq; -9 k; -10 sk; -11 v; -12 sv; -13 out; -14 sout;      \
+ * -15 den; -16 g; -17 sg; -18 dq; -19 sdq; -20 dk; -21 sdk; -22 dv;        \
+ * -23 sdv; -24 dw; -25 lddw; -26 db; LINATTN_ESIZE; LINATTN_ENONFINITE;    \
+ * LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW.  Thread-safe. */      \
 LINATTN_API int X(batched_attention_backward)(const X(plan) *plan,            \
         int layout, int64_t batch, int64_t heads, int64_t nq, int64_t nk,     \
         const R *q, const linattn_strides *sq, const R *k,                    \

@@ -11,14 +11,17 @@
 int XI(qkvo_args)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
                   const real *q, int64_t ldq, const real *k, int64_t ldk,
                   const real *v, int64_t ldv, const real *out, int64_t ldout,
-                  int pos, int keys_in_blas)
+                  const real *den, int pos, int keys_in_blas)
 {
     int64_t d = plan->d, e = plan->e;
     const linattn_i_mat mats[] = {{nq, d, q, ldq, pos, 0},
                                   {nk, d, k, ldk, pos + 2, 0},
                                   {nk, e, v, ldv, pos + 4, 0},
-                                  {nq, e, out, ldout, pos + 6, 0}};
-    int st = linattn_i_check_mats_io(layout, sizeof(real), mats, 4, 3);
+                                  {nq, e, out, ldout, pos + 6, 0},
+                                  /* den (nq entries) only for its range */
+                                  {nq, 1, den, linattn_i_vector_ld(layout, nq),
+                                   pos + 8, 1}};
+    int st = linattn_i_check_mats_io(layout, sizeof(real), mats, 5, 3);
     if (!st && keys_in_blas)
         st = linattn_i_blas_fits(nk);
     if (st || !plan->check_finite)
@@ -36,6 +39,16 @@ int XI(attention_args)(const X(plan) *plan, int layout, int64_t nq,
                        int64_t ldk, const real *v, int64_t ldv,
                        const real *out, int64_t ldout, int keys_in_blas)
 {
+    return XI(attention_den_args)(plan, layout, nq, nk, q, ldq, k, ldk, v,
+                                  ldv, out, ldout, NULL, keys_in_blas);
+}
+
+int XI(attention_den_args)(const X(plan) *plan, int layout, int64_t nq,
+                           int64_t nk, const real *q, int64_t ldq,
+                           const real *k, int64_t ldk, const real *v,
+                           int64_t ldv, const real *out, int64_t ldout,
+                           const real *den, int keys_in_blas)
+{
     if (!plan)
         return -1;
     if (!linattn_i_layout_ok(layout))
@@ -45,7 +58,7 @@ int XI(attention_args)(const X(plan) *plan, int layout, int64_t nq,
     if (nk < 0)
         return -4;
     return XI(qkvo_args)(plan, layout, nq, nk, q, ldq, k, ldk, v, ldv, out,
-                         ldout, 5, keys_in_blas);
+                         ldout, den, 5, keys_in_blas);
 }
 
 int X(attention)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,

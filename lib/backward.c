@@ -92,13 +92,15 @@ static real *rows_at(real *p, int cm, int64_t ld, int64_t r)
     return cm ? p + r : p + r * ld;
 }
 
-/* Pass 2 on query rows [lo, hi). */
+/* Pass 2 on query rows [lo, hi); lo when a value written to dq is not
+ * finite, else INT64_MAX. */
 static int64_t query_pass(void *ctx, int t, int64_t lo, int64_t hi)
 {
     bwd_job *j = ctx;
     const X(plan) *plan = j->plan;
     bwd_ws *w = &j->ws[t];
     int64_t m = plan->m, e = plan->e, block = XI(block_rows)(plan);
+    int bad = 0;
     for (int64_t r = lo; r < hi; r += block) {
         int64_t rows = hi - r < block ? hi - r : block;
         XI(view) qb = XI(view_rows)(j->q, r);
@@ -109,20 +111,22 @@ static int64_t query_pass(void *ctx, int t, int64_t lo, int64_t hi)
         XI(accum_gemm)(&w->ds, 1, 0, m, e + 1, rows, fv, ghv);
         XI(gemm)(0, 0, rows, m, e + 1, 1, ghv, (XI(view)){j->st, m, 0}, 0,
                  w->a, m);
-        XI(phi_backward)(plan, qb, rows, w->f, w->a, j->cm,
-                         rows_at(j->dq, j->cm, j->lddq, r), j->lddq, &w->fw,
-                         &j->pg[t]);
+        bad |= XI(phi_backward)(plan, qb, rows, w->f, w->a, j->cm,
+                                rows_at(j->dq, j->cm, j->lddq, r), j->lddq,
+                                &w->fw, &j->pg[t]);
     }
-    return INT64_MAX;
+    return bad ? lo : INT64_MAX;
 }
 
-/* Pass 3 on key rows [lo, hi). */
+/* Pass 3 on key rows [lo, hi); lo when a value written to dk or dv is
+ * not finite, else INT64_MAX. */
 static int64_t key_pass(void *ctx, int t, int64_t lo, int64_t hi)
 {
     bwd_job *j = ctx;
     const X(plan) *plan = j->plan;
     bwd_ws *w = &j->ws[t];
     int64_t m = plan->m, e = plan->e, block = XI(block_rows)(plan);
+    int bad = 0;
     XI(view) ds = {j->dsz, e + 1, 0}, fv = {w->f, m, 0};
     for (int64_t r = lo; r < hi; r += block) {
         int64_t rows = hi - r < block ? hi - r : block;
@@ -144,13 +148,14 @@ static int64_t key_pass(void *ctx, int t, int64_t lo, int64_t hi)
             for (int64_t c = 0; c < m; c++)
                 ai[c] += dz[c];
         }
-        XI(gemm_to)(0, 0, rows, e, m, fv, ds, j->cm,
-                    rows_at(j->dv, j->cm, j->lddv, r), j->lddv, w->y);
-        XI(phi_backward)(plan, kb, rows, w->f, w->a, j->cm,
-                         rows_at(j->dk, j->cm, j->lddk, r), j->lddk, &w->fw,
-                         &j->pg[t]);
+        real *dvb = rows_at(j->dv, j->cm, j->lddv, r);
+        XI(gemm_to)(0, 0, rows, e, m, fv, ds, j->cm, dvb, j->lddv, w->y);
+        bad |= !XI(all_finite)((XI(view)){dvb, j->lddv, j->cm}, rows, e);
+        bad |= XI(phi_backward)(plan, kb, rows, w->f, w->a, j->cm,
+                                rows_at(j->dk, j->cm, j->lddk, r), j->lddk,
+                                &w->fw, &j->pg[t]);
     }
-    return INT64_MAX;
+    return bad ? lo : INT64_MAX;
 }
 
 int XI(attention_backward_run)(const X(plan) *plan, int layout, int64_t nq,
@@ -158,7 +163,8 @@ int XI(attention_backward_run)(const X(plan) *plan, int layout, int64_t nq,
                                XI(view) v, XI(view) out, const real *den,
                                XI(view) g, real *dq, int64_t lddq, real *dk,
                                int64_t lddk, real *dv, int64_t lddv,
-                               const XI(pgrad) *pg, const X(state) *given)
+                               const XI(pgrad) *pg, const X(state) *given,
+                               int *nonfinite)
 {
     int64_t m = plan->m, e = plan->e, block = XI(block_rows)(plan);
     int ntq = linattn_i_threads(nq, block), ntk = linattn_i_threads(nk, block);
@@ -195,7 +201,7 @@ int XI(attention_backward_run)(const X(plan) *plan, int layout, int64_t nq,
         bwd_job job = {plan, ws, parts, layout == LINATTN_COL_MAJOR, q, k,
                        v, out, g, den, dq, dk, dv, lddq, lddk, lddv, tr,
                        NULL, tr + m * (e + 1), state.shift};
-        linattn_i_parallel_ranges(ntq, nq, query_pass, &job);
+        int64_t qbad = linattn_i_parallel_ranges(ntq, nq, query_pass, &job);
         /* d[S z] from the threads' parts, in thread order */
         for (int t = 1; t < ntq; t++)
             for (int64_t i = 0; i < m * (e + 1); i++)
@@ -203,7 +209,8 @@ int XI(attention_backward_run)(const X(plan) *plan, int layout, int64_t nq,
         XI(accum_publish)(&ws[0].ds);
         job.dsz = ws[0].ds.w;
         kn->transpose(m, e + 1, job.dsz, e + 1, tr + m * (e + 1), m);
-        linattn_i_parallel_ranges(ntk, nk, key_pass, &job);
+        int64_t kbad = linattn_i_parallel_ranges(ntk, nk, key_pass, &job);
+        *nonfinite = qbad != INT64_MAX || kbad != INT64_MAX;
         if (split)
             XI(pgrad_fold)(plan, pgv, parts, nt);
     }
@@ -223,8 +230,8 @@ int X(attention_forward)(const X(plan) *plan, int layout, int64_t nq,
                          int64_t ldk, const real *v, int64_t ldv, real *out,
                          int64_t ldout, real *den, int64_t *bad_row)
 {
-    int st = XI(attention_args)(plan, layout, nq, nk, q, ldq, k, ldk, v, ldv,
-                                out, ldout, 0);
+    int st = XI(attention_den_args)(plan, layout, nq, nk, q, ldq, k, ldk, v,
+                                    ldv, out, ldout, den, 0);
     if (st < 0)
         return st;
     if (!den && nq > 0)

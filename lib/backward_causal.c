@@ -239,8 +239,9 @@ static void rescale_squares(const X(plan) *plan, cws *w, int64_t rows,
         }
 }
 
-/* The forward sweep over a range: dQ, and (part) the range's own D. */
-static void forward_sweep(const X(plan) *plan, cws *w, int64_t c, int cm,
+/* The forward sweep over a range: dQ, and (part) the range's own D;
+ * nonzero when a value written to dQ is not finite. */
+static int forward_sweep(const X(plan) *plan, cws *w, int64_t c, int cm,
                           int64_t lddq, int64_t lddv, const range *rg,
                           int part, const XI(pgrad) *pg)
 {
@@ -249,6 +250,7 @@ static void forward_sweep(const X(plan) *plan, cws *w, int64_t c, int cm,
     XI(view) fq = {w->fq, m, 0}, fk = {w->fk, m, 0}, ghv = {w->gh, ld, 0};
     XI(view) vt = {w->vt, c, 0};
     const XI(kern) *kn = XI(kern_now)();
+    int bad = 0;
     for (int64_t r = 0; r < rg->n; r += c) {
         int64_t rows = rg->n - r < c ? rg->n - r : c;
         double start = s->has ? s->shift : -INFINITY;
@@ -270,8 +272,9 @@ static void forward_sweep(const X(plan) *plan, cws *w, int64_t c, int cm,
             kn->trimm(rows, m, w->sp, c, w->fk, m, w->a, m, w->a, m, NULL);
         else
             XI(tril_times)(w->sp, c, fk, rows, m, w->a, m);
-        XI(phi_backward)(plan, XI(view_rows)(rg->q, r), rows, w->fq, w->a, cm,
-                         cm ? rg->dq + r : rg->dq + r * lddq, lddq, &w->fw, pg);
+        bad |= XI(phi_backward)(plan, XI(view_rows)(rg->q, r), rows, w->fq,
+                                w->a, cm, cm ? rg->dq + r : rg->dq + r * lddq,
+                                lddq, &w->fw, pg);
         if (part) { /* D of this range at the shift of its first row */
             XI(accum) *d = &w->part;
             if (!d->has)
@@ -293,10 +296,12 @@ static void forward_sweep(const X(plan) *plan, cws *w, int64_t c, int cm,
         XI(accum_gemm)(s, 0, 0, ld, m, rows, vt, fk);
         s->has = 1;
     }
+    return bad;
 }
 
-/* The reverse sweep over a range, from the suffix sums in w->suf. */
-static void reverse_sweep(const X(plan) *plan, cws *w, int64_t c, int cm,
+/* The reverse sweep over a range, from the suffix sums in w->suf;
+ * nonzero when a value written to dK or dV is not finite. */
+static int reverse_sweep(const X(plan) *plan, cws *w, int64_t c, int cm,
                           int64_t lddk, int64_t lddv, const range *rg,
                           const XI(pgrad) *pg)
 {
@@ -305,6 +310,7 @@ static void reverse_sweep(const X(plan) *plan, cws *w, int64_t c, int cm,
     XI(view) fq = {w->fq, m, 0}, ghv = {w->gh, ld, 0};
     XI(view) vt = {w->vt, c, 0}, kt = {w->kt, c, 0};
     const XI(kern) *kn = XI(kern_now)();
+    int bad = 0;
     for (int64_t r = (rg->n - 1) / c * c; rg->n > 0 && r >= 0; r -= c) {
         int64_t rows = rg->n - r < c ? rg->n - r : c;
         double start = 0;
@@ -334,10 +340,11 @@ static void reverse_sweep(const X(plan) *plan, cws *w, int64_t c, int cm,
         /* the chunk's own rows i >= j */
         XI(triangle_t_times)(w->sp, c, w->fq, m, rows, m, w->a, m);
         XI(triangle_t_times)(w->sa, c, w->gh, ld, rows, e, w->y, e);
-        XI(put_rows)(cm ? rg->dv + r : rg->dv + r * lddv, cm, lddv, w->y, 0, e,
-                     rows, e, NULL);
-        XI(phi_backward)(plan, XI(view_rows)(rg->k, r), rows, w->fk, w->a, cm,
-                         cm ? rg->dk + r : rg->dk + r * lddk, lddk, &w->fw, pg);
+        bad |= XI(put_rows)(cm ? rg->dv + r : rg->dv + r * lddv, cm, lddv,
+                            w->y, 0, e, rows, e, NULL);
+        bad |= XI(phi_backward)(plan, XI(view_rows)(rg->k, r), rows, w->fk,
+                                w->a, cm, cm ? rg->dk + r : rg->dk + r * lddk,
+                                lddk, &w->fw, pg);
         /* D takes the chunk's rows, at the shift of its first row */
         if (plan->shifted) {
             double to = w->mrun[0];
@@ -350,24 +357,25 @@ static void reverse_sweep(const X(plan) *plan, cws *w, int64_t c, int cm,
         XI(accum_gemm)(d, 1, 0, ld, m, rows, ghv, fq);
         d->has = 1;
     }
+    return bad;
 }
 
 static int64_t forward_range(void *ctx, int t, int64_t lo, int64_t hi)
 {
     cjob *j = ctx;
     range rg = range_of(j, lo, hi);
-    forward_sweep(j->plan, &j->ws[t], j->c, j->cm, j->lddq, j->lddv, &rg,
-                  t > 0, &j->pg[t]);
-    return INT64_MAX;
+    int bad = forward_sweep(j->plan, &j->ws[t], j->c, j->cm, j->lddq, j->lddv,
+                            &rg, t > 0, &j->pg[t]);
+    return bad ? lo : INT64_MAX;
 }
 
 static int64_t reverse_range(void *ctx, int t, int64_t lo, int64_t hi)
 {
     cjob *j = ctx;
     range rg = range_of(j, lo, hi);
-    reverse_sweep(j->plan, &j->ws[t], j->c, j->cm, j->lddk, j->lddv, &rg,
-                  &j->pg[t]);
-    return INT64_MAX;
+    int bad = reverse_sweep(j->plan, &j->ws[t], j->c, j->cm, j->lddk, j->lddv,
+                            &rg, &j->pg[t]);
+    return bad ? lo : INT64_MAX;
 }
 
 /* The start states of ranges 1 .. nt-1: the states of the ranges before,
@@ -426,7 +434,7 @@ int XI(causal_backward_run)(const X(plan) *plan, int layout, int64_t n,
                             XI(view) q, XI(view) k, XI(view) v, XI(view) out,
                             const real *den, XI(view) g, real *dq,
                             int64_t lddq, real *dk, int64_t lddk, real *dv,
-                            int64_t lddv, const XI(pgrad) *pg)
+                            int64_t lddv, const XI(pgrad) *pg, int *nonfinite)
 {
     if (n == 0)
         return 0;
@@ -450,9 +458,10 @@ int XI(causal_backward_run)(const X(plan) *plan, int layout, int64_t n,
             parts[t] = *pgv;
         cjob job = {plan, ws, parts, layout == LINATTN_COL_MAJOR, c, lddq,
                     lddk, lddv, {n, q, k, v, out, g, den, dq, dk, dv}};
-        linattn_i_parallel_ranges(nt, n, forward_range, &job);
+        int64_t qbad = linattn_i_parallel_ranges(nt, n, forward_range, &job);
         suffix_sums(ws, nt);
-        linattn_i_parallel_ranges(nt, n, reverse_range, &job);
+        int64_t kbad = linattn_i_parallel_ranges(nt, n, reverse_range, &job);
+        *nonfinite = qbad != INT64_MAX || kbad != INT64_MAX;
         if (split)
             XI(pgrad_fold)(plan, pgv, parts, nt);
     }
@@ -470,8 +479,8 @@ int X(causal_forward)(const X(plan) *plan, int layout, int64_t n,
                       const real *v, int64_t ldv, real *out, int64_t ldout,
                       real *den, int64_t *bad_row)
 {
-    int st = XI(causal_args)(plan, layout, n, q, ldq, k, ldk, v, ldv, out,
-                             ldout, 0);
+    int st = XI(causal_den_args)(plan, layout, n, q, ldq, k, ldk, v, ldv, out,
+                                 ldout, den, 0);
     if (st < 0)
         return st;
     if (!den && n > 0)

@@ -106,12 +106,8 @@ static int64_t run_problems(void *ctx, int t, int64_t lo, int64_t hi)
                         at(j->k, j->sk, j->nk, b, h), j->sk->ld,
                         at(j->v, j->sv, j->nk, b, h), j->sv->ld,
                         j->out + offset(j->sout, b, h), j->sout->ld, &row);
-        if (st && first == INT64_MAX) {
-            first = p;
-            j->status[t] = st;
-            j->row[t] = st == LINATTN_EDENOM || st == LINATTN_EOVERFLOW ? row
-                                                                        : -1;
-        }
+        first = linattn_i_first_failure(first, p, st, row, &j->status[t],
+                                        &j->row[t]);
     }
     return first;
 }

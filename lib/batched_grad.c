@@ -40,38 +40,61 @@ static real *at(const real *p, const linattn_strides *s, int64_t rows,
     return (real *)(rows > 0 ? p + b * s->batch + h * s->head : p);
 }
 
+/* Problem p's matrices (the gradients' and out, g, den only for the
+ * backward calls). */
+static XI(bwd_io) problem(const gjob *j, int64_t p)
+{
+    int64_t b = p / j->heads, h = p % j->heads, nq = j->nq, nk = j->nk;
+    int cm = j->layout == LINATTN_COL_MAJOR, bwd = j->kind >= BWD_ATT;
+    XI(bwd_io) io = {.nq = nq,
+                     .nk = nk,
+                     .q = {at(j->q, j->sq, nq, b, h), j->sq->ld, cm},
+                     .k = {at(j->k, j->sk, nk, b, h), j->sk->ld, cm},
+                     .v = {at(j->v, j->sv, nk, b, h), j->sv->ld, cm}};
+    if (!bwd)
+        return io;
+    io.out = (XI(view)){at(j->out, j->sout, nq, b, h), j->sout->ld, cm};
+    io.g = (XI(view)){at(j->g, j->sg, nq, b, h), j->sg->ld, cm};
+    io.dq = (XI(view)){at(j->dq, j->sdq, nq, b, h), j->sdq->ld, cm};
+    io.dk = (XI(view)){at(j->dk, j->sdk, nk, b, h), j->sdk->ld, cm};
+    io.dv = (XI(view)){at(j->dv, j->sdv, nk, b, h), j->sdv->ld, cm};
+    io.den = j->den + p * nq;
+    return io;
+}
+
 static int run_one(const gjob *j, int64_t p, const XI(pgrad) *pg,
                    int64_t *row)
 {
-    int64_t b = p / j->heads, h = p % j->heads, nq = j->nq, nk = j->nk;
-    int cm = j->layout == LINATTN_COL_MAJOR;
-    real *q = at(j->q, j->sq, nq, b, h), *k = at(j->k, j->sk, nk, b, h);
-    real *v = at(j->v, j->sv, nk, b, h), *out = at(j->out, j->sout, nq, b, h);
+    int64_t nq = j->nq, nk = j->nk;
     real *den = j->den + p * nq;
-    switch (j->kind) {
-    case FWD_ATT:
-        return XI(attention_run_den)(j->plan, j->layout, nq, nk, q, j->sq->ld,
-                                     k, j->sk->ld, v, j->sv->ld, out,
-                                     j->sout->ld, den, row);
-    case FWD_CAUSAL:
-        return XI(causal_run_den)(j->plan, j->layout, nq, q, j->sq->ld, k,
-                                  j->sk->ld, v, j->sv->ld, out, j->sout->ld,
-                                  den, row);
-    default:
-        break;
+    XI(bwd_io) io = problem(j, p);
+    if (j->kind == FWD_ATT || j->kind == FWD_CAUSAL) {
+        real *out = at(j->out, j->sout, nq, p / j->heads, p % j->heads);
+        if (j->kind == FWD_ATT)
+            return XI(attention_run_den)(j->plan, j->layout, nq, nk, io.q.p,
+                                         io.q.ld, io.k.p, io.k.ld, io.v.p,
+                                         io.v.ld, out, j->sout->ld, den, row);
+        return XI(causal_run_den)(j->plan, j->layout, nq, io.q.p, io.q.ld,
+                                  io.k.p, io.k.ld, io.v.p, io.v.ld, out,
+                                  j->sout->ld, den, row);
     }
-    XI(view) qv = {q, j->sq->ld, cm}, kv = {k, j->sk->ld, cm};
-    XI(view) vv = {v, j->sv->ld, cm}, ov = {out, j->sout->ld, cm};
-    XI(view) gv = {at(j->g, j->sg, nq, b, h), j->sg->ld, cm};
-    real *dq = at(j->dq, j->sdq, nq, b, h), *dk = at(j->dk, j->sdk, nk, b, h);
-    real *dv = at(j->dv, j->sdv, nk, b, h);
+    /* the gradients' views point into the caller's outputs */
+    real *dq = (real *)io.dq.p, *dk = (real *)io.dk.p, *dv = (real *)io.dv.p;
+    int st, nonfinite = 0;
     if (j->kind == BWD_ATT)
-        return XI(attention_backward_run)(j->plan, j->layout, nq, nk, qv, kv,
-                                          vv, ov, den, gv, dq, j->sdq->ld, dk,
-                                          j->sdk->ld, dv, j->sdv->ld, pg, NULL);
-    return XI(causal_backward_run)(j->plan, j->layout, nq, qv, kv, vv, ov,
-                                   den, gv, dq, j->sdq->ld, dk, j->sdk->ld, dv,
-                                   j->sdv->ld, pg);
+        st = XI(attention_backward_run)(j->plan, j->layout, nq, nk, io.q, io.k,
+                                        io.v, io.out, den, io.g, dq, io.dq.ld,
+                                        dk, io.dk.ld, dv, io.dv.ld, pg, NULL,
+                                        &nonfinite);
+    else
+        st = XI(causal_backward_run)(j->plan, j->layout, nq, io.q, io.k, io.v,
+                                     io.out, den, io.g, dq, io.dq.ld, dk,
+                                     io.dk.ld, dv, io.dv.ld, pg, &nonfinite);
+    if (st == LINATTN_EOVERFLOW)
+        *row = -1; /* the keys' sums, before anything was written */
+    if (!st && nonfinite)
+        st = XI(grad_overflow)(j->plan, &io, row);
+    return st;
 }
 
 /* Problems [lo, hi) on range t: the first failure's index (its status and
@@ -83,11 +106,8 @@ static int64_t run_range(void *ctx, int t, int64_t lo, int64_t hi)
     for (int64_t p = lo; p < hi; p++) {
         int64_t row = -1;
         int st = run_one(j, p, &j->pg[t], &row);
-        if (st && first == INT64_MAX) {
-            first = p;
-            j->status[t] = st;
-            j->row[t] = st == LINATTN_EDENOM ? row : -1;
-        }
+        first = linattn_i_first_failure(first, p, st, row, &j->status[t],
+                                        &j->row[t]);
     }
     return first;
 }
@@ -96,26 +116,36 @@ static int64_t run_range(void *ctx, int t, int64_t lo, int64_t hi)
  * forward calls). */
 static int inputs_finite(const gjob *j, int64_t batch)
 {
-    int cm = j->layout == LINATTN_COL_MAJOR, bwd = j->kind >= BWD_ATT;
-    int64_t d = j->plan->d, e = j->plan->e, nq = j->nq, nk = j->nk;
-    for (int64_t b = 0; b < batch; b++)
-        for (int64_t h = 0; h < j->heads; h++) {
-            XI(view) q = {at(j->q, j->sq, nq, b, h), j->sq->ld, cm};
-            XI(view) k = {at(j->k, j->sk, nk, b, h), j->sk->ld, cm};
-            XI(view) v = {at(j->v, j->sv, nk, b, h), j->sv->ld, cm};
-            if (!XI(all_finite)(q, nq, d) || !XI(all_finite)(k, nk, d) ||
-                !XI(all_finite)(v, nk, e))
-                return 0;
-            if (!bwd)
-                continue;
-            XI(view) o = {at(j->out, j->sout, nq, b, h), j->sout->ld, cm};
-            XI(view) g = {at(j->g, j->sg, nq, b, h), j->sg->ld, cm};
-            XI(view) dn = {j->den + (b * j->heads + h) * nq, nq, 0};
-            if (!XI(all_finite)(o, nq, e) || !XI(all_finite)(g, nq, e) ||
-                !XI(all_finite)(dn, 1, nq))
-                return 0;
-        }
+    for (int64_t p = 0; p < batch * j->heads; p++) {
+        XI(bwd_io) io = problem(j, p);
+        if (!XI(bwd_inputs_finite)(j->plan, &io))
+            return 0;
+    }
     return 1;
+}
+
+/* dw and db (positions pos, pos + 2; valid and addressable) apart from
+ * the count batched matrices and from each other: 0, or -pos of the
+ * first that meets one. */
+static int params_apart(const gjob *j, int64_t batch,
+                        const linattn_i_bmat *mats, int count, const real *dw,
+                        int64_t lddw, const real *db, int pos)
+{
+    linattn_i_mat two[2];
+    uintptr_t lo[2], hi[2];
+    XI(pgrad_mats)(j->plan, j->layout, dw, lddw, db, pos, two);
+    for (int t = 0; t < 2; t++) {
+        linattn_i_mat_range(j->layout, sizeof(real), &two[t], &lo[t], &hi[t]);
+        for (int i = 0; lo[t] < hi[t] && i < count; i++) {
+            uintptr_t blo, bhi;
+            linattn_i_bmat_range(j->layout, batch, j->heads, sizeof(real),
+                                 &mats[i], &blo, &bhi);
+            if (blo < hi[t] && lo[t] < bhi)
+                return -two[t].pos;
+        }
+    }
+    int both = lo[0] < hi[0] && lo[1] < hi[1];
+    return both && lo[0] < hi[1] && lo[1] < hi[0] ? -two[1].pos : 0;
 }
 
 /* The checks of a batched training call, with the positions of its
@@ -152,6 +182,9 @@ static int check(gjob *j, int64_t batch, int pos, const real *dw,
         return st ? st : pst;
     if (batch > 0 && j->heads > INT64_MAX / batch)
         return LINATTN_ESIZE;
+    st = bwd ? params_apart(j, batch, mats, 9, dw, lddw, db, pos + 17) : 0;
+    if (st)
+        return st;
     if (plan->check_finite && !inputs_finite(j, batch))
         return LINATTN_ENONFINITE;
     for (int64_t p = 0; bwd && p < batch * j->heads; p++) {
@@ -190,6 +223,14 @@ static int batched(gjob *j, int64_t batch, int pos, real *dw, int64_t lddw,
     if (split) {
         XI(pgrad_fold)(j->plan, &total, parts, nt);
         XI(pgrad_free)(parts, nt);
+    }
+    /* sums of finite problems' gradients beyond the range: no row */
+    if (first == INT64_MAX && !XI(pgrad_finite)(j->plan, &total) &&
+        inputs_finite(j, batch)) {
+        XI(pgrad_free)(&total, 1);
+        if (bad)
+            *bad = (linattn_where){-1, -1, -1};
+        return LINATTN_EOVERFLOW;
     }
     if (first == INT64_MAX)
         XI(pgrad_write)(j->plan, &total, j->layout, dw, lddw, db);

@@ -49,6 +49,16 @@ int XI(causal_args)(const X(plan) *plan, int layout, int64_t n, const real *q,
                     int64_t ldv, const real *out, int64_t ldout,
                     int keys_in_blas)
 {
+    return XI(causal_den_args)(plan, layout, n, q, ldq, k, ldk, v, ldv, out,
+                               ldout, NULL, keys_in_blas);
+}
+
+int XI(causal_den_args)(const X(plan) *plan, int layout, int64_t n,
+                        const real *q, int64_t ldq, const real *k,
+                        int64_t ldk, const real *v, int64_t ldv,
+                        const real *out, int64_t ldout, const real *den,
+                        int keys_in_blas)
+{
     if (!plan)
         return -1;
     if (!linattn_i_layout_ok(layout))
@@ -56,7 +66,7 @@ int XI(causal_args)(const X(plan) *plan, int layout, int64_t n, const real *q,
     if (n < 0)
         return -3;
     return XI(qkvo_args)(plan, layout, n, n, q, ldq, k, ldk, v, ldv, out,
-                         ldout, 4, keys_in_blas);
+                         ldout, den, 4, keys_in_blas);
 }
 
 /* The workspace of one causal pass, all allocated up front.

@@ -181,13 +181,12 @@ static void param_grads(const X(plan) *p, XI(view) x, int64_t rows,
             pg->db[t] += a[i * m + t];
 }
 
-void XI(phi_backward)(const X(plan) *plan, XI(view) x, int64_t rows,
-                      const real *f, real *a, int cm, real *dx, int64_t lddx,
-                      XI(fgrad_ws) *w, const XI(pgrad) *pg)
+/* dx of the block (phi_backward without the look at it). */
+static void dx_rows(const X(plan) *plan, XI(view) x, int64_t rows,
+                    const real *f, real *a, int cm, real *dx, int64_t lddx,
+                    XI(fgrad_ws) *w, const XI(pgrad) *pg)
 {
     int64_t m = plan->m, d = plan->d, h = plan->wrows;
-    if (rows == 0)
-        return;
     if (XI(map_is_elementwise)(plan)) {
         /* row major: straight into the caller's rows */
         if (!cm && lddx == d)
@@ -227,6 +226,17 @@ void XI(phi_backward)(const X(plan) *plan, XI(view) x, int64_t rows,
         param_grads(plan, x, rows, a, w, pg);
 }
 
+int XI(phi_backward)(const X(plan) *plan, XI(view) x, int64_t rows,
+                     const real *f, real *a, int cm, real *dx, int64_t lddx,
+                     XI(fgrad_ws) *w, const XI(pgrad) *pg)
+{
+    if (rows == 0)
+        return 0;
+    dx_rows(plan, x, rows, f, a, cm, dx, lddx, w, pg);
+    /* the block is still in cache: one pass tells an overflow */
+    return !XI(all_finite)((XI(view)){dx, lddx, cm}, rows, plan->d);
+}
+
 /* ---- the public call ---- */
 
 int X(features_backward)(const X(plan) *plan, int layout, int64_t n,
@@ -240,14 +250,19 @@ int X(features_backward)(const X(plan) *plan, int layout, int64_t n,
         return -2;
     if (n < 0)
         return -3;
-    const linattn_i_mat mats[] = {{n, plan->d, x, ldx, 4, 0},
-                                  {n, plan->m, dphi, lddphi, 6, 0},
-                                  {n, plan->d, dx, lddx, 8, 0}};
-    /* argument errors (negative) before size conditions (positive) */
-    int st = linattn_i_check_mats(layout, mats, 3);
+    linattn_i_mat mats[5] = {{n, plan->d, x, ldx, 4, 0},
+                             {n, plan->m, dphi, lddphi, 6, 0},
+                             {n, plan->d, dx, lddx, 8, 0}};
+    /* argument errors (negative) before size conditions (positive); then
+     * the outputs dx, dw, db apart from the inputs and one another */
+    int st = linattn_i_check_mats_io(layout, sizeof(real), mats, 3, 2);
     int pst = st < 0 ? 0 : XI(pgrad_args)(plan, layout, dw, lddw, db, 10);
     if (st < 0 || pst < 0 || st || pst)
         return st < 0 ? st : pst < 0 ? pst : st ? st : pst;
+    XI(pgrad_mats)(plan, layout, dw, lddw, db, 10, mats + 3);
+    st = linattn_i_check_mats_io(layout, sizeof(real), mats, 5, 2);
+    if (st)
+        return st;
     int64_t block = XI(block_rows)(plan), m = plan->m;
     int64_t rows_max = n < block ? (n > 0 ? n : 1) : block;
     real *f = linattn_i_alloc(rows_max * m, sizeof(real));
@@ -262,19 +277,26 @@ int X(features_backward)(const X(plan) *plan, int layout, int64_t n,
         free(f), free(a), free(rexp);
         return LINATTN_ENOMEM;
     }
-    int cm = layout == LINATTN_COL_MAJOR;
+    int cm = layout == LINATTN_COL_MAJOR, nonfinite = 0;
     XI(view) xv = {x, ldx, cm}, av = {dphi, lddphi, cm};
     for (int64_t r = 0; r < n; r += block) {
         int64_t rows = n - r < block ? n - r : block;
         XI(view) xb = XI(view_rows)(xv, r);
         XI(phi_plain)(plan, xb, rows, f, rexp); /* as features() gives it */
         XI(copy_rows)(XI(view_rows)(av, r), 0, rows, m, a);
-        XI(phi_backward)(plan, xb, rows, f, a, cm, cm ? dx + r : dx + r * lddx,
-                         lddx, &w, &pg);
+        nonfinite |= XI(phi_backward)(plan, xb, rows, f, a, cm,
+                                      cm ? dx + r : dx + r * lddx, lddx, &w,
+                                      &pg);
     }
-    XI(pgrad_write)(plan, &pg, layout, dw, lddw, db);
+    /* finite x and dphi, a gradient beyond the range: dw, db not written */
+    st = 0;
+    if ((nonfinite || !XI(pgrad_finite)(plan, &pg)) &&
+        XI(all_finite)(xv, n, plan->d) && XI(all_finite)(av, n, m))
+        st = LINATTN_EOVERFLOW;
+    if (!st)
+        XI(pgrad_write)(plan, &pg, layout, dw, lddw, db);
     XI(fgrad_free)(&w);
     XI(pgrad_free)(&pg, 1);
     free(f), free(a), free(rexp);
-    return 0;
+    return st;
 }

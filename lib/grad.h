@@ -16,6 +16,7 @@
 #define LINATTN_GRAD_H
 
 #include "internal.h"
+#include "validate.h"
 
 /* Accumulators of the projection's gradients, added to by the backward
  * passes: dw (wrows x d, row major, ld d) and db (wrows); either NULL
@@ -39,10 +40,11 @@ void XI(fgrad_free)(XI(fgrad_ws) *w);
  * the rows' features times positive per-row factors, a (same shape) the
  * adjoints with respect to f; a is overwritten.  dx (rows x d) goes to
  * (cm, dx, lddx) at its first row; pg's accumulators (if any) get the
- * rows' dW and db added. */
-void XI(phi_backward)(const X(plan) *plan, XI(view) x, int64_t rows,
-                      const real *f, real *a, int cm, real *dx, int64_t lddx,
-                      XI(fgrad_ws) *w, const XI(pgrad) *pg);
+ * rows' dW and db added.  Returns nonzero when a value written to dx is
+ * not finite. */
+int XI(phi_backward)(const X(plan) *plan, XI(view) x, int64_t rows,
+                     const real *f, real *a, int cm, real *dx, int64_t lddx,
+                     XI(fgrad_ws) *w, const XI(pgrad) *pg);
 
 /* ---- gradutil.c ---- */
 
@@ -112,7 +114,10 @@ void XI(pgrad_write)(const X(plan) *plan, const XI(pgrad) *pg, int layout,
 
 /* ---- the one-call paths after their checks (backward.c,
  * backward_causal.c); den is valid.  They add to pg's accumulators and
- * return 0 or LINATTN_ENOMEM (then no gradient was written). ---- */
+ * return 0, or LINATTN_ENOMEM or LINATTN_EOVERFLOW (the keys' sums built
+ * before the passes left the range) with no gradient written; *nonfinite
+ * (set on status 0) tells whether a value written to dq, dk or dv is not
+ * finite (the verdict is grad_overflow's). ---- */
 
 /* state: NULL, or the state of K, V to use instead of rebuilding it. */
 int XI(attention_backward_run)(const X(plan) *plan, int layout, int64_t nq,
@@ -120,12 +125,41 @@ int XI(attention_backward_run)(const X(plan) *plan, int layout, int64_t nq,
                                XI(view) v, XI(view) out, const real *den,
                                XI(view) g, real *dq, int64_t lddq, real *dk,
                                int64_t lddk, real *dv, int64_t lddv,
-                               const XI(pgrad) *pg, const X(state) *state);
+                               const XI(pgrad) *pg, const X(state) *state,
+                               int *nonfinite);
 int XI(causal_backward_run)(const X(plan) *plan, int layout, int64_t n,
                             XI(view) q, XI(view) k, XI(view) v, XI(view) out,
                             const real *den, XI(view) g, real *dq,
                             int64_t lddq, real *dk, int64_t lddk, real *dv,
-                            int64_t lddv, const XI(pgrad) *pg);
+                            int64_t lddv, const XI(pgrad) *pg, int *nonfinite);
+
+/* ---- finite inputs, finite gradients (gradutil.c) ---- */
+
+/* One backward problem as the checks and the verdict see it: its inputs
+ * (den NULL: a forward problem, whose inputs are q, k, v only; state:
+ * NULL or the one given) and the gradients written. */
+typedef struct {
+    int64_t nq, nk;
+    XI(view) q, k, v, out, g, dq, dk, dv;
+    const real *den;
+    const X(state) *state;
+} XI(bwd_io);
+
+/* Nonzero when the problem's input arrays hold no NaN or Inf (the
+ * state's contents are not looked at). */
+int XI(bwd_inputs_finite)(const X(plan) *plan, const XI(bwd_io) *io);
+
+/* The verdict on a problem whose dq, dk, dv (or dw, db) hold a value that
+ * is not finite: 0 when its inputs (the given state included) hold NaN or
+ * Inf, which propagate; else LINATTN_EOVERFLOW with *bad_row (if not
+ * NULL) the first row of dq holding a non-finite value, else the first of
+ * dk and dv, else -1. */
+int XI(grad_overflow)(const X(plan) *plan, const XI(bwd_io) *io,
+                      int64_t *bad_row);
+
+/* Nonzero when pg's sums are finite in the working precision (what
+ * pgrad_write would write). */
+int XI(pgrad_finite)(const X(plan) *plan, const XI(pgrad) *pg);
 
 /* The public backward calls (causal: nk = nq = n, positions one less from
  * q on, no state): the checks of positions 1-4, backward_args, the
@@ -160,5 +194,10 @@ int XI(backward_args)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
 /* The checks of dw (rows of W x d, pos) and db (pos + 2) alone. */
 int XI(pgrad_args)(const X(plan) *plan, int layout, const real *dw,
                    int64_t lddw, const real *db, int pos);
+
+/* dw and db as two optional output matrices (validate.h) for the overlap
+ * checks, once pgrad_args has passed. */
+void XI(pgrad_mats)(const X(plan) *plan, int layout, const real *dw,
+                    int64_t lddw, const real *db, int pos, linattn_i_mat *two);
 
 #endif

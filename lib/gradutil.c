@@ -47,9 +47,10 @@ void XI(gh_rows)(const X(plan) *plan, XI(view) g, XI(view) out,
         for (int64_t c = 0; !count && c < e; c++)
             acc += row[c] * (out.colmajor ? out.p[i + c * out.ld]
                                           : out.p[i * out.ld + c]);
+        /* not a normal reciprocal: divide (as the kernel's gh) */
         for (int64_t c = 0; c < e; c++)
-            row[c] = isfinite(inv) ? row[c] * inv : row[c] / den[i];
-        row[e] = isfinite(inv) ? -acc * inv : -acc / den[i];
+            row[c] = isnormal(inv) ? row[c] * inv : row[c] / den[i];
+        row[e] = isnormal(inv) ? -acc * inv : -acc / den[i];
     }
 }
 
@@ -223,6 +224,49 @@ void XI(pgrad_write)(const X(plan) *plan, const XI(pgrad) *pg, int layout,
         db[i] = (real)pg->db[i];
 }
 
+/* ---- finite inputs, finite gradients ---- */
+
+int XI(bwd_inputs_finite)(const X(plan) *plan, const XI(bwd_io) *io)
+{
+    int64_t d = plan->d, e = plan->e, nq = io->nq, nk = io->nk;
+    if (!XI(all_finite)(io->q, nq, d) || !XI(all_finite)(io->k, nk, d) ||
+        !XI(all_finite)(io->v, nk, e))
+        return 0;
+    return !io->den || (XI(all_finite)(io->out, nq, e) &&
+                        XI(all_finite)(io->g, nq, e) &&
+                        XI(all_finite)((XI(view)){io->den, nq, 0}, 1, nq));
+}
+
+int XI(grad_overflow)(const X(plan) *plan, const XI(bwd_io) *io,
+                      int64_t *bad_row)
+{
+    if (!XI(bwd_inputs_finite)(plan, io) || (io->state && io->state->poisoned))
+        return 0;
+    int64_t d = plan->d, e = plan->e;
+    int64_t r = XI(first_nonfinite_row)(io->dq, io->nq, d);
+    if (r == io->nq) {
+        int64_t rk = XI(first_nonfinite_row)(io->dk, io->nk, d);
+        int64_t rv = XI(first_nonfinite_row)(io->dv, io->nk, e);
+        r = rk < rv ? rk : rv;
+        r = r < io->nk ? r : -1; /* only dw or db */
+    }
+    if (bad_row)
+        *bad_row = r;
+    return LINATTN_EOVERFLOW;
+}
+
+int XI(pgrad_finite)(const X(plan) *plan, const XI(pgrad) *pg)
+{
+    int64_t h = plan->wrows, d = plan->d;
+    for (int64_t i = 0; pg->dw && i < h * d; i++)
+        if (LINATTN_NOT_FINITE((real)pg->dw[i]))
+            return 0;
+    for (int64_t i = 0; pg->db && i < h; i++)
+        if (LINATTN_NOT_FINITE((real)pg->db[i]))
+            return 0;
+    return 1;
+}
+
 /* ---- argument checks ---- */
 
 int XI(pgrad_args)(const X(plan) *plan, int layout, const real *dw,
@@ -241,6 +285,15 @@ int XI(pgrad_args)(const X(plan) *plan, int layout, const real *dw,
     if (dw && linattn_i_matrix_fits(layout, h, plan->d, lddw))
         return LINATTN_ESIZE;
     return 0;
+}
+
+void XI(pgrad_mats)(const X(plan) *plan, int layout, const real *dw,
+                    int64_t lddw, const real *db, int pos, linattn_i_mat *two)
+{
+    two[0] = (linattn_i_mat){plan->wrows, plan->d, dw, lddw, pos, 1};
+    two[1] = (linattn_i_mat){plan->wrows, 1, db,
+                             linattn_i_vector_ld(layout, plan->wrows), pos + 2,
+                             1};
 }
 
 int XI(backward_call)(int causal, const X(plan) *plan, int layout,
@@ -269,16 +322,23 @@ int XI(backward_call)(int causal, const X(plan) *plan, int layout,
     XI(pgrad) pg;
     if (XI(pgrad_open)(&pg, plan, dw != NULL, db != NULL))
         return LINATTN_ENOMEM;
-    int cm = layout == LINATTN_COL_MAJOR;
-    XI(view) qv = {q, ldq, cm}, kv = {k, ldk, cm}, vv = {v, ldv, cm};
-    XI(view) ov = {out, ldout, cm}, gv = {g, ldg, cm};
+    int cm = layout == LINATTN_COL_MAJOR, nonfinite = 0;
+    XI(bwd_io) io = {nq,          nk,         {q, ldq, cm},
+                     {k, ldk, cm}, {v, ldv, cm}, {out, ldout, cm},
+                     {g, ldg, cm}, {dq, lddq, cm}, {dk, lddk, cm},
+                     {dv, lddv, cm}, den,       state};
     if (causal)
-        st = XI(causal_backward_run)(plan, layout, nq, qv, kv, vv, ov, den, gv,
-                                     dq, lddq, dk, lddk, dv, lddv, &pg);
+        st = XI(causal_backward_run)(plan, layout, nq, io.q, io.k, io.v,
+                                     io.out, den, io.g, dq, lddq, dk, lddk, dv,
+                                     lddv, &pg, &nonfinite);
     else
-        st = XI(attention_backward_run)(plan, layout, nq, nk, qv, kv, vv, ov,
-                                        den, gv, dq, lddq, dk, lddk, dv, lddv,
-                                        &pg, state);
+        st = XI(attention_backward_run)(plan, layout, nq, nk, io.q, io.k, io.v,
+                                        io.out, den, io.g, dq, lddq, dk, lddk,
+                                        dv, lddv, &pg, state, &nonfinite);
+    if (st == LINATTN_EOVERFLOW && bad_row)
+        *bad_row = -1; /* the keys' sums, before anything was written */
+    if (!st && (nonfinite || !XI(pgrad_finite)(plan, &pg)))
+        st = XI(grad_overflow)(plan, &io, bad_row);
     if (!st)
         XI(pgrad_write)(plan, &pg, layout, dw, lddw, db);
     XI(pgrad_free)(&pg, 1);
@@ -297,14 +357,15 @@ int XI(backward_args)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
 {
     int64_t d = plan->d, e = plan->e;
     /* den is an nq x 1 matrix whose leading dimension the call implies */
-    int64_t ldden = layout == LINATTN_COL_MAJOR ? (nq > 1 ? nq : 1) : 1;
-    const linattn_i_mat mats[] = {
+    int64_t ldden = linattn_i_vector_ld(layout, nq);
+    linattn_i_mat mats[11] = {
         {nq, d, q, ldq, pos, 0},         {nk, d, k, ldk, pos + 2, 0},
         {nk, e, v, ldv, pos + 4, 0},     {nq, e, out, ldout, pos + 6, 0},
         {nq, 1, den, ldden, pos + 8, 0}, {nq, e, g, ldg, pos + 9, 0},
         {nq, d, dq, lddq, pos + 11, 0},  {nk, d, dk, lddk, pos + 13, 0},
         {nk, e, dv, lddv, pos + 15, 0}};
-    int st = linattn_i_check_mats(layout, mats, 9);
+    /* dq, dk, dv (from 6 on) apart from the inputs and one another */
+    int st = linattn_i_check_mats_io(layout, sizeof(real), mats, 9, 6);
     if (st < 0)
         return st;
     int pst = XI(pgrad_args)(plan, layout, dw, lddw, db, pos + 17);
@@ -319,14 +380,17 @@ int XI(backward_args)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
         return -(pos + 20);
     if (st || pst)
         return st ? st : pst;
+    /* dw and db, known valid now, apart from every other matrix too */
+    XI(pgrad_mats)(plan, layout, dw, lddw, db, pos + 17, mats + 9);
+    st = linattn_i_check_mats_io(layout, sizeof(real), mats, 11, 6);
+    if (st)
+        return st;
     int cm = layout == LINATTN_COL_MAJOR;
-    if (plan->check_finite &&
-        (!XI(all_finite)((XI(view)){q, ldq, cm}, nq, d) ||
-         !XI(all_finite)((XI(view)){k, ldk, cm}, nk, d) ||
-         !XI(all_finite)((XI(view)){v, ldv, cm}, nk, e) ||
-         !XI(all_finite)((XI(view)){out, ldout, cm}, nq, e) ||
-         !XI(all_finite)((XI(view)){den, nq, 0}, 1, nq) ||
-         !XI(all_finite)((XI(view)){g, ldg, cm}, nq, e)))
+    XI(bwd_io) io = {nq,           nk,           {q, ldq, cm},
+                     {k, ldk, cm}, {v, ldv, cm}, {out, ldout, cm},
+                     {g, ldg, cm}, {NULL, 0, 0}, {NULL, 0, 0},
+                     {NULL, 0, 0}, den,          NULL};
+    if (plan->check_finite && !XI(bwd_inputs_finite)(plan, &io))
         return LINATTN_ENONFINITE;
     int64_t bad = XI(den_first_bad)(plan, den, nq);
     if (bad < nq) {

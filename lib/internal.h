@@ -170,6 +170,10 @@ void XI(copy_rows)(XI(view) x, int64_t lo, int64_t hi, int64_t cols,
 /* Nonzero when every entry of the rows x cols view is finite. */
 int XI(all_finite)(XI(view) x, int64_t rows, int64_t cols);
 
+/* The first of rows [0, rows) of the view (cols columns) that holds a
+ * non-finite value, or rows (normalize.c). */
+int64_t XI(first_nonfinite_row)(XI(view) x, int64_t rows, int64_t cols);
+
 /* ---- normalization (normalize.c) ---- */
 
 /* Makes den[0, rows) the normalizers of a block: under LINATTN_DENOM_COUNT
@@ -313,25 +317,39 @@ int XI(state_query_small)(const X(state) *st, int layout, int64_t n,
 
 /* The matrix checks of the attention-shaped calls: Q (nq x d), K (nk x d),
  * V (nk x e), out (nq x e) as arguments pos, pos + 2, pos + 4, pos + 6
- * (their leading dimensions follow each), then the sizes (keys_in_blas:
- * nk is a GEMM dimension), then the plan's input check. */
+ * (their leading dimensions follow each) and, when not NULL, the nq
+ * normalizers den at pos + 8 (an output, as out: apart from the inputs
+ * and out), then the sizes (keys_in_blas: nk is a GEMM dimension), then
+ * the plan's input check. */
 int XI(qkvo_args)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
                   const real *q, int64_t ldq, const real *k, int64_t ldk,
                   const real *v, int64_t ldv, const real *out, int64_t ldout,
-                  int pos, int keys_in_blas);
+                  const real *den, int pos, int keys_in_blas);
 
-/* Argument checks of linattn_d_attention, shared with the naive path. */
+/* Argument checks of linattn_d_attention, shared with the naive path;
+ * the _den form also checks the normalizers of the training calls'
+ * forward (NULL: none; backward.c). */
 int XI(attention_args)(const X(plan) *plan, int layout, int64_t nq,
                        int64_t nk, const real *q, int64_t ldq, const real *k,
                        int64_t ldk, const real *v, int64_t ldv,
                        const real *out, int64_t ldout, int keys_in_blas);
+int XI(attention_den_args)(const X(plan) *plan, int layout, int64_t nq,
+                           int64_t nk, const real *q, int64_t ldq,
+                           const real *k, int64_t ldk, const real *v,
+                           int64_t ldv, const real *out, int64_t ldout,
+                           const real *den, int keys_in_blas);
 
 /* Argument checks of the causal calls (causal.c), shared with the naive
- * causal baseline. */
+ * causal baseline; _den as above. */
 int XI(causal_args)(const X(plan) *plan, int layout, int64_t n, const real *q,
                     int64_t ldq, const real *k, int64_t ldk, const real *v,
                     int64_t ldv, const real *out, int64_t ldout,
                     int keys_in_blas);
+int XI(causal_den_args)(const X(plan) *plan, int layout, int64_t n,
+                        const real *q, int64_t ldq, const real *k,
+                        int64_t ldk, const real *v, int64_t ldv,
+                        const real *out, int64_t ldout, const real *den,
+                        int keys_in_blas);
 
 /* The one-call paths after their argument checks (the public functions
  * check, then call these; the batched calls check every problem first,

@@ -43,7 +43,10 @@ static void g_gh(real *gh, const real *g, int64_t ldg, const real *o,
             for (int64_t c = 0; c < e; c++)
                 acc += gi[c] * oi[c];
         }
-        if (!isfinite(inv)) { /* a tiny normalizer: divide instead */
+        /* a reciprocal that is not a normal number (a tiny normalizer's
+         * overflows, a huge one's has lost bits): divide, as the forward
+         * calls do (normalize.c) */
+        if (!isnormal(inv)) {
             for (int64_t c = 0; c < e; c++)
                 row[c] = gi[c] / den[i];
             row[e] = -acc / den[i];

@@ -20,7 +20,8 @@ typedef struct {
                        real *y, int64_t ldy);
     /* [g h] of rows rows (ld e + 1) from rows of G and out (row major,
      * ldg, ldo) and den: g = G / den, h = -(G . out) / den (h = 0 when
-     * count: den is then a count of keys). */
+     * count: den is then a count of keys); rows whose 1 / den is not a
+     * normal number are divided, the others multiplied by it. */
     void (*gh)(real *gh, const real *g, int64_t ldg, const real *o,
                int64_t ldo, const real *den, int64_t rows, int64_t e,
                int count);

@@ -223,9 +223,7 @@ int64_t XI(first_overflow)(int layout, int64_t rows, int64_t e,
     return rows;
 }
 
-/* First row in [0, rows) of x (cols columns) holding a non-finite value,
- * or rows. */
-static int64_t first_nonfinite_row(XI(view) x, int64_t rows, int64_t cols)
+int64_t XI(first_nonfinite_row)(XI(view) x, int64_t rows, int64_t cols)
 {
     int64_t first = rows;
     for (int64_t c = 0; x.colmajor && c < cols; c++)
@@ -245,8 +243,8 @@ int XI(inputs_finite)(XI(origin) *o, int64_t r)
     if (o->st)
         return !o->st->poisoned;
     if (o->first_bad < 0) {
-        int64_t kb = first_nonfinite_row(o->k, o->nk, o->d);
-        int64_t vb = first_nonfinite_row(o->v, o->nk, o->e);
+        int64_t kb = XI(first_nonfinite_row)(o->k, o->nk, o->d);
+        int64_t vb = XI(first_nonfinite_row)(o->v, o->nk, o->e);
         o->first_bad = kb < vb ? kb : vb;
     }
     /* causal: row r sees keys j <= r; else all of them */

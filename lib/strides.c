@@ -106,6 +106,16 @@ static int strides_arg(int layout, int64_t batch, int64_t heads,
     return 0;
 }
 
+void linattn_i_bmat_range(int layout, int64_t batch, int64_t heads,
+                          size_t elem, const linattn_i_bmat *a, uintptr_t *lo,
+                          uintptr_t *hi)
+{
+    int64_t last = last_offset(layout, batch, heads, a);
+    *lo = *hi = (uintptr_t)a->p;
+    if (last >= 0 && (uint64_t)last < UINT64_MAX / elem)
+        *hi += (uintptr_t)(last + 1) * elem;
+}
+
 int linattn_i_check_batched(int layout, int64_t batch, int64_t heads,
                             size_t elem, const linattn_i_bmat *mats,
                             int count)
@@ -119,22 +129,21 @@ int linattn_i_check_batched(int layout, int64_t batch, int64_t heads,
         if (st)
             return st;
     }
-    /* An output's bytes against every other matrix's (inputs, and the
-     * other outputs of calls with several), as address ranges. */
+    /* An output's bytes against the inputs' and the earlier outputs' (as
+     * linattn_i_check_mats_io: a pair of outputs is reported at the
+     * later), as address ranges. */
     for (int i = 0; i < count; i++) {
-        const linattn_i_bmat *o = &mats[i];
-        int64_t olast = o->output ? last_offset(layout, batch, heads, o) : -1;
-        if (olast < 0 || (uint64_t)olast >= UINT64_MAX / elem)
-            continue;
-        uintptr_t olo = (uintptr_t)o->p, ohi = olo + (uintptr_t)(olast + 1) * elem;
-        for (int j = 0; j < count; j++) {
-            const linattn_i_bmat *a = &mats[j];
-            int64_t last = j == i ? -1 : last_offset(layout, batch, heads, a);
-            if (last < 0 || (uint64_t)last >= UINT64_MAX / elem)
-                continue;
-            uintptr_t lo = (uintptr_t)a->p, hi = lo + (uintptr_t)(last + 1) * elem;
-            if (lo < ohi && olo < hi)
-                return -o->pos;
+        uintptr_t olo = 0, ohi = 0;
+        if (mats[i].output)
+            linattn_i_bmat_range(layout, batch, heads, elem, &mats[i], &olo,
+                                 &ohi);
+        for (int j = 0; olo < ohi && j < count; j++) {
+            uintptr_t lo, hi;
+            linattn_i_bmat_range(layout, batch, heads, elem, &mats[j], &lo,
+                                 &hi);
+            int earlier = !mats[j].output || j < i;
+            if (earlier && j != i && lo < ohi && olo < hi)
+                return -mats[i].pos;
         }
     }
     for (int i = 0; i < count; i++) {

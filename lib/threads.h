@@ -25,6 +25,7 @@
 #define LINATTN_THREADS_H
 
 #include <stdint.h>
+#include "linattn.h"
 
 /* The most threads a row-parallel path uses (workspaces are per thread). */
 #define LINATTN_MAX_THREADS 256
@@ -65,6 +66,21 @@ int64_t linattn_i_parallel_ranges(int nt, int64_t n, linattn_i_range_fn f,
  * uses when there are at least that many problems (each problem on one
  * thread), else 1 (problems one after another, each splitting its rows). */
 int linattn_i_problem_threads(int64_t problems);
+
+/* A batched range's bookkeeping: when problem p failed with status st
+ * (row: its row for LINATTN_EDENOM and LINATTN_EOVERFLOW) and is the
+ * range's first failure (first == INT64_MAX), keeps st and the row (-1
+ * for other statuses) and returns p; else returns first. */
+static inline int64_t linattn_i_first_failure(int64_t first, int64_t p,
+                                              int st, int64_t row,
+                                              int *status, int64_t *row_out)
+{
+    if (!st || first != INT64_MAX)
+        return first;
+    *status = st;
+    *row_out = st == LINATTN_EDENOM || st == LINATTN_EOVERFLOW ? row : -1;
+    return p;
+}
 
 /* This thread's number inside a region opened with the count above. */
 int linattn_i_thread_num(void);

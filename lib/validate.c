@@ -48,12 +48,8 @@ int linattn_i_matrix_fits(int layout, int64_t rows, int64_t cols, int64_t ld)
     return linattn_i_extent(layout, rows, cols, ld) < 0 ? LINATTN_ESIZE : 0;
 }
 
-/* The byte range [lo, hi) of a matrix argument already known to be
- * addressable (so its extent is a product without overflow, and no
- * division is needed on this per-call path); empty (lo = hi) when it has
- * no elements or is NULL. */
-static void range_of(int layout, size_t elem, const linattn_i_mat *a,
-                     uintptr_t *lo, uintptr_t *hi)
+void linattn_i_mat_range(int layout, size_t elem, const linattn_i_mat *a,
+                         uintptr_t *lo, uintptr_t *hi)
 {
     *lo = *hi = (uintptr_t)a->p;
     if (!a->p || a->rows == 0 || a->cols == 0)
@@ -85,10 +81,10 @@ int linattn_i_check_mats_io(int layout, size_t elem, const linattn_i_mat *mats,
     }
     for (int o = first_output; o < count; o++) {
         uintptr_t olo, ohi;
-        range_of(layout, elem, &mats[o], &olo, &ohi);
+        linattn_i_mat_range(layout, elem, &mats[o], &olo, &ohi);
         for (int i = 0; olo < ohi && i < o; i++) {
             uintptr_t lo, hi;
-            range_of(layout, elem, &mats[i], &lo, &hi);
+            linattn_i_mat_range(layout, elem, &mats[i], &lo, &hi);
             if (lo < hi && lo < ohi && olo < hi)
                 return -mats[o].pos;
         }

@@ -53,6 +53,13 @@ int linattn_i_matrix_fits(int layout, int64_t rows, int64_t cols, int64_t ld);
  * not addressable (linattn_i_matrix_fits). */
 int64_t linattn_i_extent(int layout, int64_t rows, int64_t cols, int64_t ld);
 
+/* The leading dimension under which a vector of n entries (stride 1) is
+ * checked as an n x 1 matrix in layout. */
+static inline int64_t linattn_i_vector_ld(int layout, int64_t n)
+{
+    return layout == LINATTN_COL_MAJOR && n > 1 ? n : 1;
+}
+
 /* A matrix argument: rows x cols at p with leading dimension ld, given as
  * argument number pos (its leading dimension is pos + 1).  An optional
  * matrix with p NULL is skipped. */
@@ -77,6 +84,13 @@ int linattn_i_check_mats(int layout, const linattn_i_mat *mats, int count);
 int linattn_i_check_mats_io(int layout, size_t elem, const linattn_i_mat *mats,
                             int count, int first_output);
 
+/* The byte range [lo, hi) of a matrix argument already known to be
+ * addressable (so its extent is a product without overflow, and no
+ * division is needed on this per-call path); empty (lo = hi) when it has
+ * no elements or is NULL. */
+void linattn_i_mat_range(int layout, size_t elem, const linattn_i_mat *a,
+                         uintptr_t *lo, uintptr_t *hi);
+
 /* A matrix argument of a batched call: each problem's matrix is rows x
  * cols at p + b * s->batch + h * s->head with leading dimension s->ld;
  * p is argument number pos, s is pos + 1.  An output's problems must not
@@ -92,13 +106,20 @@ typedef struct {
 /* The checks of a batched call's matrices (elements of elem bytes), in
  * this order: per matrix the pointer (-pos), then its strides (-(pos + 1):
  * NULL, leading dimension, a negative stride, an output's problems
- * overlapping); then an output's address range meeting another
- * matrix's, input or output (-pos of the output); then LINATTN_ESIZE (a
+ * overlapping); then an output's address range meeting an input's or an
+ * earlier output's (-pos of the output); then LINATTN_ESIZE (a
  * row length beyond BLAS, or a matrix not addressable in int64).  Returns
  * the first failure, or 0. */
 int linattn_i_check_batched(int layout, int64_t batch, int64_t heads,
                             size_t elem, const linattn_i_bmat *mats,
                             int count);
+
+/* The byte range [lo, hi) from a batched matrix's first element to past
+ * its last; empty (lo = hi) when it has no elements or its span is not
+ * addressable (refused by linattn_i_check_batched as LINATTN_ESIZE). */
+void linattn_i_bmat_range(int layout, int64_t batch, int64_t heads,
+                          size_t elem, const linattn_i_bmat *a, uintptr_t *lo,
+                          uintptr_t *hi);
 
 /* 0 when x fits the BLAS integer, else LINATTN_ESIZE. */
 int linattn_i_blas_fits(int64_t x);

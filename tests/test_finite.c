@@ -18,17 +18,11 @@
 #define FC_API(name) P(name)
 #define FC(name) fc_##name
 #include "finite_check.h"
+#include "finite_draw.h"
 
 #define ROW LINATTN_ROW_MAJOR
 #define COL LINATTN_COL_MAJOR
 
-#ifdef TEST_SINGLE
-#define EMIN (-149) /* the smallest subnormal's exponent */
-#define EMAX 127
-#else
-#define EMIN (-1074)
-#define EMAX 1023
-#endif
 
 static P(plan) *plan_with(int map, int64_t d, int64_t e, int denom, double eps)
 {
@@ -411,79 +405,13 @@ START_TEST(approx_error_overflow)
 }
 END_TEST
 
-/* A value with its exponent drawn from [lo, hi] (subnormals included at
- * the bottom of the range), a random sign, sometimes 0. */
-static real draw(uint64_t *s, int lo, int hi)
-{
-    double u = test_uniform(s);
-    if (u < 0.05)
-        return 0;
-    int ex = lo + (int)((hi - lo + 1) * test_uniform(s));
-    if (ex > hi)
-        ex = hi;
-    double x = ldexp(1 + test_uniform(s), ex);
-    if (!isfinite((real)x))
-        x = ldexp(1, hi);
-    return (real)(u < 0.5 ? -x : x);
-}
-
-/* One matrix's exponent range: narrow around a centre anywhere in the
- * range (where tiny normalizers, huge sums and overflowing quotients
- * live), or the whole range at once. */
-static void exponents(uint64_t *s, int *lo, int *hi)
-{
-    int centre = EMIN + (int)((EMAX - EMIN) * test_uniform(s));
-    int spread = (int)(test_uniform(s) * 4) == 0 ? EMAX - EMIN
-                                                  : (int)(8 * test_uniform(s));
-    *lo = centre - spread < EMIN ? EMIN : centre - spread;
-    *hi = centre + spread > EMAX ? EMAX : centre + spread;
-}
-
-/* The plan of sweep case c: every map (the custom ones through W = 1),
- * and the four normalizer policies (positive, nonzero, eps, count; count
- * is not offered to the shifted maps, which take positive instead). */
-static P(plan) *sweep_plan(int c, int64_t d, int64_t e)
-{
-    int kind = c % 11, policy = (c / 11) % 4;
-    linattn_opts o;
-    linattn_opts_init(&o);
-    o.block = 4;
-    o.chunk = 3;
-    o.denom = policy == 1   ? LINATTN_DENOM_NONZERO
-              : policy == 3 ? LINATTN_DENOM_COUNT
-                            : LINATTN_DENOM_POSITIVE;
-    o.eps = policy == 2 ? 1e-3 : 0;
-    P(plan) *p = NULL;
-    if (kind >= 7) {
-        int act = kind - 6;
-        real w[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
-        if (act == LINATTN_ACT_EXP && o.denom == LINATTN_DENOM_COUNT)
-            o.denom = LINATTN_DENOM_POSITIVE;
-        ck_assert_int_eq(P(plan_create_custom)(&p, act, d,
-                                               act == LINATTN_ACT_HEDGEHOG ? 2 * d
-                                                                           : d,
-                                               e, ROW, w, 3, NULL, &o), 0);
-        return p;
-    }
-    int map = kind + 1;
-    if ((map == LINATTN_MAP_IDENTITY || map == LINATTN_MAP_TRIG) &&
-        o.denom == LINATTN_DENOM_POSITIVE)
-        o.denom = LINATTN_DENOM_NONZERO; /* signed kernels */
-    if (o.denom == LINATTN_DENOM_COUNT &&
-        (map == LINATTN_MAP_FAVOR || map == LINATTN_MAP_FAVOR_HYP ||
-         map == LINATTN_MAP_TRIG))
-        o.denom = LINATTN_DENOM_POSITIVE;
-    ck_assert_int_eq(P(plan_create)(&p, map, d, e, &o), 0);
-    return p;
-}
-
 /* The invariant over every map, policy (LINATTN_DENOM_COUNT included),
  * path and layout, on inputs whose exponents span the whole range. */
 START_TEST(invariant_sweep)
 {
     uint64_t s = 12345 + (uint64_t)_i;
     int64_t d = 1 + _i % 3, e = 1 + (_i / 3) % 2;
-    P(plan) *p = sweep_plan(_i, d, e);
+    P(plan) *p = sweep_plan(_i, d, e, NULL);
     for (int trial = 0; trial < 6; trial++) {
         int64_t n = 1 + (int64_t)(11 * test_uniform(&s));
         int layout = test_uniform(&s) < 0.5 ? ROW : COL;
@@ -492,16 +420,9 @@ START_TEST(invariant_sweep)
         real *k = malloc((size_t)(n * d) * sizeof(real));
         real *v = malloc((size_t)(n * e) * sizeof(real));
         real *out = malloc((size_t)(n * e) * sizeof(real));
-        int lo, hi;
-        exponents(&s, &lo, &hi);
-        for (int64_t i = 0; i < n * d; i++)
-            q[i] = draw(&s, lo, hi);
-        exponents(&s, &lo, &hi);
-        for (int64_t i = 0; i < n * d; i++)
-            k[i] = draw(&s, lo, hi);
-        exponents(&s, &lo, &hi);
-        for (int64_t i = 0; i < n * e; i++)
-            v[i] = draw(&s, lo, hi);
+        draw_all(&s, q, n * d);
+        draw_all(&s, k, n * d);
+        draw_all(&s, v, n * e);
         for (int path = 0; path < FC_NPATHS; path++) {
             sentinel(out, n * e);
             int64_t bad = -1;

@@ -384,7 +384,8 @@ START_TEST(batched_argument_errors)
         ck_assert_msg(st == want, "causal %d position %d: %d", causal, pos, st);
         ck_assert(grads_untouched(&s) && w.batch == -5);
     }
-    /* dq meeting dk, and dv meeting G: refused at the output */
+    /* dk meeting dq: refused at dk, the later output; dv meeting G: at
+     * dv */
     bset t = s;
     t.dk.a = t.dq.a;
     int st = P(batched_attention_backward)(p, ROW, 2, 2, 6, 6, t.q.a, &t.q.s,
@@ -393,7 +394,7 @@ START_TEST(batched_argument_errors)
                                            &t.g.s, t.dq.a, &t.dq.s, t.dk.a,
                                            &t.dk.s, t.dv.a, &t.dv.s, NULL, 1,
                                            NULL, NULL);
-    ck_assert_int_eq(st, -18);
+    ck_assert_int_eq(st, -20);
     t = s;
     t.dv.a = t.g.a + 2;
     st = P(batched_attention_backward)(p, ROW, 2, 2, 6, 6, t.q.a, &t.q.s,
@@ -403,6 +404,34 @@ START_TEST(batched_argument_errors)
                                        &t.dv.s, NULL, 1, NULL, NULL);
     ck_assert_int_eq(st, -22);
     ck_assert(grads_untouched(&s));
+    /* dw meeting dk (or dq, causal), db meeting den or dw: refused at dw
+     * and db, the later outputs */
+    for (int c = 0; c < 3; c++) {
+        real *dw = c == 0 ? s.dk.a + 1 : s.dw, *db = s.db;
+        if (c == 1)
+            db = s.den + 3;
+        else if (c == 2)
+            db = s.dw + 1;
+        if (causal && c == 0)
+            dw = s.dq.a;
+        linattn_where w = {-5, -5, -5};
+        st = causal
+            ? P(batched_causal_backward)(p, ROW, 2, 2, 6, s.q.a, &s.q.s, s.k.a,
+                                         &s.k.s, s.v.a, &s.v.s, s.out.a,
+                                         &s.out.s, s.den, s.g.a, &s.g.s,
+                                         s.dq.a, &s.dq.s, s.dk.a, &s.dk.s,
+                                         s.dv.a, &s.dv.s, dw, 4, db, &w)
+            : P(batched_attention_backward)(p, ROW, 2, 2, 6, 6, s.q.a, &s.q.s,
+                                            s.k.a, &s.k.s, s.v.a, &s.v.s,
+                                            s.out.a, &s.out.s, s.den, s.g.a,
+                                            &s.g.s, s.dq.a, &s.dq.s, s.dk.a,
+                                            &s.dk.s, s.dv.a, &s.dv.s, dw, 4, db,
+                                            &w);
+        int want = c == 0 ? 24 : 26;
+        ck_assert_msg(st == (causal ? -(want - 1) : -want),
+                      "causal %d case %d: %d", causal, c, st);
+        ck_assert(grads_untouched(&s) && w.batch == -5);
+    }
     P(plan_destroy)(p);
     P(plan_destroy)(plain);
     bset_free(&s);
@@ -426,11 +455,12 @@ START_TEST(batched_forward_errors)
                                                   &s.q.s, s.k.a, &s.k.s, s.v.a,
                                                   &s.v.s, s.out.a, &s.out.s,
                                                   s.q.a + 1, NULL), -15);
-    /* out and den overlapping: reported at out, the first output */
+    /* out and den overlapping: reported at den, the later output (as the
+     * single calls do) */
     ck_assert_int_eq(P(batched_causal_forward)(p, ROW, 2, 2, 6, s.q.a, &s.q.s,
                                                s.k.a, &s.k.s, s.v.a, &s.v.s,
                                                s.out.a, &s.out.s, s.out.a + 4,
-                                               NULL), -12);
+                                               NULL), -14);
     ck_assert(tbat_gaps_intact(&s.out));
     for (int64_t i = 0; i < s.out.len; i++)
         ck_assert(s.out.a[i] == SENT);

@@ -190,6 +190,59 @@ START_TEST(backward_argument_errors)
 }
 END_TEST
 
+/* Refused before anything is written (every array of the call lives in
+ * one struct, compared whole): outputs meeting an input or an earlier
+ * output, with that output's -position (dq on q, inside G; dk on dq; dv
+ * from den into G; dw inside out; db on dw, on q), and leading
+ * dimensions whose last element fits int64 as an index but not as a
+ * byte offset (8 per element: 12 ld fits, 96 ld does not), LINATTN_ESIZE
+ * (G, dk, dW; the forward calls' V and out, features_backward's dphi). */
+START_TEST(backward_outputs_apart)
+{
+    int causal = _i;
+    P(plan) *p = custom_plan(0, 0);
+    data x, keep;
+    data_fill(&x, p, causal);
+    keep = x;
+    const int64_t ld = (int64_t)1 << 59;
+    for (int c = 0; c < 10; c++) {
+        int64_t bad = -5;
+        bargs a = valid_args(p, &x, 1, 1, &bad);
+        int want = 0;
+        switch (c) {
+        case 0: a.dq = x.q, want = 16; break;
+        case 1: a.dq = x.g + 1, a.lddq = D, want = 16; break;
+        case 2: a.dk = x.dq + 5, want = 18; break;
+        case 3: a.dv = x.den + 2, want = 20; break;
+        case 4: a.dw = x.out + 1, want = 22; break;
+        case 5: a.db = x.dw + WROWS * D - 1, want = 24; break;
+        case 6: a.db = x.q + 4, want = 24; break;
+        case 7: a.ldg = ld; break;
+        case 8: a.lddk = ld; break;
+        default: a.lddw = ld; break;
+        }
+        want = !want ? LINATTN_ESIZE : causal ? -(want - 1) : -want;
+        int st = call_backward(&a, causal);
+        ck_assert_msg(st == want, "causal %d case %d: %d", causal, c, st);
+        ck_assert(!memcmp(&x, &keep, sizeof x) && bad == -5);
+    }
+    real out[N * E], den[N], a[N * M];
+    for (int i = 0; i < N * M; i++)
+        a[i] = 1;
+    ck_assert_int_eq(P(attention_forward)(p, ROW, N, N, x.q, D, x.k, D, x.v, ld,
+                                          out, E, den, NULL), LINATTN_ESIZE);
+    ck_assert_int_eq(P(causal_forward)(p, ROW, N, x.q, D, x.k, D, x.v, E, out,
+                                       ld, den, NULL), LINATTN_ESIZE);
+    ck_assert_int_eq(P(features_backward)(p, ROW, N, x.q, D, a, ld, x.dq, D,
+                                          x.dw, D, NULL), LINATTN_ESIZE);
+    ck_assert(!memcmp(&x, &keep, sizeof x));
+    /* apart, side by side: accepted */
+    bargs b = valid_args(p, &x, 1, 1, NULL);
+    ck_assert_int_eq(call_backward(&b, causal), 0);
+    P(plan_destroy)(p);
+}
+END_TEST
+
 /* The non-causal call's state (argument 25): one of another map or other
  * dimensions, or not holding nk tokens, is refused before anything is
  * written, and outranks a size condition and a bad normalizer. */
@@ -318,6 +371,15 @@ START_TEST(forward_errors)
     ck_assert_int_eq(P(attention_forward)(p, ROW, N, N, x.q, (int64_t)1 << 62,
                                           x.k, D, x.v, E, out, E, NULL, &bad),
                      -13);
+    /* den meeting an input or out: refused as den (out meeting q as out) */
+    ck_assert_int_eq(P(attention_forward)(p, ROW, N, N, x.q, D, x.k, D, x.v, E,
+                                          out, E, x.q + 3, &bad), -13);
+    ck_assert_int_eq(P(attention_forward)(p, ROW, N, N, x.q, D, x.k, D, x.v, E,
+                                          out, E, out + N * E - 1, &bad), -13);
+    ck_assert_int_eq(P(causal_forward)(p, COL, N, x.q, N, x.k, N, x.v, N, out,
+                                       N, x.v + N, &bad), -12);
+    ck_assert_int_eq(P(causal_forward)(p, ROW, N, x.q, D, x.k, D, x.v, E,
+                                       x.k + 1, E, den, &bad), -10);
     for (int i = 0; i < N; i++)
         ck_assert(den[i] == 5);
     for (int i = 0; i < N * E; i++)
@@ -393,6 +455,15 @@ START_TEST(features_backward_errors)
     ck_assert_int_eq(P(plan_create)(&id, LINATTN_MAP_IDENTITY, D, E, NULL), 0);
     ck_assert_int_eq(P(features_backward)(id, ROW, N, x, D, a, D, dx, D, dw, D,
                                           NULL), -10); /* no W */
+    /* outputs meeting an input or an earlier output: -position */
+    ck_assert_int_eq(P(features_backward)(p, ROW, N, x, D, a, M, x, D, dw, D,
+                                          db), -8);
+    ck_assert_int_eq(P(features_backward)(p, ROW, N, x, D, a, M, dx, D,
+                                          dx + 4, D, db), -10);
+    ck_assert_int_eq(P(features_backward)(p, ROW, N, x, D, a, M, dx, D, dw, D,
+                                          a + 7), -12);
+    ck_assert_int_eq(P(features_backward)(p, ROW, N, x, D, a, M, dx, D, dw, D,
+                                          dw + 2), -12);
     for (int i = 0; i < N * D; i++)
         ck_assert(dx[i] == 9);
     for (int i = 0; i < WROWS * D; i++)
@@ -454,6 +525,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, backward_argument_errors, 0, 2);
     tcase_add_loop_test(tc, backward_bad_normalizer, 0, 2);
     tcase_add_test(tc, backward_state_errors);
+    tcase_add_loop_test(tc, backward_outputs_apart, 0, 2);
     tcase_add_loop_test(tc, backward_nonfinite_inputs, 0, 2);
     tcase_add_test(tc, forward_errors);
     tcase_add_test(tc, features_backward_errors);

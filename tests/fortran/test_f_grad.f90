@@ -35,6 +35,8 @@ program test_f_grad
   call single_check()
   ! a wrong extent: refused, nothing written
   call refusal_check()
+  ! gradients beyond the range: EOVERFLOW with the token, or none
+  call overflow_check()
   call linattn_plan_destroy(plan)
   deallocate(cq, ck, cv, cg) ! finish stops: LeakSanitizer would see them
   call finish('test_f_grad')
@@ -260,4 +262,49 @@ contains
     call check(st == LINATTN_EDENOM .and. all(dq == 7), &
         'a zero normalizer: EDENOM, nothing written')
   end subroutine refusal_check
+
+  ! Finite inputs, gradients beyond the range: identity, dS = 2 huge
+  ! overflows, EOVERFLOW at token 1 (of dk, dv) with dq finite; custom
+  ! ReLU(2^-20 x + 1) where only dw leaves the range: EOVERFLOW, bad_row
+  ! 0 (no token), dw and db untouched.
+  subroutine overflow_check()
+    type(linattn_plan) :: p
+    real(real64) :: q(1, 2), k(1, 2), v(1, 2), g(1, 2), out(1, 2), den(2)
+    real(real64) :: dq(1, 2), dk(1, 2), dv(1, 2), dw(1, 1), db(1), w(1, 1)
+    real(real64) :: b(1)
+    integer(int64) :: row
+    character(512) :: m
+    call linattn_plan_create(p, LINATTN_MAP_IDENTITY, 1, 1)
+    q = 1
+    k(1, :) = [1.0_real64, 0.0_real64]
+    v = 1
+    call linattn_attention_forward(p, q, k, v, out, den)
+    g = huge(1.0_real64) / 4 * 3
+    row = -7
+    call linattn_attention_backward(p, q, k, v, out, den, g, dq, dk, dv, &
+        bad_row=row, stat=st, errmsg=m)
+    call check(st == LINATTN_EOVERFLOW .and. row == 1 .and. &
+        all(abs(dq) <= huge(1.0_real64)) .and. index(m, '(token 1)') > 0, &
+        'dS beyond the range: EOVERFLOW at token 1, dq finite')
+    call linattn_plan_destroy(p)
+    w = 2.0_real64**(-20)
+    b = 1
+    call linattn_plan_create_custom(p, LINATTN_ACT_RELU, w, b, 1)
+    q = 0
+    k(1, :) = [0.0_real64, 2.0_real64**20]
+    v(1, :) = [0.0_real64, 1.0_real64]
+    call linattn_attention_forward(p, q, k, v, out, den)
+    g = huge(1.0_real64) / 4
+    dw = 7
+    db = 7
+    row = -7
+    m = ''
+    call linattn_attention_backward(p, q, k, v, out, den, g, dq, dk, dv, &
+        dw=dw, db=db, bad_row=row, stat=st, errmsg=m)
+    call check(st == LINATTN_EOVERFLOW .and. row == 0 .and. &
+        all(dw == 7) .and. all(db == 7) .and. index(m, '(token') == 0 .and. &
+        len_trim(m) > 0, &
+        'only dw beyond the range: EOVERFLOW, no token, dw and db untouched')
+    call linattn_plan_destroy(p)
+  end subroutine overflow_check
 end program test_f_grad

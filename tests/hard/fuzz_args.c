@@ -19,7 +19,9 @@
  * The backward calls too: their matrices, the normalizers (from the
  * input, so bad ones are refused as EDENOM before anything is written),
  * dW and db on maps with and without them; a refused backward call must
- * leave every gradient untouched.
+ * leave every gradient untouched (EOVERFLOW: dW and db), EOVERFLOW name
+ * a row of dq, dk, dv or -1, and a call that returns 0 on finite inputs
+ * must have written finite gradients.
  * The batched calls are fuzzed too: batch and head strides that are
  * natural, padded, zero, small (interleaving or overlapping), negative or
  * beyond int64, against an oracle that enumerates every element (an output
@@ -155,18 +157,36 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
                       (!pdb || custom);                                       \
         if (st >= 0 && !args_ok)                                              \
             abort(); /* a bad argument got through */                         \
-        /* a backward call that returns non-zero writes no gradient, and   \
-         * EDENOM names a row of the call */                                 \
-        if (st && (!P##untouched(&dq) || !P##untouched(&dk) ||                \
-                   !P##untouched(&dv) || !P##untouched(&dw)))                 \
+        /* a backward call that returns non-zero writes no gradient but    \
+         * dq, dk, dv on EOVERFLOW (what was computed), never dW, db;       \
+         * EDENOM names a row of the call, EOVERFLOW one of dq, dk, dv or   \
+         * -1; status 0 from finite inputs wrote finite gradients */        \
+        int over = st == LINATTN_EOVERFLOW;                                   \
+        if (st && !over && (!P##untouched(&dq) || !P##untouched(&dk) ||       \
+                            !P##untouched(&dv)))                              \
+            abort();                                                          \
+        if (st && !P##untouched(&dw))                                         \
             abort();                                                          \
         for (int i = 0; st && i < 16; i++)                                    \
             if (db[i] != (R)SENTINEL)                                         \
                 abort();                                                      \
-        if (st != LINATTN_EDENOM && bad != -7)                                \
+        if (st != LINATTN_EDENOM && !over && bad != -7)                       \
             abort();                                                          \
         if (st == LINATTN_EDENOM && (bad < 0 || bad >= nq))                   \
             abort();                                                          \
+        if (over && (bad < -1 || bad >= (nq > nk ? nq : nk)))                 \
+            abort();                                                          \
+        int finite_in = P##finite(q) && P##finite(k) && P##finite(v) &&       \
+                        P##finite(out) && P##finite(&g);                      \
+        for (int i = 0; i < 64; i++)                                          \
+            finite_in &= isfinite(den[i]) != 0;                               \
+        if (st == 0 && finite_in &&                                           \
+            (!P##finite(&dq) || !P##finite(&dk) || !P##finite(&dv) ||         \
+             (pdw && !P##finite(&dw))))                                       \
+            abort(); /* a non-finite gradient with status 0 */               \
+        for (int i = 0; st == 0 && finite_in && pdb && i < 16; i++)           \
+            if (!isfinite(db[i]))                                             \
+                abort();                                                      \
         free(g.a), free(dq.a), free(dk.a), free(dv.a), free(dw.a);            \
     }
 
@@ -203,6 +223,14 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
     {                                                                         \
         for (size_t i = 0; m->a && i < m->len; i++)                           \
             if (m->a[i] != (R)SENTINEL)                                       \
+                return 0;                                                     \
+        return 1;                                                             \
+    }                                                                         \
+                                                                              \
+    static int P##finite(const P##mat *m)                                     \
+    {                                                                         \
+        for (size_t i = 0; m->a && i < m->len; i++)                           \
+            if (!isfinite(m->a[i]))                                           \
                 return 0;                                                     \
         return 1;                                                             \
     }                                                                         \
