@@ -148,9 +148,9 @@ static int64_t key_pass(void *ctx, int t, int64_t lo, int64_t hi)
             for (int64_t c = 0; c < m; c++)
                 ai[c] += dz[c];
         }
-        real *dvb = rows_at(j->dv, j->cm, j->lddv, r);
-        XI(gemm_to)(0, 0, rows, e, m, fv, ds, j->cm, dvb, j->lddv, w->y);
-        bad |= !XI(all_finite)((XI(view)){dvb, j->lddv, j->cm}, rows, e);
+        bad |= XI(gemm_to_checked)(rows, e, m, fv, ds, j->cm,
+                                   rows_at(j->dv, j->cm, j->lddv, r), j->lddv,
+                                   w->y, w->fw.ones);
         bad |= XI(phi_backward)(plan, kb, rows, w->f, w->a, j->cm,
                                 rows_at(j->dk, j->cm, j->lddk, r), j->lddk,
                                 &w->fw, &j->pg[t]);

@@ -31,6 +31,7 @@ typedef struct {
     real *xc;   /* rows x d: x copied when its ld is beyond BLAS         */
     real *rho;  /* rows: the coefficients of the norm terms              */
     real *part; /* wrows x d: a block's dW before it is added (float)    */
+    real *ones; /* rows ones: gemm_to_checked's row scales               */
 } XI(fgrad_ws);
 
 int XI(fgrad_alloc)(XI(fgrad_ws) *w, const X(plan) *plan, int64_t rows);
@@ -71,6 +72,14 @@ XI(view) XI(fit_view)(XI(view) v, int64_t rows, int64_t cols, real *buf);
 void XI(gemm_to)(int trans_a, int trans_b, int64_t rows, int64_t cols,
                  int64_t inner, XI(view) a, XI(view) b, int cm, real *dst,
                  int64_t ld, real *y);
+
+/* gemm_to with A and B untransposed, and nonzero when a value written is
+ * not finite: noted by the micro-kernel in its stores where it takes the
+ * shape (rows scaled by ones, rows entries of 1), else by a pass over
+ * the block. */
+int XI(gemm_to_checked)(int64_t rows, int64_t cols, int64_t inner,
+                        XI(view) a, XI(view) b, int cm, real *dst, int64_t ld,
+                        real *y, const real *ones);
 
 /* A sum of m x (e + 1) GEMM products accumulated in acc_t, with a working-
  * precision copy w that GEMMs read (w aliases acc in double; part is the

@@ -77,6 +77,20 @@ void XI(gemm_to)(int trans_a, int trans_b, int64_t rows, int64_t cols,
     XI(put_rows)(dst, cm, ld, y, 0, cols, rows, cols, NULL);
 }
 
+int XI(gemm_to_checked)(int64_t rows, int64_t cols, int64_t inner,
+                        XI(view) a, XI(view) b, int cm, real *dst, int64_t ld,
+                        real *y, const real *ones)
+{
+    int nonfinite = 0;
+    if (rows == 0 || cols == 0)
+        return 0;
+    if (!cm && XI(gemm_scaled)(0, rows, cols, inner, a, b, dst, ld, ones,
+                               &nonfinite))
+        return nonfinite;
+    XI(gemm_to)(0, 0, rows, cols, inner, a, b, cm, dst, ld, y);
+    return !XI(all_finite)((XI(view)){dst, ld, cm}, rows, cols);
+}
+
 /* ---- accumulators ---- */
 
 int XI(accum_alloc)(XI(accum) *s, int64_t len)

@@ -59,18 +59,40 @@ static void g_gh(real *gh, const real *g, int64_t ldg, const real *o,
     }
 }
 
-static void g_elu1_slope(real *y, const real *a, const real *f, int64_t n)
+static int g_elu1_slope(real *y, const real *a, const real *f, int64_t n)
 {
-    LINATTN_SIMD
-    for (int64_t i = 0; i < n; i++)
-        y[i] = a[i] * (f[i] > 1 ? 1 : f[i]); /* NaN stays NaN */
+    real_bits bad = 0;
+    LINATTN_SIMD_REDUCE(|, bad)
+    for (int64_t i = 0; i < n; i++) {
+        real t = a[i] * (f[i] > 1 ? 1 : f[i]); /* NaN stays NaN */
+        y[i] = t;
+        bad |= linattn_i_zero_bits(t);
+    }
+    return (bad & REAL_EXP_BITS) != 0;
 }
 
-static void g_relu_slope(real *y, const real *a, const real *f, int64_t n)
+static int g_relu_slope(real *y, const real *a, const real *f, int64_t n)
 {
-    LINATTN_SIMD
-    for (int64_t i = 0; i < n; i++)
-        y[i] = f[i] > 0 ? a[i] : (f[i] != f[i] ? f[i] : 0);
+    real_bits bad = 0;
+    LINATTN_SIMD_REDUCE(|, bad)
+    for (int64_t i = 0; i < n; i++) {
+        real t = f[i] > 0 ? a[i] : (f[i] != f[i] ? f[i] : 0);
+        y[i] = t;
+        bad |= linattn_i_zero_bits(t);
+    }
+    return (bad & REAL_EXP_BITS) != 0;
+}
+
+static int g_copy(real *y, const real *a, int64_t n)
+{
+    real_bits bad = 0;
+    LINATTN_SIMD_REDUCE(|, bad)
+    for (int64_t i = 0; i < n; i++) {
+        real t = a[i];
+        y[i] = t;
+        bad |= linattn_i_zero_bits(t);
+    }
+    return (bad & REAL_EXP_BITS) != 0;
 }
 
 #if LINATTN_KERN_LEVEL == 2
@@ -83,7 +105,7 @@ static void g_relu_slope(real *y, const real *a, const real *f, int64_t n)
 
 extern const XI(gkern) GKERN_TABLE;
 const XI(gkern) GKERN_TABLE = {g_tri_t_diag, g_gh, g_elu1_slope,
-                               g_relu_slope};
+                               g_relu_slope, g_copy};
 
 #if LINATTN_KERN_LEVEL == 0
 #ifdef LINATTN_HAVE_X86_KERNELS

@@ -26,10 +26,13 @@ typedef struct {
                int64_t ldo, const real *den, int64_t rows, int64_t e,
                int count);
     /* y = a times the derivative of elu + 1 (slope min(f, 1)) or of ReLU
-     * (f > 0; 0 at 0; NaN f gives NaN) from the features f, over n
-     * values; y may be a. */
-    void (*elu1_slope)(real *y, const real *a, const real *f, int64_t n);
-    void (*relu_slope)(real *y, const real *a, const real *f, int64_t n);
+     * (f > 0; 0 at 0; NaN f gives NaN) from the features f, or y = a
+     * (the identity's), over n values; y may be a.  Nonzero when a value
+     * of y is not finite (the stores are looked at as they are made:
+     * prec.h's y * 0). */
+    int (*elu1_slope)(real *y, const real *a, const real *f, int64_t n);
+    int (*relu_slope)(real *y, const real *a, const real *f, int64_t n);
+    int (*copy)(real *y, const real *a, int64_t n);
 } XI(gkern);
 
 /* The table of the level in force (linattn_i_isa(), as kern.h's). */
