@@ -969,10 +969,7 @@ static void thread_level_checked(void)
 
 int main(int argc, char **argv)
 {
-    int provided;
-    MPI_Init_thread(&argc, &argv, LINATTN_MPI_THREAD_LEVEL, &provided);
-    MPI_Comm_rank(WORLD, &mt_rank);
-    MPI_Comm_size(WORLD, &mt_size);
+    mt_init(&argc, &argv, LINATTN_MPI_THREAD_LEVEL);
     MT_RUN(same_weights_on_every_rank);
     MT_RUN(distributed_equals_serial);
     MT_RUN(causality_across_ranks);

@@ -529,10 +529,7 @@ static void checkpoint_huge_sums(void)
 
 int main(int argc, char **argv)
 {
-    int provided;
-    MPI_Init_thread(&argc, &argv, LINATTN_MPI_THREAD_LEVEL, &provided);
-    MPI_Comm_rank(WORLD, &mt_rank);
-    MPI_Comm_size(WORLD, &mt_size);
+    mt_init(&argc, &argv, LINATTN_MPI_THREAD_LEVEL);
     MT_RUN(sums_overflow);
     MT_RUN(mixed_statuses);
     MT_RUN(nan_still_propagates);
