@@ -47,7 +47,7 @@ module linattn
   include 'linattn_c_public.inc'
   public :: LINATTN_FEATURE_TOKEN, LINATTN_TOKEN_FEATURE
   public :: linattn_plan, linattn_state, linattn_opts, linattn_approx_stats, &
-      linattn_where
+      linattn_where, linattn_platform
 
   ! Array procedures: generic over real32 and real64.
   public :: linattn_plan_create_custom, linattn_plan_weights, &
@@ -69,7 +69,7 @@ module linattn
       linattn_plan_fingerprint, linattn_state_plan, linattn_state_export, &
       linattn_state_import, linattn_opts_init, &
       linattn_version, linattn_version_string, linattn_strerror, &
-      linattn_rng_normal
+      linattn_rng_normal, linattn_platform_query
 
 contains
 
@@ -533,6 +533,21 @@ contains
     character(:), allocatable :: s
     s = f_string(c_version_string())
   end function linattn_version_string
+
+  ! What the library runs on: the BLAS found in the process, the CPU's
+  ! vector extensions, the path of linattn's kernels, and a warning with
+  ! its remedy when the BLAS kernel underuses the CPU (linattn.h).
+  subroutine linattn_platform_query(info, stat, errmsg)
+    type(linattn_platform), intent(inout) :: info
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    type(linattn_call) :: c
+    type(c_platform), target :: cp
+    c = call_begin('linattn_platform_query', 'platform_query', 0)
+    call call_c(c, c_platform_query(c_loc(cp)))
+    if (c%status == 0) info = platform_from_c(cp)
+    call call_end(c, stat, errmsg)
+  end subroutine linattn_platform_query
 
   ! The library's sentence for a status.
   function linattn_strerror(status) result(s)

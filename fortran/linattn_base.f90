@@ -66,6 +66,26 @@ module linattn_base
     integer(int64) :: batch = 0, head = 0, row = 0
   end type linattn_where
 
+  ! What the library runs on (linattn_platform_query): the fields of
+  ! struct linattn_platform in linattn.h, strings blank-padded.
+  type, public :: linattn_platform
+    character(32) :: blas_vendor = '', blas_version = ''
+    character(192) :: blas_config = ''
+    character(256) :: blas_library = ''
+    character(32) :: blas_kernel = ''
+    character(16) :: blas_kernel_isa = ''
+    integer :: blas_threads = 0
+    character(16) :: blas_threading = ''
+    character(64) :: cpu_name = ''
+    character(16) :: cpu_isa = ''
+    character(384) :: cpu_features = ''
+    character(16) :: lib_isa = ''
+    integer :: lib_threads = 0
+    character(16) :: lib_threading = ''
+    logical :: blas_underuses_cpu = .false.
+    character(384) :: advice = '', summary = ''
+  end type linattn_platform
+
   ! One call in progress: who is calling what, and the first failure.
   ! (Fixed-length names: a call that succeeds allocates nothing.)
   type, public :: linattn_call
@@ -114,7 +134,7 @@ module linattn_base
       check_state, check_shape, layout_of, describe_matrix, &
       describe_batch, describe_vector, settle, element_stride, itoa, &
       kind_name, check_new, adopt_plan, &
-      opts_to_c, opts_from_c, c_string, f_string
+      opts_to_c, opts_from_c, platform_from_c, c_string, f_string
 
 contains
 
@@ -578,6 +598,44 @@ contains
     o%draw = co%draw
     o%input_scale = co%input_scale
   end function opts_from_c
+
+  function platform_from_c(cp) result(p)
+    type(c_platform), intent(in) :: cp
+    type(linattn_platform) :: p
+    p%blas_vendor = chars(cp%blas_vendor)
+    p%blas_version = chars(cp%blas_version)
+    p%blas_config = chars(cp%blas_config)
+    p%blas_library = chars(cp%blas_library)
+    p%blas_kernel = chars(cp%blas_kernel)
+    p%blas_kernel_isa = chars(cp%blas_kernel_isa)
+    p%blas_threads = cp%blas_threads
+    p%blas_threading = chars(cp%blas_threading)
+    p%cpu_name = chars(cp%cpu_name)
+    p%cpu_isa = chars(cp%cpu_isa)
+    p%cpu_features = chars(cp%cpu_features)
+    p%lib_isa = chars(cp%lib_isa)
+    p%lib_threads = cp%lib_threads
+    p%lib_threading = chars(cp%lib_threading)
+    p%blas_underuses_cpu = cp%blas_underuses_cpu /= 0
+    p%advice = chars(cp%advice)
+    p%summary = chars(cp%summary)
+  end function platform_from_c
+
+  ! A C char array holding a NUL-terminated string, as a Fortran string.
+  function chars(a) result(s)
+    character(kind=c_char), intent(in) :: a(:)
+    character(:), allocatable :: s
+    integer :: n, i
+    n = 0
+    do while (n < size(a))
+      if (a(n + 1) == c_null_char) exit
+      n = n + 1
+    end do
+    allocate (character(n) :: s)
+    do i = 1, n
+      s(i:i) = a(i)
+    end do
+  end function chars
 
   ! A Fortran string as a NUL-terminated C string (trailing blanks
   ! dropped, as Fortran pads file names).

@@ -376,16 +376,19 @@ typedef struct linattn_where {
  * cblas_dgemm to this process (no link-time dependency on a vendor):
  * OpenBLAS (openblas_get_config, _get_corename, _get_num_threads,
  * _get_parallel) and BLIS (bli_info_get_version_str, bli_arch_query_id,
- * bli_arch_string, bli_thread_get_num_threads) are recognized.
+ * bli_arch_string, bli_thread_get_num_threads) are recognized, and the
+ * reference BLAS by where Debian and Ubuntu install it (<libdir>/blas/).
  *
- *   blas_vendor      "OpenBLAS", "BLIS" or "unknown"
+ *   blas_vendor      "OpenBLAS", "BLIS", "Netlib" (the reference BLAS)
+ *                    or "unknown"
  *   blas_version     "0.3.21", or "" when unknown
  *   blas_config      the vendor's build description (OpenBLAS's config
  *                    string, e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH ...") or ""
  *   blas_library     the file that provides cblas_dgemm, or ""
  *   blas_kernel      the kernel family chosen for this CPU: OpenBLAS's
  *                    core name ("Haswell", "SkylakeX"), BLIS's
- *                    architecture ("skx", "zen3"), or "unknown"
+ *                    architecture ("skx", "zen3"), "reference" for the
+ *                    reference BLAS, or "unknown"
  *   blas_kernel_isa  the vector level that kernel family uses, in the
  *                    vocabulary of cpu_isa, "generic" for scalar code,
  *                    or "unknown"
@@ -399,9 +402,12 @@ typedef struct linattn_where {
  *   cpu_features     its vector extensions, space-separated ("sse2 ...
  *                    avx2 fma avx512f avx512dq ... amx_tile")
  *   lib_isa          the code path linattn's own kernels (exponentials,
- *                    feature maps, fused GEMM kernels) take: "avx512",
- *                    "avx2" or "generic"; the environment variable
- *                    LINATTN_ISA (same names, read once) caps it
+ *                    feature maps, fused GEMM kernels) take: "avx512"
+ *                    (built for x86-64-v4, taken when the CPU has all of
+ *                    it), "avx2" (x86-64-v3: AVX2, FMA, BMI1, BMI2, F16C,
+ *                    LZCNT, MOVBE) or "generic"; the environment variable
+ *                    LINATTN_ISA (same names, read once) caps it; a value
+ *                    that names none is ignored, and summary says so
  *   lib_threads      the threads a call may split over
  *                    (omp_get_max_threads(); 1 without OpenMP)
  *   lib_threading    "openmp" or "none"

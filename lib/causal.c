@@ -309,7 +309,10 @@ static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
             nonfinite = kn->trimm(good, e, w->r + e, ldb, vc.p, vc.ld, w->r,
                                   ldb, at, ldout, inv);
         } else {
-            triangle_times(w->r + e, ldb, vc, good, e, w->r, ldb);
+            /* over every row of the chunk, as for a clean one: a shorter
+             * GEMM may round the good rows differently, and rows before
+             * a failing one must keep their bits */
+            triangle_times(w->r + e, ldb, vc, rows, e, w->r, ldb);
             nonfinite = XI(divide_rows)(at, cm, ldout, w->r, 0, ldb, good, e,
                                         den, inv);
         }

@@ -33,6 +33,10 @@ static const feature features[] = {
     {"avx", 1, 0, 2, 28, YMM},
     {"f16c", 1, 0, 2, 29, YMM},
     {"fma", 1, 0, 2, 12, YMM},
+    {"movbe", 1, 0, 2, 22, 0},
+    {"bmi1", 7, 0, 1, 3, 0},
+    {"bmi2", 7, 0, 1, 8, 0},
+    {"lzcnt", 0x80000001u, 0, 2, 5, 0},
     {"avx2", 7, 0, 1, 5, YMM},
     {"avx_vnni", 7, 1, 0, 4, YMM},
     {"avx512f", 7, 0, 1, 16, ZMM},
@@ -101,15 +105,23 @@ static int named(uint64_t bits, const char *name)
     return 0;
 }
 
+/* The kernels are built for the psABI levels x86-64-v3 and -v4
+ * (Makefile.am), whose code may use any instruction of the level, not
+ * only the vector ones: every extension of the level must be there. */
 int linattn_i_cpu_isa(void)
 {
+    static const char *const v3[] = {"avx", "avx2", "bmi1", "bmi2", "f16c",
+                                     "fma", "lzcnt", "movbe"};
+    static const char *const v4[] = {"avx512f", "avx512bw", "avx512cd",
+                                     "avx512dq", "avx512vl"};
     uint64_t b = usable();
-    if (named(b, "avx512f") && named(b, "avx512dq") && named(b, "avx512bw") &&
-        named(b, "avx512vl") && named(b, "avx2") && named(b, "fma"))
-        return LINATTN_ISA_AVX512;
-    if (named(b, "avx2") && named(b, "fma"))
-        return LINATTN_ISA_AVX2;
-    return LINATTN_ISA_GENERIC;
+    for (size_t i = 0; i < sizeof v3 / sizeof *v3; i++)
+        if (!named(b, v3[i]))
+            return LINATTN_ISA_GENERIC;
+    for (size_t i = 0; i < sizeof v4 / sizeof *v4; i++)
+        if (!named(b, v4[i]))
+            return LINATTN_ISA_AVX2;
+    return LINATTN_ISA_AVX512;
 }
 
 static const char *const isa_names[LINATTN_ISA_COUNT] = {"generic", "avx2",
@@ -131,11 +143,15 @@ int linattn_i_isa_parse(const char *value)
 
 static pthread_once_t isa_once = PTHREAD_ONCE_INIT;
 static int isa_default, isa_level = -1;
+static char isa_ignored[40]; /* a LINATTN_ISA that names no level */
 
 static void isa_init(void)
 {
     int cpu = linattn_i_cpu_isa();
-    int cap = linattn_i_isa_parse(getenv("LINATTN_ISA"));
+    const char *env = getenv("LINATTN_ISA");
+    int cap = linattn_i_isa_parse(env);
+    if (env && cap < 0)
+        snprintf(isa_ignored, sizeof isa_ignored, "%s", env);
     isa_default = cap >= 0 && cap < cpu ? cap : cpu;
     __atomic_store_n(&isa_level, isa_default, __ATOMIC_RELEASE);
 }
@@ -226,4 +242,10 @@ int linattn_i_isa_rank(const char *level)
     if (!strcmp(level, "avx512"))
         return 4;
     return -1;
+}
+
+const char *linattn_i_isa_ignored(void)
+{
+    pthread_once(&isa_once, isa_init);
+    return *isa_ignored ? isa_ignored : NULL;
 }

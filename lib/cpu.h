@@ -33,6 +33,10 @@ int linattn_i_isa(void);
  * Not thread-safe: call it while no other thread is inside the library. */
 int linattn_i_isa_force(int level);
 
+/* The value of LINATTN_ISA when it names no level (ignored then; cut to
+ * 39 bytes), else NULL. */
+const char *linattn_i_isa_ignored(void);
+
 /* "generic", "avx2", "avx512". */
 const char *linattn_i_isa_name(int level);
 

@@ -12,6 +12,8 @@
  * propagates.  Tails run through the same lanes under a mask, so every
  * element is computed the same way wherever it falls.
  */
+#include "exp2_table.h"
+
 /* The special values of vexp.h on a computed y = exp(x): NaN needs no
  * fixing (it reaches r, p and y), +Inf (whose r is NaN) and the flush
  * below VEXP_LO do.  (A macro: the vector types follow the precision.) */
@@ -76,19 +78,9 @@ typedef __mmask8 kmask;
 #define KV_MASK_MOV _mm512_mask_mov_pd
 #define KV_INF __builtin_inf()
 
-/* 2^(j/32), j = 0..31, correctly rounded (bit patterns). */
+/* 2^(j/32), j = 0..31: the even entries of 2^(j/64) */
 static const uint64_t exp2_j32[32] = {
-    0x3ff0000000000000ull, 0x3ff059b0d3158574ull, 0x3ff0b5586cf9890full,
-    0x3ff11301d0125b51ull, 0x3ff172b83c7d517bull, 0x3ff1d4873168b9aaull,
-    0x3ff2387a6e756238ull, 0x3ff29e9df51fdee1ull, 0x3ff306fe0a31b715ull,
-    0x3ff371a7373aa9cbull, 0x3ff3dea64c123422ull, 0x3ff44e086061892dull,
-    0x3ff4bfdad5362a27ull, 0x3ff5342b569d4f82ull, 0x3ff5ab07dd485429ull,
-    0x3ff6247eb03a5585ull, 0x3ff6a09e667f3bcdull, 0x3ff71f75e8ec5f74ull,
-    0x3ff7a11473eb0187ull, 0x3ff82589994cce13ull, 0x3ff8ace5422aa0dbull,
-    0x3ff93737b0cdc5e5ull, 0x3ff9c49182a3f090ull, 0x3ffa5503b23e255dull,
-    0x3ffae89f995ad3adull, 0x3ffb7f76f2fb5e47ull, 0x3ffc199bdd85529cull,
-    0x3ffcb720dcef9069ull, 0x3ffd5818dcfba487ull, 0x3ffdfc97337b9b5full,
-    0x3ffea4afa2a490daull, 0x3fff50765b6e4540ull};
+    LINATTN_EXP2_J64(LINATTN_EXP2_TAKE, LINATTN_EXP2_SKIP)};
 
 static inline __m512d kexp(__m512d x)
 {
@@ -145,10 +137,18 @@ static inline kmask tail_mask(int64_t left)
  * loads stalled the loop for more time than the arithmetic took). */
 #define KV_PREFETCH 512
 
+/* The line KV_PREFETCH bytes after p, which may lie past the array: the
+ * address is made as an integer (pointer arithmetic beyond one past the
+ * end is undefined in C; prefetching any address is harmless). */
+static inline void prefetch_ahead(const real *p)
+{
+    _mm_prefetch((const char *)((uintptr_t)p + KV_PREFETCH), _MM_HINT_T0);
+}
+
 static void k_exp(real *y, const real *x, int64_t n)
 {
     for (int64_t i = 0; i < n; i += KV_LANES) {
-        _mm_prefetch((const char *)(x + i) + KV_PREFETCH, _MM_HINT_T0);
+        prefetch_ahead(x + i);
         kmask m = tail_mask(n - i);
         KV_STORE(y + i, m, kexp(KV_LOAD(m, x + i)));
     }
@@ -157,7 +157,7 @@ static void k_exp(real *y, const real *x, int64_t n)
 static void k_elu1(real *y, const real *x, int64_t n)
 {
     for (int64_t i = 0; i < n; i += KV_LANES) {
-        _mm_prefetch((const char *)(x + i) + KV_PREFETCH, _MM_HINT_T0);
+        prefetch_ahead(x + i);
         kmask m = tail_mask(n - i);
         KV_STORE(y + i, m, kelu1(KV_LOAD(m, x + i)));
     }
@@ -167,7 +167,7 @@ static void k_exp_shift(real *y, const real *x, int64_t n, real c)
 {
     const kvec vc = KV_SET1(c);
     for (int64_t i = 0; i < n; i += KV_LANES) {
-        _mm_prefetch((const char *)(x + i) + KV_PREFETCH, _MM_HINT_T0);
+        prefetch_ahead(x + i);
         kmask m = tail_mask(n - i);
         KV_STORE(y + i, m, kexp(KV_SUB(KV_LOAD(m, x + i), vc)));
     }

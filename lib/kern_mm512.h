@@ -170,7 +170,10 @@ static int k_mm(int64_t M, int64_t N, int64_t K, const real *a, int64_t ars,
                 kmask last = v0 + nv == nvec ? lastmask : MM_FULL;
                 const char *pf = NULL;
                 int64_t pfs = 0;
-                if (tile < lines)
+                /* (no pointer into a next chunk that does not exist) */
+                if (pfk <= 0)
+                    ;
+                else if (tile < lines)
                     pf = (const char *)(b + next * ldb) + 64 * tile,
                     pfs = ldb * sz;
                 else if (tile < lines + alines)

@@ -129,6 +129,13 @@ void linattn_i_platform_advise(linattn_platform *p, const char *coretype)
                  "DYNAMIC_ARCH=1 (it chooses kernels at run time, "
                  "OPENBLAS_CORETYPE overrides) or for this CPU.", what,
                  p->blas_kernel);
+    } else if (!strcmp(p->blas_vendor, "Netlib")) {
+        cut(p->advice, sizeof p->advice,
+                 "%s It is the reference BLAS, plain loops written for "
+                 "clarity: link an optimized one (OpenBLAS or BLIS; on "
+                 "Debian choose it with update-alternatives --config "
+                 "libblas.so.3-<multiarch>, or configure linattn "
+                 "--with-blas=openblas).", what);
     } else if (!strcmp(p->blas_vendor, "BLIS")) {
         cut(p->advice, sizeof p->advice,
                  "%s Use a BLIS that knows this CPU (configured for it, e.g. "
@@ -153,11 +160,18 @@ void linattn_i_platform_summarize(linattn_platform *p)
         cut(blas, sizeof blas, "%s%s%s (%s)", p->blas_vendor,
                  *p->blas_version ? " " : "", p->blas_version,
                  p->blas_threading);
+    /* a mistyped LINATTN_ISA must not pass for the level it asked */
+    char isa[96] = "";
+    const char *ignored = linattn_i_isa_ignored();
+    if (ignored)
+        cut(isa, sizeof isa, " (LINATTN_ISA=\"%s\" ignored: not generic, "
+                             "avx2 or avx512)", ignored);
     cut(p->summary, sizeof p->summary,
-             "BLAS %s, kernel %s (%s); CPU %s (%s); linattn kernels %s, "
+             "BLAS %s, kernel %s (%s); CPU %s (%s); linattn kernels %s%s, "
              "%s %d thread%s%s", blas, p->blas_kernel, p->blas_kernel_isa,
              *p->cpu_name ? p->cpu_name : "unnamed", p->cpu_isa, p->lib_isa,
-             p->lib_threading, p->lib_threads, p->lib_threads == 1 ? "" : "s",
+             isa, p->lib_threading, p->lib_threads,
+             p->lib_threads == 1 ? "" : "s",
              p->blas_underuses_cpu ? "; WARNING: the BLAS kernel underuses "
                                      "this CPU" : "");
 }
@@ -165,11 +179,15 @@ void linattn_i_platform_summarize(linattn_platform *p)
 /* Copies s (NULL: "") into a char array, cut and terminated. */
 #define PUT(field, s) cut((field), sizeof(field), "%s", (s) ? (s) : "")
 
-/* A function of the BLAS library, or NULL. */
+/* A function of the BLAS library or of the libraries it loads (dlsym on
+ * a handle searches its dependencies: Debian's OpenBLAS libblas.so.3 keeps
+ * the openblas_* functions in libopenblas.so.0), or NULL.  The whole
+ * process is searched only when the BLAS has no handle (linked into the
+ * program): another BLAS loaded beside it, such as the OpenBLAS that
+ * LAPACK brings when the reference BLAS does the GEMMs, is not this one. */
 static void *blas_sym(void *lib, const char *name)
 {
-    void *f = lib ? dlsym(lib, name) : NULL;
-    return f ? f : dlsym(RTLD_DEFAULT, name);
+    return dlsym(lib ? lib : RTLD_DEFAULT, name);
 }
 
 /* Calls of functions found by dlsym, which POSIX lets convert to
@@ -259,6 +277,39 @@ static void describe_blis(linattn_platform *p, void *lib)
         PUT(p->blas_threading, o ? "openmp" : t ? "pthreads" : "sequential");
 }
 
+/* The reference BLAS, recognized by where distributions install it
+ * (Debian and Ubuntu: <libdir>/blas/libblas.so.3.X.Y, chosen through the
+ * libblas.so.3 alternative; the file name carries LAPACK's version): it
+ * offers no query functions, and is the one BLAS that always underuses
+ * the CPU. */
+static void describe_reference(linattn_platform *p, const char *file)
+{
+    char *real = *file ? realpath(file, NULL) : NULL;
+    char *base = real ? strrchr(real, '/') : NULL;
+    if (!base || base == real) {
+        free(real);
+        return;
+    }
+    *base++ = '\0';
+    const char *dir = strrchr(real, '/');
+    dir = dir ? dir + 1 : real;
+    if (strcmp(dir, "blas") || (strncmp(base, "libblas.so", 10) &&
+                                strncmp(base, "libcblas.so", 11))) {
+        free(real);
+        return;
+    }
+    PUT(p->blas_vendor, "Netlib");
+    const char *v = strstr(base, ".so.");
+    PUT(p->blas_version, v ? v + 4 : "");
+    free(real);
+    cut(p->blas_config, sizeof p->blas_config, "reference BLAS %s",
+        p->blas_version);
+    PUT(p->blas_kernel, "reference");
+    PUT(p->blas_kernel_isa, "generic");
+    PUT(p->blas_threading, "sequential");
+    p->blas_threads = 1;
+}
+
 int linattn_platform_query(linattn_platform *info)
 {
     if (!info)
@@ -283,6 +334,8 @@ int linattn_platform_query(linattn_platform *info)
     describe_openblas(&p, lib);
     if (!strcmp(p.blas_vendor, "unknown"))
         describe_blis(&p, lib);
+    if (!strcmp(p.blas_vendor, "unknown"))
+        describe_reference(&p, p.blas_library);
     if (lib)
         dlclose(lib);
     const char *widest;

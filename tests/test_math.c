@@ -842,6 +842,47 @@ START_TEST(streaming_and_causality)
 }
 END_TEST
 
+/* A row that breaks the policy stops the causal call there, and the rows
+ * before it hold exactly what they hold when it does not: the triangle of
+ * the failing row's chunk is computed as for a clean chunk (before: over
+ * the good rows only, whose shorter GEMM gave rows before a NaN query
+ * other bits on the generic and AVX2 paths).  Rows 17, 33, 40 and 59 of
+ * one 64-row chunk: every diagonal block of the triangle, both layouts. */
+START_TEST(failing_row_leaves_earlier_bits)
+{
+    int64_t n = 60, d = 5, e = 7, rows_bad[] = {17, 33, 40, 59};
+    for (int li = 0; li < 2; li++)
+        for (int bi = 0; bi < 4; bi++) {
+            int layout = layouts[li];
+            int64_t bad = rows_bad[bi], got = -1;
+            uint64_t seed = 91 + (uint64_t)(li * 4 + bi);
+            tmat q = tmat_rand(layout, n, d, 1, -1, 1, &seed);
+            tmat k = tmat_rand(layout, n, d, 2, -1, 1, &seed);
+            tmat v = tmat_rand(layout, n, e, 0, -1, 1, &seed);
+            tmat c1 = tmat_like(&q, n, e, 1), c2 = tmat_like(&q, n, e, 1);
+            linattn_opts o;
+            linattn_opts_init(&o);
+            o.chunk = 64;
+            P(plan) *p;
+            ck_assert_int_eq(P(plan_create)(&p, LINATTN_MAP_ELU1, d, e, &o), 0);
+            ck_assert_int_eq(P(causal)(p, layout, n, q.a, q.ld, k.a, k.ld, v.a,
+                                       v.ld, c1.a, c1.ld, NULL), 0);
+            *tmat_at(&q, bad, 2) = (real)NAN;
+            ck_assert_int_eq(P(causal)(p, layout, n, q.a, q.ld, k.a, k.ld, v.a,
+                                       v.ld, c2.a, c2.ld, &got),
+                             LINATTN_EDENOM);
+            ck_assert_int_eq(got, bad);
+            for (int64_t i = 0; i < bad; i++)
+                for (int64_t j = 0; j < e; j++)
+                    ck_assert(memcmp(tmat_at(&c1, i, j), tmat_at(&c2, i, j),
+                                     sizeof(real)) == 0);
+            P(plan_destroy)(p);
+            tmat_free(&q), tmat_free(&k), tmat_free(&v);
+            tmat_free(&c1), tmat_free(&c2);
+        }
+}
+END_TEST
+
 /* Updates and queries of 1 to 5 rows (the small path below 5 rows, the
  * blocked one from 5), in both layouts with padded leading dimensions:
  * keys streamed in pieces of every such size, then every query size with
@@ -955,6 +996,7 @@ static Suite *suite(void)
     tcase_add_test(tc, large_leading_dimensions);
     tcase_add_loop_test(tc, causal_matches_naive_and_reference, 0, 18);
     tcase_add_test(tc, streaming_and_causality);
+    tcase_add_test(tc, failing_row_leaves_earlier_bits);
     tcase_add_test(tc, few_rows_at_a_time);
     tcase_add_test(tc, softmax_score_overflow);
     tcase_add_test(tc, outputs_together_and_self_merge);

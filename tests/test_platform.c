@@ -8,6 +8,8 @@
  * hand-made descriptions; the kernel-name tables.
  */
 #define _GNU_SOURCE
+#include <cblas.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -77,18 +79,41 @@ static const char *builtin_widest(void)
 #endif
 }
 
-/* The kernel level the library should pick without LINATTN_ISA. */
+/* The kernel level the library should pick without LINATTN_ISA: the
+ * psABI level the CPU has in full (GCC names the levels; clang 14 has
+ * not every extension's name, so it checks those it has). */
 static const char *builtin_lib_isa(void)
 {
 #if defined(__x86_64__)
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+#if defined(__clang__)
+    int v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+             __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
+    int v4 = v3 && __builtin_cpu_supports("avx512f") &&
+             __builtin_cpu_supports("avx512dq") &&
+             __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") &&
+             __builtin_cpu_supports("avx512cd");
+#else
+    int v3 = __builtin_cpu_supports("x86-64-v3");
+    int v4 = __builtin_cpu_supports("x86-64-v4");
+#endif
+    if (v4)
         return "avx512";
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    if (v3)
         return "avx2";
 #endif
     return "generic";
+}
+
+/* The level in force under this process's LINATTN_ISA: the one it names
+ * when that is below the CPU's, else the CPU's. */
+static const char *expected_lib_isa(void)
+{
+    const char *cpu = builtin_lib_isa();
+    int cap = linattn_i_isa_parse(getenv("LINATTN_ISA"));
+    return cap >= 0 && cap < linattn_i_isa_parse(cpu) ? linattn_i_isa_name(cap)
+                                                      : cpu;
 }
 
 START_TEST(rejects_null_and_fills_everything)
@@ -144,10 +169,28 @@ START_TEST(blas_matches_its_own_queries)
            p.blas_kernel_isa, p.blas_threading);
 #else
     printf("this build links neither OpenBLAS nor BLIS: vendor %s, kernel "
-           "%s\n", p.blas_vendor, p.blas_kernel);
-    ck_assert_str_eq(p.blas_vendor, "unknown");
-    ck_assert_str_eq(p.blas_kernel, "unknown");
-    ck_assert_int_eq(p.blas_underuses_cpu, 0);
+           "%s, library %s\n", p.blas_vendor, p.blas_kernel, p.blas_library);
+    /* where cblas_dgemm comes from, by the test's own dladdr: Debian's
+     * reference BLAS lives in <libdir>/blas/ (whatever other BLAS the
+     * process loaded, as OpenBLAS through LAPACK: not named) */
+    Dl_info where;
+    void (*gemm)(void) = (void (*)(void))cblas_dgemm;
+    void *addr;
+    memcpy(&addr, &gemm, sizeof addr);
+    ck_assert(dladdr(addr, &where) && where.dli_fname);
+    char *real = realpath(where.dli_fname, NULL);
+    if (real && strstr(real, "/blas/libblas.so.")) {
+        ck_assert_str_eq(p.blas_vendor, "Netlib");
+        ck_assert_str_eq(p.blas_kernel, "reference");
+        ck_assert(strstr(real, p.blas_version) != NULL);
+        ck_assert_int_eq(p.blas_underuses_cpu,
+                         linattn_i_isa_rank(p.cpu_isa) > 0);
+    } else {
+        ck_assert_str_eq(p.blas_vendor, "unknown");
+        ck_assert_str_eq(p.blas_kernel, "unknown");
+        ck_assert_int_eq(p.blas_underuses_cpu, 0);
+    }
+    free(real);
 #endif
 }
 END_TEST
@@ -157,7 +200,7 @@ START_TEST(cpu_matches_the_compilers_detection)
     linattn_platform p;
     ck_assert_int_eq(linattn_platform_query(&p), 0);
     ck_assert_str_eq(p.cpu_isa, builtin_widest());
-    ck_assert_str_eq(p.lib_isa, getenv("LINATTN_ISA") ? p.lib_isa : builtin_lib_isa());
+    ck_assert_str_eq(p.lib_isa, expected_lib_isa());
 #if defined(__x86_64__)
     /* (__builtin_cpu_supports takes only literals) */
 #define SAME(name) \
@@ -166,7 +209,12 @@ START_TEST(cpu_matches_the_compilers_detection)
     SAME("sse2"), SAME("sse3"), SAME("ssse3"), SAME("sse4.1");
     SAME("sse4.2"), SAME("avx"), SAME("avx2"), SAME("fma");
     SAME("avx512f"), SAME("avx512dq"), SAME("avx512bw"), SAME("avx512vl");
-    SAME("avx512cd");
+    SAME("avx512cd"), SAME("bmi2");
+    ck_assert(has_word(p.cpu_features, "bmi1") ==
+              (__builtin_cpu_supports("bmi") != 0));
+#if !defined(__clang__)
+    SAME("lzcnt"), SAME("movbe"), SAME("f16c");
+#endif
 #undef SAME
     ck_assert(strlen(p.cpu_name) > 0);
 #endif
@@ -256,6 +304,13 @@ START_TEST(advice_names_the_remedy)
     ck_assert_int_eq(p.blas_underuses_cpu, 1);
     ck_assert(strstr(p.advice, "built for Haswell only") != NULL);
     ck_assert(strstr(p.advice, "DYNAMIC_ARCH=1") != NULL);
+    /* the reference BLAS: always an optimized one instead */
+    p = made("Netlib", "reference BLAS 3.11.0", "reference", "generic", "avx2",
+             "sse2 avx avx2 fma");
+    linattn_i_platform_advise(&p, NULL);
+    ck_assert_int_eq(p.blas_underuses_cpu, 1);
+    ck_assert(strstr(p.advice, "reference BLAS") != NULL);
+    ck_assert(strstr(p.advice, "update-alternatives") != NULL);
     /* BLIS and others: another build */
     p = made("BLIS", "BLIS 0.9.0", "haswell", "avx2", "avx512", avx512);
     linattn_i_platform_advise(&p, NULL);
@@ -336,9 +391,9 @@ static int describe(void)
     linattn_platform p;
     if (linattn_platform_query(&p))
         return 1;
-    printf("kernel=%s\nkernel_isa=%s\nunderuses=%d\nlib_isa=%s\nadvice=%s\n",
-           p.blas_kernel, p.blas_kernel_isa, p.blas_underuses_cpu, p.lib_isa,
-           p.advice);
+    printf("kernel=%s\nkernel_isa=%s\nunderuses=%d\nlib_isa=%s\nadvice=%s\n"
+           "summary=%s\n", p.blas_kernel, p.blas_kernel_isa,
+           p.blas_underuses_cpu, p.lib_isa, p.advice, p.summary);
     return 0;
 }
 
@@ -355,6 +410,9 @@ START_TEST(environment_selects_kernels)
     char want[64];
     snprintf(want, sizeof want, "lib_isa=%s\n", best);
     ck_assert(strstr(d, want) != NULL);
+    /* ignored, and the summary says so (a typo must not pass unseen) */
+    ck_assert(strstr(d, "LINATTN_ISA=\"nonsense\" ignored") != NULL);
+    ck_assert(strstr(child_description("LINATTN_ISA=avx2"), "ignored") == NULL);
     d = child_description("LINATTN_ISA=avx512");
     ck_assert(strstr(d, want) != NULL);
 

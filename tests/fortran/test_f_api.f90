@@ -5,13 +5,15 @@
 ! is checked without editing this file); the options type's defaults
 ! against linattn_opts_init, every field bit for bit; the generator's test vectors
 ! (doc/rng.md) bit for bit, with seeds and counters beyond 2**63; version
-! and status strings; and the textbook example in both precisions,
+! and status strings; the platform description against C's struct; and
+! the textbook example in both precisions,
 ! rescanned by plain loops and through the library, exactly.
 program test_f_api
-  use, intrinsic :: iso_c_binding, only: c_int64_t, c_loc
+  use, intrinsic :: iso_c_binding, only: c_int64_t, c_loc, c_char, &
+      c_null_char
   use, intrinsic :: iso_fortran_env, only: int64, real32, real64
   use linattn
-  use linattn_c, only: c_opts, c_opts_init
+  use linattn_c, only: c_opts, c_opts_init, c_platform, c_platform_query
   use linattn_base, only: opts_to_c
   use linattn_c_check
   use ftest
@@ -22,6 +24,7 @@ program test_f_api
   call options()
   call generator()
   call strings()
+  call platform()
   call textbook_d()
   call textbook_s()
   call finish('test_f_api')
@@ -42,6 +45,59 @@ contains
     end if
     call check(c_layout(1) == 120, 'sizeof(linattn_opts) = 120')
   end subroutine layout_and_constants
+
+  ! linattn_platform_query: every string field equal to C's up to its
+  ! terminator (the rest blank), the numbers and the verdict as C has
+  ! them, and the description's own consistency.
+  subroutine platform()
+    type(linattn_platform) :: p
+    type(c_platform), target :: cp
+    integer :: st
+    call linattn_platform_query(p, stat=st)
+    call check(st == 0, 'platform_query: status 0')
+    call check(c_platform_query(c_loc(cp)) == 0, 'platform_query from C')
+    call check(same(p%blas_vendor, cp%blas_vendor) .and. &
+        same(p%blas_version, cp%blas_version) .and. &
+        same(p%blas_config, cp%blas_config) .and. &
+        same(p%blas_library, cp%blas_library) .and. &
+        same(p%blas_kernel, cp%blas_kernel) .and. &
+        same(p%blas_kernel_isa, cp%blas_kernel_isa) .and. &
+        same(p%blas_threading, cp%blas_threading) .and. &
+        same(p%cpu_name, cp%cpu_name) .and. same(p%cpu_isa, cp%cpu_isa) &
+        .and. same(p%cpu_features, cp%cpu_features) .and. &
+        same(p%lib_isa, cp%lib_isa) .and. &
+        same(p%lib_threading, cp%lib_threading) .and. &
+        same(p%advice, cp%advice) .and. same(p%summary, cp%summary), &
+        'platform_query: strings as in C')
+    call check(p%blas_threads == cp%blas_threads .and. &
+        p%lib_threads == cp%lib_threads .and. &
+        (p%blas_underuses_cpu .eqv. cp%blas_underuses_cpu /= 0), &
+        'platform_query: numbers as in C')
+    call check(len_trim(p%blas_vendor) > 0 .and. &
+        index(p%summary, trim(p%blas_vendor)) > 0 .and. &
+        index(p%summary, 'linattn kernels ' // trim(p%lib_isa)) > 0, &
+        'platform_query: the summary names the BLAS and the kernels')
+    call check((len_trim(p%advice) > 0) .eqv. p%blas_underuses_cpu, &
+        'platform_query: advice exactly when it warns')
+  end subroutine platform
+
+  ! s holds the C string in a (up to its NUL), then blanks.
+  logical function same(s, a)
+    character(*), intent(in) :: s
+    character(kind=c_char), intent(in) :: a(:)
+    integer :: i
+    logical :: ended
+    same = .true.
+    ended = .false.
+    do i = 1, len(s)
+      if (i <= size(a) .and. .not. ended) ended = a(i) == c_null_char
+      if (ended .or. i > size(a)) then
+        same = same .and. s(i:i) == ' '
+      else
+        same = same .and. s(i:i) == a(i)
+      end if
+    end do
+  end function same
 
   ! type(linattn_opts) starts with the library's defaults: the C struct
   ! it converts to equals linattn_opts_init's, field for field; the seed
