@@ -1197,8 +1197,9 @@ LINATTN_API int X(state_import)(X(state) *state, const double *acc,           \
  * n < 0; -4 q; -5 ldq; -6 k; -7 ldk; -8 v; -9 ldv; -10 out; -11 ldout;     \
  * -12 absorb not 0 or 1; LINATTN_ESIZE (also the state's tokens + n      \
  * beyond 2^63 - 1, before any work); LINATTN_ENOMEM; LINATTN_EDENOM;       \
- * LINATTN_ENONFINITE.  absorb = 1 needs exclusive access to state;         \
- * absorb = 0 calls may share it (and query it) from several threads. */    \
+ * LINATTN_EOVERFLOW; LINATTN_ENONFINITE.  absorb = 1 needs exclusive      \
+ * access to state; absorb = 0 calls may share it (and query it) from       \
+ * several threads. */                                                      \
 LINATTN_API int X(state_causal)(X(state) *state, int layout, int64_t n,       \
                                 const R *q, int64_t ldq, const R *k,          \
                                 int64_t ldk, const R *v, int64_t ldv, R *out, \

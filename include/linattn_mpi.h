@@ -48,14 +48,39 @@
  *     The random maps draw W from the seed, so equal seeds give the same
  *     W on every rank (tested).
  *   - Run-time conditions after the agreement (LINATTN_EDENOM,
- *     LINATTN_ENOMEM) are agreed on at the end: every rank returns the
- *     status of the first failing problem (in (b, h) order; ties: the
- *     first failing rank), and bad_row is a global row index (counted
- *     over the concatenated sequence), the same on every rank.  Outputs
- *     then hold what each rank's local call left: for EDENOM the rows
- *     before the bad one hold results (on every rank), the bad row is
- *     untouched, and later rows hold results or their previous contents;
- *     for ENOMEM see each function.
+ *     LINATTN_EOVERFLOW, LINATTN_ENOMEM) are agreed on at the end: every
+ *     rank returns the status of the first failing problem (in (b, h)
+ *     order; ties: the first failing rank, whose failing row comes first
+ *     in the concatenated sequence), and for EDENOM and EOVERFLOW
+ *     bad_row is that global row index (counted over the concatenated
+ *     sequence), the same on every rank.  So, as a serial call reports
+ *     the first row that fails whatever its kind, a bad normalizer on
+ *     one rank and an overflow on another give the status of the
+ *     earlier row.  Outputs then hold what each rank's local call left:
+ *     rows before the bad one hold results (on every rank); an EDENOM
+ *     row is untouched, an EOVERFLOW row untouched or holding its
+ *     non-finite values; later rows hold results or their previous
+ *     contents; for ENOMEM see each function.
+ *   - Finite inputs give finite outputs or a status (linattn.h), across
+ *     ranks too.  Each reduction carries, in a header word it already
+ *     had, whether a state holds NaN or Inf and whether a rank's own
+ *     sums overflowed; after it, sums of states without NaN and Inf that
+ *     left the working precision's range (float: the float copy's) are
+ *     refused as linattn_d_state_merge refuses them: the state
+ *     collectives return LINATTN_EOVERFLOW with every state unchanged;
+ *     the non-causal calls return it at the first query row (global row
+ *     0 of the problem: every row reads the sum), with nothing of that
+ *     problem written; in the causal calls a rank whose prefix left the
+ *     range returns it at its first row, writing none, and the rank
+ *     where the sums first overflow reports the row where they do, as
+ *     the serial call would.  Sums are judged as the ranks form them
+ *     (each rank's keys, then states added in the reduction's order): a
+ *     value that one order rounds past the range and another does not,
+ *     or partial sums that cancel later, may be refused where the serial
+ *     call, adding in its order, is not.  NaN and Inf from the inputs
+ *     still propagate with status 0, as serially (the sum is taken),
+ *     except beside a rank whose own sums overflowed: its sums cannot
+ *     travel, and the call is LINATTN_EOVERFLOW.
  *   - Not agreed, returned on the rank where it happens, without
  *     communication: LINATTN_EMPI when MPI is not initialized, already
  *     finalized, or initialized below the thread level below; and the
@@ -152,14 +177,17 @@ LINATTN_MPI_API int linattn_mpi_refuse(MPI_Comm comm, int comm_arg,
  * O((nq + nk) m e) per rank, memory as linattn_d_attention.                \
  * Collective.  ENOMEM while building the local state: every rank returns   \
  * it with nothing written anywhere; ENOMEM in a query: as EDENOM, rows of  \
- * other ranks written.  bad_row (if not NULL, written on EDENOM only) is   \
- * global: the query's row in the concatenation of every rank's queries.   \
+ * other ranks written.  EOVERFLOW: a query's numerator or quotient beyond  \
+ * the range (rows as at linattn_d_state_query), or the summed state        \
+ * beyond it (refused: row 0, nothing written; see Finite inputs above).   \
+ * bad_row (if not NULL, written on EDENOM and EOVERFLOW only) is global:   \
+ * the query's row in the concatenation of every rank's queries.           \
  * Threads: the plan may be used by other threads at the same time (it is  \
  * immutable); this call is one thread's at a time per rank (see above).  \
  * Errors: -1 plan NULL; -2 comm; -3 layout; -4 nq < 0; -5 nk < 0; -6 q     \
  * NULL; -7 ldq; -8 k NULL; -9 ldk; -10 v NULL; -11 ldv; -12 out NULL;      \
  * -13 ldout; LINATTN_ESIZE; LINATTN_ENONFINITE; LINATTN_EMISMATCH;         \
- * LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EMPI. */                          \
+ * LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW; LINATTN_EMPI. */       \
 LINATTN_MPI_API int MX(attention)(const X(plan) *plan, MPI_Comm comm,         \
         int layout, int64_t nq, int64_t nk, const R *q, int64_t ldq,          \
         const R *k, int64_t ldk, const R *v, int64_t ldv, R *out,             \
@@ -181,12 +209,15 @@ LINATTN_MPI_API int MX(attention)(const X(plan) *plan, MPI_Comm comm,         \
  * one rank: then this is linattn_d_causal bit for bit).  Collective.       \
  * ENOMEM: every rank returns it; the failing rank has written nothing and  \
  * any other rank (before or after it) may have written its rows, the rest \
- * keeping their contents.  bad_row (EDENOM only) is the global row.        \
+ * keeping their contents.  EOVERFLOW: the first global row whose sums     \
+ * over keys j <= i (or numerator, or quotient) leave the range, rows       \
+ * before it written on every rank (see Finite inputs above).  bad_row     \
+ * (EDENOM and EOVERFLOW only) is the global row.                           \
  * Threads: as linattn_mpi_d_attention.  Errors:                            \
  * -1 plan; -2 comm; -3 layout; -4 n < 0; -5 q; -6 ldq; -7 k; -8 ldk; -9 v; \
  * -10 ldv; -11 out; -12 ldout; LINATTN_ESIZE (also more than 2^63 - 1      \
  * tokens in all); LINATTN_ENONFINITE; LINATTN_EMISMATCH; LINATTN_ENOMEM;   \
- * LINATTN_EDENOM; LINATTN_EMPI. */                                          \
+ * LINATTN_EDENOM; LINATTN_EOVERFLOW; LINATTN_EMPI. */                       \
 LINATTN_MPI_API int MX(causal)(const X(plan) *plan, MPI_Comm comm,            \
         int layout, int64_t n, const R *q, int64_t ldq, const R *k,           \
         int64_t ldk, const R *v, int64_t ldv, R *out, int64_t ldout,          \
@@ -208,12 +239,14 @@ LINATTN_MPI_API int MX(causal)(const X(plan) *plan, MPI_Comm comm,            \
  * element per problem, (m (e + 1) + 5) batch heads doubles, besides one    \
  * problem's workspace.  *bad (if not NULL,                                 \
  * written on a failure): the first failing problem (b, h) and, for         \
- * EDENOM, its global row (else -1).  Collective.  Threads: as              \
+ * EDENOM and EOVERFLOW, its global row (else -1); a problem whose summed  \
+ * state leaves the range fails at row 0, nothing of it written.           \
+ * Collective.  Threads: as                                                 \
  * linattn_mpi_d_attention.  Errors: -1 plan; -2                            \
  * comm; -3 layout; -4 batch < 0; -5 heads < 0; -6 nq < 0; -7 nk < 0;       \
  * -8 q; -9 sq; -10 k; -11 sk; -12 v; -13 sv; -14 out; -15 sout;            \
  * LINATTN_ESIZE; LINATTN_ENONFINITE; LINATTN_EMISMATCH; LINATTN_ENOMEM;    \
- * LINATTN_EDENOM; LINATTN_EMPI. */                                          \
+ * LINATTN_EDENOM; LINATTN_EOVERFLOW; LINATTN_EMPI. */                       \
 LINATTN_MPI_API int MX(batched_attention)(const X(plan) *plan, MPI_Comm comm, \
         int layout, int64_t batch, int64_t heads, int64_t nq, int64_t nk,     \
         const R *q, const linattn_strides *sq, const R *k,                    \
@@ -236,7 +269,8 @@ LINATTN_MPI_API int MX(batched_attention)(const X(plan) *plan, MPI_Comm comm, \
  * plan; -2 comm; -3 layout; -4 batch; -5 heads; -6 n < 0; -7 q; -8 sq;     \
  * -9 k; -10 sk; -11 v; -12 sv; -13 out; -14 sout; LINATTN_ESIZE;           \
  * LINATTN_ENONFINITE; LINATTN_EMISMATCH; LINATTN_ENOMEM; LINATTN_EDENOM;   \
- * LINATTN_EMPI. */                                                          \
+ * LINATTN_EOVERFLOW (the failing problem's global row, as the single      \
+ * call's); LINATTN_EMPI. */                                                 \
 LINATTN_MPI_API int MX(batched_causal)(const X(plan) *plan, MPI_Comm comm,    \
         int layout, int64_t batch, int64_t heads, int64_t n, const R *q,      \
         const linattn_strides *sq, const R *k, const linattn_strides *sk,     \
@@ -256,11 +290,17 @@ LINATTN_MPI_API int MX(batched_causal)(const X(plan) *plan, MPI_Comm comm,    \
  * for Open MPI; tested).  Extra memory: (m (e + 1) + 5) count doubles.    \
  * Collective.  Threads: the states are this call's alone while it runs;  \
  * one call per rank at a time.  On any error every state is unchanged.    \
- * Errors:                                                                  \
+ * A sum refused as linattn_d_state_merge refuses it is refused on every   \
+ * rank (the first refusing rank's status, in rank order; on one rank,    \
+ * ESIZE before EOVERFLOW, as in merge); states holding NaN or Inf are     \
+ * added (they propagate, status 0).  Errors:                               \
  * -1 states NULL (count > 0), an entry NULL, or entries of plans with      \
  * different fingerprints; -2 count < 0; -3 comm; LINATTN_EMISMATCH (plans \
  * or count differ across ranks); LINATTN_ESIZE (more than 2^63 - 1 tokens \
- * in all); LINATTN_ENOMEM; LINATTN_EMPI. */                                 \
+ * in all); LINATTN_EOVERFLOW (states without NaN and Inf whose sum leaves \
+ * the working precision's range, in float the float copy's; also a       \
+ * single float state whose sums already do, as a merge into an empty      \
+ * state refuses it); LINATTN_ENOMEM; LINATTN_EMPI. */                       \
 LINATTN_MPI_API int MX(state_allreduce)(X(state) *const *states,              \
                                         int64_t count, MPI_Comm comm);        \
                                                                               \
@@ -271,7 +311,8 @@ LINATTN_MPI_API int MX(state_allreduce)(X(state) *const *states,              \
  * (recursive doubling: ceil(log2 P) MPI_Sendrecv exchanges on the private \
  * communicator, not MPI_Exscan).  Extra memory: three times that of       \
  * linattn_mpi_d_state_allreduce.  Collective; threads, errors and         \
- * on-error policy as linattn_mpi_d_state_allreduce. */                      \
+ * on-error policy as linattn_mpi_d_state_allreduce (LINATTN_EOVERFLOW     \
+ * when any rank's prefix leaves the range, every state unchanged). */      \
 LINATTN_MPI_API int MX(state_exscan)(X(state) *const *states, int64_t count,  \
                                      MPI_Comm comm);                          \
                                                                               \
@@ -297,7 +338,11 @@ LINATTN_MPI_API int MX(state_save_file)(const X(state) *state,                \
  * (linattn_d_state_load_file), its bytes are broadcast, every rank         \
  * verifies them again and only then, when every rank has, replaces its    \
  * state.  A refused file is refused with the same status on every rank,   \
- * every state unchanged.  path is read on rank 0 only.  Collective.       \
+ * every state unchanged.  Sums are taken as the serial load takes them    \
+ * (sums near or, in float, beyond the working precision's range          \
+ * included: the loaded state's queries then report LINATTN_EOVERFLOW,    \
+ * and its merges and reductions refuse them, as the serial state's do).  \
+ * path is read on rank 0 only.  Collective.                                \
  * Threads: the state is this call's alone while it runs; one call per    \
  * rank at a time.  Errors: -1 state                                        \
  * NULL; -2 path NULL or empty; -3 comm; LINATTN_EIO; LINATTN_EFORMAT;      \

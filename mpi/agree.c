@@ -95,8 +95,8 @@ int linattn_mpi_i_agree_final(MPI_Comm comm, int status, int64_t problem,
     if (MPI_Allreduce(&below, &offset, 1, MPI_INT64_T, MPI_SUM, comm) !=
         MPI_SUCCESS)
         return LINATTN_EMPI;
-    int64_t msg[3] = {status, problem,
-                      status == LINATTN_EDENOM ? offset + row : -1};
+    int has_row = status == LINATTN_EDENOM || status == LINATTN_EOVERFLOW;
+    int64_t msg[3] = {status, problem, has_row ? offset + row : -1};
     if (MPI_Bcast(msg, 3, MPI_INT64_T, first.rank, comm) != MPI_SUCCESS)
         return LINATTN_EMPI;
     *gproblem = msg[1];

@@ -9,7 +9,7 @@
 static int any_failed(const MI(work) *w, double *set, int64_t count)
 {
     for (int64_t i = 0; i < count; i++)
-        if (MI(elem)(w, set, i)[LINATTN_MPI_E_FAIL])
+        if (linattn_mpi_i_flags(MI(elem)(w, set, i)) & LINATTN_MPI_F_FAIL)
             return 1;
     return 0;
 }
@@ -28,14 +28,25 @@ static int attention_work(const MI(job) *j, MPI_Comm comm, MI(work) *w,
     for (int64_t i = 0; !status && !any_failed(w, w->elems, j->problems) &&
                         i < j->problems;
          i++) {
-        int st = MI(unpack)(w->state, MI(elem)(w, w->elems, i), 0);
-        /* no queries here: nothing to ask (out may be NULL, which
-         * state_query refuses) */
-        if (!st && j->nq > 0)
-            st = X(state_query)(w->state, j->layout, j->nq,
-                                MI(at)(j, j->q, &j->sq, j->nq, i), j->sq.ld,
-                                (real *)MI(at)(j, j->out, &j->sout, j->nq, i),
-                                j->sout.ld, NULL, 0, NULL, &row);
+        const double *el = MI(elem)(w, w->elems, i);
+        int st = 0;
+        if (MI(overflowed)(el)) {
+            /* Every query reads the sum, which is refused as a merge
+             * refuses it: the serial call's EOVERFLOW at its first query
+             * row, here with nothing written (no rank holds the sum). */
+            if (j->nq > 0)
+                st = LINATTN_EOVERFLOW, row = 0;
+        } else {
+            st = MI(unpack)(w->state, el, 0);
+            /* no queries here: nothing to ask (out may be NULL, which
+             * state_query refuses) */
+            if (!st && j->nq > 0)
+                st = X(state_query)(
+                    w->state, j->layout, j->nq,
+                    MI(at)(j, j->q, &j->sq, j->nq, i), j->sq.ld,
+                    (real *)MI(at)(j, j->out, &j->sout, j->nq, i), j->sout.ld,
+                    NULL, 0, NULL, &row);
+        }
         if (st)
             status = st, first = i;
     }

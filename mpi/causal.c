@@ -31,16 +31,31 @@ static int causal_work(const MI(job) *j, MPI_Comm comm, MI(work) *w,
     /* A failure before this rank (in its prefix) or here: no rows. */
     int skip = status != 0;
     for (int64_t i = 0; i < j->problems; i++)
-        skip |= MI(elem)(w, w->prefix, i)[LINATTN_MPI_E_FAIL] != 0;
+        skip |= (linattn_mpi_i_flags(MI(elem)(w, w->prefix, i)) &
+                 LINATTN_MPI_F_FAIL) != 0;
     for (int64_t i = 0; !skip && !status && i < j->problems; i++) {
-        int st = MI(unpack)(w->state, MI(elem)(w, w->prefix, i), n);
-        if (!st)
-            st = X(state_causal)(w->state, j->layout, n,
-                                 MI(at)(j, j->q, &j->sq, n, i), j->sq.ld,
-                                 MI(at)(j, j->k, &j->sk, n, i), j->sk.ld,
-                                 MI(at)(j, j->v, &j->sv, n, i), j->sv.ld,
-                                 (real *)MI(at)(j, j->out, &j->sout, n, i),
-                                 j->sout.ld, 0, &row);
+        const double *pre = MI(elem)(w, w->prefix, i);
+        int st = 0;
+        if (MI(overflowed)(pre)) {
+            /* Every row here reads the prefix, whose sums left the range:
+             * EOVERFLOW at this rank's first row, nothing written.  The
+             * last earlier rank with rows saw those sums in its last row
+             * and reports an earlier row, as the serial call does, unless
+             * its own sums stayed in range (added in another order). */
+            if (n > 0)
+                st = LINATTN_EOVERFLOW, row = 0;
+        } else {
+            /* This rank's own sums may overflow (F_OVER in what it sent):
+             * its rows report where, as the serial call's do. */
+            st = MI(unpack)(w->state, pre, n);
+            if (!st)
+                st = X(state_causal)(w->state, j->layout, n,
+                                     MI(at)(j, j->q, &j->sq, n, i), j->sq.ld,
+                                     MI(at)(j, j->k, &j->sk, n, i), j->sk.ld,
+                                     MI(at)(j, j->v, &j->sv, n, i), j->sv.ld,
+                                     (real *)MI(at)(j, j->out, &j->sout, n, i),
+                                     j->sout.ld, 0, &row);
+        }
         if (st)
             status = st, first = i;
     }

@@ -5,6 +5,7 @@
  * agreement, and a state in and out of its element.
  */
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "mprec.h"
@@ -67,17 +68,57 @@ int MI(begin)(const MI(job) *j, MPI_Comm comm, int status, int kind,
     return status;
 }
 
-void MI(pack)(const X(state) *state, int64_t len, int fail, double *el)
+/* Nonzero when an entry of x[0 .. len) is NaN, Inf or beyond max >= 0
+ * in magnitude.  Non-negative doubles order as their bits, NaN and Inf
+ * above every finite one: |x|'s bits plus INT64_MAX - max's bits reach
+ * 2^63 exactly when |x| > max or x is NaN.  Integer adds and ors, with
+ * no dependency longer than one cycle, so that the pass vectorizes at
+ * full speed (a floating-point sum of x * 0 waits on each addition). */
+static int beyond(const double *x, int64_t len, double max)
 {
-    double shift = 0;
+    uint64_t top, any = 0;
+    memcpy(&top, &max, sizeof top);
+    uint64_t lift = (uint64_t)INT64_MAX - top;
+#ifdef LINATTN_HAVE_OPENMP_SIMD
+#pragma omp simd reduction(| : any)
+#endif
+    for (int64_t i = 0; i < len; i++) {
+        uint64_t u;
+        memcpy(&u, x + i, sizeof u);
+        any |= (u & (uint64_t)INT64_MAX) + lift;
+    }
+    return (int)(any >> 63);
+}
+
+void MI(pack)(const X(state) *state, int64_t len, unsigned flags, double *el)
+{
+    double shift = 0, *acc = el + LINATTN_MPI_HEAD;
     int64_t tokens = 0;
-    if (fail) {
+    if (flags) {
         memset(el, 0, (size_t)(LINATTN_MPI_HEAD + len) * sizeof *el);
     } else {
-        X(state_export)(state, el + LINATTN_MPI_HEAD, &shift, &tokens);
+        X(state_export)(state, acc, &shift, &tokens);
+        /* A state's sums hold NaN or Inf only from its inputs (an update
+         * or merge refuses finite sums that overflow), and its queries
+         * then propagate them: so must the sum's. */
+        if (beyond(acc, len, DBL_MAX))
+            flags = LINATTN_MPI_F_POISON;
     }
     linattn_mpi_i_elem_head(el, len, shift, tokens);
-    el[LINATTN_MPI_E_FAIL] = fail;
+    el[LINATTN_MPI_E_FLAGS] = flags;
+}
+
+int MI(overflowed)(const double *el)
+{
+    unsigned flags = linattn_mpi_i_flags(el);
+    if (flags & LINATTN_MPI_F_OVER)
+        return 1;
+    if (flags & LINATTN_MPI_F_POISON)
+        return 0;
+    /* finite states whose double sum is Inf (or NaN: +Inf and -Inf) or,
+     * in float, beyond the float copy's range */
+    return beyond(el + LINATTN_MPI_HEAD, (int64_t)el[LINATTN_MPI_E_LEN],
+                  REAL_MAX);
 }
 
 int MI(unpack)(X(state) *state, const double *el, int64_t more)
@@ -106,7 +147,7 @@ int MI(run)(const MI(job) *j, MPI_Comm comm, int status, int kind,
     int64_t problem = -1, row = -1;
     st = f(j, comm, &w, &problem, &row);
     MI(end)(&w);
-    if (st == LINATTN_EDENOM && bad_row)
+    if ((st == LINATTN_EDENOM || st == LINATTN_EOVERFLOW) && bad_row)
         *bad_row = row;
     if (st && problem >= 0 && bad)
         *bad = (linattn_where){problem / j->heads, problem % j->heads, row};
@@ -140,9 +181,12 @@ int MI(reduce_local)(const MI(job) *j, MPI_Comm comm, MI(work) *w, int skip,
             st = X(state_update)(w->state, j->layout, n,
                                  MI(at)(j, j->k, &j->sk, n, i), j->sk.ld,
                                  MI(at)(j, j->v, &j->sv, n, i), j->sv.ld);
-        if (st && !*status)
+        unsigned flags = st == LINATTN_EOVERFLOW ? LINATTN_MPI_F_OVER
+                         : st                    ? LINATTN_MPI_F_FAIL
+                                                 : 0;
+        if (flags == LINATTN_MPI_F_FAIL && !*status)
             *status = st, *first = i;
-        MI(pack)(w->state, w->len, st != 0, MI(elem)(w, w->elems, i));
+        MI(pack)(w->state, w->len, flags, MI(elem)(w, w->elems, i));
     }
     if (j->problems == 0)
         return 0;

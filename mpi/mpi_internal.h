@@ -5,9 +5,16 @@
  * as MPI elements.  Not installed.
  *
  * A state travels as one element of doubles: a header (its length, the
- * shift, a failure flag, the token count as two exact halves), then the
+ * shift, flags, the token count as two exact halves), then the
  * accumulator [S z] as linattn_d_state_export writes it.  Float states
  * travel as their double accumulators too.
+ *
+ * The flags say what the sums alone cannot: a state that holds NaN or
+ * Inf from its inputs (whose sums propagate them, as a merge takes
+ * them) is not one whose finite sums overflowed while being added (a
+ * merge refuses those); and a rank whose own sums overflowed sends
+ * none.  They travel in the header word they share, or-ed, so the
+ * reduction moves no more numbers for them.
  */
 #ifndef LINATTN_MPI_INTERNAL_H
 #define LINATTN_MPI_INTERNAL_H
@@ -20,11 +27,26 @@ enum {
     LINATTN_MPI_E_LEN,   /* m (e + 1), the accumulator's length         */
     LINATTN_MPI_E_SHIFT, /* the accumulator holds the sums times        */
                          /* exp(-shift)                                 */
-    LINATTN_MPI_E_FAIL,  /* nonzero: a rank failed to build its state   */
+    LINATTN_MPI_E_FLAGS, /* LINATTN_MPI_F_*, or-ed over the ranks added */
     LINATTN_MPI_E_TOKHI, /* tokens = hi 2^32 + lo, each half exact in a */
     LINATTN_MPI_E_TOKLO, /* double for sums over up to 2^21 ranks       */
     LINATTN_MPI_HEAD     /* header length                               */
 };
+
+/* The flags of an element (held as a double, exact). */
+enum {
+    LINATTN_MPI_F_FAIL = 1,   /* a rank failed to build its state (the   */
+                              /* call stops)                             */
+    LINATTN_MPI_F_OVER = 2,   /* a rank's own sums of finite keys and    */
+                              /* values overflowed (its state is absent) */
+    LINATTN_MPI_F_POISON = 4  /* a state holds NaN or Inf                */
+};
+
+/* The flags of element el. */
+static inline unsigned linattn_mpi_i_flags(const double *el)
+{
+    return (unsigned)el[LINATTN_MPI_E_FLAGS];
+}
 
 /* The most key words linattn_mpi_i_agree compares. */
 #define LINATTN_MPI_MAX_KEYS 4
@@ -58,8 +80,11 @@ int linattn_mpi_i_agree(MPI_Comm comm, int status, const uint64_t *keys,
 /* Agreement on run-time statuses, after the work: the status of the
  * first failing problem (problem, numbered across a call, then rank) is
  * returned on every rank with its problem in *gproblem and, for
- * LINATTN_EDENOM, its global row in *grow (row within this rank's rows,
- * rows_here, of which every rank's add up in rank order), else -1.
+ * LINATTN_EDENOM and LINATTN_EOVERFLOW, its global row in *grow (row
+ * within this rank's rows, rows_here, of which every rank's add up in
+ * rank order), else -1.  As the serial calls report their first failing
+ * row whatever its kind, so this reports the first failing row (of the
+ * first failing problem) over the ranks: rows are in rank order.
  * One MPI_Allreduce when nothing failed; another and a Bcast more when
  * something did. */
 int linattn_mpi_i_agree_final(MPI_Comm comm, int status, int64_t problem,
@@ -67,7 +92,7 @@ int linattn_mpi_i_agree_final(MPI_Comm comm, int status, int64_t problem,
                               int64_t *gproblem, int64_t *grow);
 
 /* Fills an element's header: an accumulator of len entries at shift
- * holding tokens keys (fail 0). */
+ * holding tokens keys (flags 0). */
 void linattn_mpi_i_elem_head(double *elem, int64_t len, double shift,
                              int64_t tokens);
 

@@ -8,15 +8,18 @@
 #ifndef LINATTN_MPI_PREC_H
 #define LINATTN_MPI_PREC_H
 
+#include <float.h>
 #include "mpi_internal.h"
 
 #ifdef LINATTN_SINGLE
 typedef float real;
+#define REAL_MAX FLT_MAX
 #define X(name) linattn_s_##name
 #define MX(name) linattn_mpi_s_##name
 #define MI(name) linattn_mpi_si_##name
 #else
 typedef double real;
+#define REAL_MAX DBL_MAX
 #define X(name) linattn_d_##name
 #define MX(name) linattn_mpi_d_##name
 #define MI(name) linattn_mpi_di_##name
@@ -72,8 +75,17 @@ static inline double *MI(elem)(const MI(work) *w, double *set, int64_t i)
     return set + i * (LINATTN_MPI_HEAD + w->len);
 }
 
-/* The state into element el (fail set: an empty one marked failed). */
-void MI(pack)(const X(state) *state, int64_t len, int fail, double *el);
+/* The state into element el, marked LINATTN_MPI_F_POISON when its sums
+ * hold NaN or Inf; or with flags (LINATTN_MPI_F_FAIL, _OVER) an empty
+ * element marked so. */
+void MI(pack)(const X(state) *state, int64_t len, unsigned flags, double *el);
+
+/* Nonzero when the sums of el cannot be taken: a rank's own sums
+ * overflowed (LINATTN_MPI_F_OVER), or states without NaN and Inf added
+ * up beyond the range of the working precision (in float, the float
+ * copy's), which linattn_d_state_merge refuses.  Sums that hold NaN or
+ * Inf from the inputs are taken, as the merge takes them. */
+int MI(overflowed)(const double *el);
 
 /* Element el into the state: 0, or LINATTN_ESIZE when its tokens (plus
  * more, those about to be added) exceed int64. */
@@ -82,10 +94,12 @@ int MI(unpack)(X(state) *state, const double *el, int64_t more);
 /* Each problem's state of this rank's keys (with skip, an empty one)
  * into its element, then one reduction of them all: the sum into
  * w->elems, or with exscan the exclusive prefix into w->prefix (w->elems
- * then overwritten).  A
- * problem whose state could not be built goes as an empty element marked
- * failed; the first such is *status, *first.  Returns LINATTN_EMPI when
- * MPI failed, else 0. */
+ * then overwritten).  A problem whose sums overflow here
+ * (LINATTN_EOVERFLOW from the update) goes as an empty element marked
+ * LINATTN_MPI_F_OVER: not a failure of this rank, whose rows report it
+ * (causal) or whose sum is refused (MI(overflowed)).  One whose state
+ * could not be built otherwise goes marked failed; the first such is
+ * *status, *first.  Returns LINATTN_EMPI when MPI failed, else 0. */
 int MI(reduce_local)(const MI(job) *j, MPI_Comm comm, MI(work) *w, int skip,
                      int exscan, int *status, int64_t *first);
 
@@ -99,8 +113,8 @@ typedef int (*MI(work_fn))(const MI(job) *j, MPI_Comm comm, MI(work) *w,
  * -2 for comm), then with status, the serial _check's (its positions
  * shifted past the communicator), MI(begin), f, MI(end); then
  * the failure's place: the global row into *bad_row on LINATTN_EDENOM
- * (the single calls), the problem and row into *bad (the batched ones);
- * either may be NULL. */
+ * and LINATTN_EOVERFLOW (the single calls), the problem and row into
+ * *bad (the batched ones); either may be NULL. */
 int MI(run)(const MI(job) *j, MPI_Comm comm, int status, int kind,
             MI(work_fn) f, int64_t *bad_row, linattn_where *bad);
 

@@ -37,7 +37,7 @@ void linattn_mpi_i_elem_head(double *elem, int64_t len, double shift,
 {
     elem[LINATTN_MPI_E_LEN] = (double)len;
     elem[LINATTN_MPI_E_SHIFT] = shift;
-    elem[LINATTN_MPI_E_FAIL] = 0;
+    elem[LINATTN_MPI_E_FLAGS] = 0;
     elem[LINATTN_MPI_E_TOKHI] = (double)(tokens >> 32);
     elem[LINATTN_MPI_E_TOKLO] = (double)(tokens & 0xffffffff);
 }
@@ -70,8 +70,8 @@ static void add_elems(const double *a, double *b, int64_t count)
         double sa = a[LINATTN_MPI_E_SHIFT], sb = b[LINATTN_MPI_E_SHIFT];
         double s = ha && !hb ? sa : hb && !ha ? sb : sa > sb ? sa : sb;
         double fa = ha && hb ? exp(sa - s) : 1, fb = ha && hb ? exp(sb - s) : 1;
-        if (a[LINATTN_MPI_E_FAIL] > b[LINATTN_MPI_E_FAIL])
-            b[LINATTN_MPI_E_FAIL] = a[LINATTN_MPI_E_FAIL];
+        b[LINATTN_MPI_E_FLAGS] =
+            (double)(linattn_mpi_i_flags(a) | linattn_mpi_i_flags(b));
         if (fa == 1 && fb == 1) {
             for (int64_t i = H; i < H + len; i++)
                 b[i] += a[i];

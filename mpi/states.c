@@ -61,11 +61,15 @@ static int collective(X(state) *const *states, int64_t count, MPI_Comm comm,
         MI(end)(&w);
         return st;
     }
-    /* only a token count beyond int64 can fail (on some ranks only, for a
-     * prefix): agreed before any state changes */
+    /* What a merge refuses (on some ranks only, for a prefix), state by
+     * state in its order: a token count beyond int64, then sums of
+     * states without NaN or Inf beyond the range.  Agreed before any
+     * state changes: the first failing rank's status. */
     for (int64_t i = 0; !st && i < count; i++)
-        if (linattn_mpi_i_elem_tokens(MI(elem)(&w, sum, i)) < 0)
-            st = LINATTN_ESIZE;
+        st = linattn_mpi_i_elem_tokens(MI(elem)(&w, sum, i)) < 0
+                 ? LINATTN_ESIZE
+             : MI(overflowed)(MI(elem)(&w, sum, i)) ? LINATTN_EOVERFLOW
+                                                    : 0;
     st = linattn_mpi_i_agree(comm, st, NULL, 0);
     for (int64_t i = 0; !st && i < count; i++)
         MI(unpack)(states[i], MI(elem)(&w, sum, i), 0);

@@ -29,6 +29,15 @@ static int mt_rank, mt_size, mt_local_failures, mt_tests, mt_failed;
         }                                                                     \
     } while (0)
 
+/* MPI_Init_thread at level, and this rank's place. */
+static inline void mt_init(int *argc, char ***argv, int level)
+{
+    int provided;
+    MPI_Init_thread(argc, argv, level, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &mt_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &mt_size);
+}
+
 /* Runs one test on every rank and agrees on its outcome. */
 static inline void mt_run(const char *name, void (*test)(void))
 {

@@ -7,7 +7,9 @@
 ! C) gives the same stat on every rank with nothing written (run.sh's
 ! timeout catches a hang); the collective checkpoint: save, load,
 ! continue equals the uninterrupted state byte for byte, a damaged file
-! refused with one stat everywhere.  Prints Check's closing line.
+! refused with one stat everywhere; sums beyond the range: the serial
+! call's LINATTN_EOVERFLOW and token everywhere.  Prints Check's closing
+! line.
 program test_f_mpi
   use, intrinsic :: iso_fortran_env, only: int8, int64, real32, real64
   use mpi_f08
@@ -36,6 +38,8 @@ program test_f_mpi
   call agree('one rank bad argument')
   call t_checkpoint()
   call agree('state collectives and checkpoint')
+  call t_overflow()
+  call agree('sums beyond the range (EOVERFLOW)')
 
   if (rank == 0) then
     write (*, '(a, i0, a, i0, a, i0, a)') 'fortran mpi, np ', nranks, ': ', &
@@ -302,6 +306,91 @@ contains
     call linattn_state_destroy(back)
     call linattn_plan_destroy(plan)
   end subroutine t_checkpoint
+
+  ! Finite values whose sums leave real32's range (0.6 huge(1.0) in the
+  ! last feature of the first and the last token): the serial call's
+  ! stat and token on every rank, in bad_row and in linattn_where; the
+  ! non-causal call writes nothing (the summed state is refused), the
+  ! causal one every token before.  The state allreduce of such sums:
+  ! EOVERFLOW, the state unchanged.
+  subroutine t_overflow()
+    real(real32) :: q(1, n), k(1, n), v(e, n), ref(e, n), out(e, n)
+    real(real32) :: q3(1, n, 2), k3(1, n, 2), v3(e, n, 2), ref3(e, n, 2), &
+        out3(e, n, 2)
+    type(linattn_plan) :: plan
+    type(linattn_state) :: s(1), keep
+    type(linattn_where) :: w, sw
+    integer(int8), allocatable :: b1(:), b2(:)
+    integer(int64) :: a, b, row, srow, bytes
+    integer :: st, sts
+    a = off + 1
+    b = off + cnt
+    q = 0
+    k = 0
+    v = 0.25
+    v(e, 1) = 0.6 * huge(1.0_real32)
+    v(e, n) = v(e, 1)
+    call linattn_plan_create(plan, LINATTN_MAP_ELU1, 1, e, kind=real32)
+    srow = -3
+    call linattn_attention(plan, q, k, v, ref, bad_row=srow, stat=sts)
+    out = -7
+    row = -3
+    call linattn_mpi_attention(plan, MPI_COMM_WORLD, q(:, a:b), k(:, a:b), &
+        v(:, a:b), out(:, a:b), bad_row=row, stat=st)
+    call check(sts == LINATTN_EOVERFLOW .and. st == sts .and. row == srow, &
+        'attention: stat ' // trim(itoa(st)) // ' token ' // &
+        trim(itoa(int(row))) // ', serial ' // trim(itoa(sts)) // ' token ' &
+        // trim(itoa(int(srow))))
+    call check(all(out == -7), 'attention wrote after EOVERFLOW')
+    call linattn_causal(plan, q, k, v, ref, bad_row=srow, stat=sts)
+    out = -7
+    row = -3
+    call linattn_mpi_causal(plan, MPI_COMM_WORLD%MPI_VAL, q(:, a:b), &
+        k(:, a:b), v(:, a:b), out(:, a:b), bad_row=row, stat=st)
+    call check(sts == LINATTN_EOVERFLOW .and. srow == n .and. st == sts &
+        .and. row == srow, 'causal: stat ' // trim(itoa(st)) // ' token ' &
+        // trim(itoa(int(row))))
+    call check(all(out(:, a:min(b, n - 1_int64)) == ref(:, a:min(b, n - 1_int64))), &
+        'causal: tokens before the bad one differ')
+    call check(all(out(:, 1:a-1) == -7) .and. all(out(:, b+1:) == -7), &
+        'causal wrote other tokens')
+    ! batched: head 1 without the huge values, head 2 with them
+    q3 = 0
+    k3 = 0
+    v3(:, :, 1) = 0.25
+    v3(:, :, 2) = v
+    call linattn_batched_causal(plan, q3, k3, v3, ref3, bad=sw, stat=sts)
+    call linattn_mpi_batched_causal(plan, MPI_COMM_WORLD, q3(:, a:b, :), &
+        k3(:, a:b, :), v3(:, a:b, :), out3(:, a:b, :), bad=w, stat=st)
+    call check(sts == LINATTN_EOVERFLOW .and. st == sts .and. &
+        w%batch == sw%batch .and. w%head == sw%head .and. w%row == sw%row, &
+        'batched causal: stat ' // trim(itoa(st)) // ' token ' // &
+        trim(itoa(int(w%row))))
+    call linattn_batched_attention(plan, q3, k3, v3, ref3, bad=sw, stat=sts)
+    call linattn_mpi_batched_attention(plan, MPI_COMM_WORLD%MPI_VAL, &
+        q3(:, a:b, :), k3(:, a:b, :), v3(:, a:b, :), out3(:, a:b, :), bad=w, &
+        stat=st)
+    call check(sts == LINATTN_EOVERFLOW .and. st == sts .and. &
+        w%head == 2 .and. w%head == sw%head .and. w%row == sw%row, &
+        'batched attention: stat ' // trim(itoa(st)) // ' token ' // &
+        trim(itoa(int(w%row))))
+    ! every rank's state holds one huge value: their sum overflows
+    call linattn_state_create(s(1), plan)
+    call linattn_state_create(keep, plan)
+    call linattn_state_update(s(1), k(:, 1:1), v(:, 1:1))
+    call linattn_state_copy(keep, s(1))
+    call linattn_mpi_state_allreduce(s, MPI_COMM_WORLD, stat=st)
+    call check(st == merge(LINATTN_EOVERFLOW, 0, nranks > 1), &
+        'state allreduce: stat ' // trim(itoa(st)))
+    call linattn_state_save_size(keep, bytes)
+    allocate (b1(bytes), b2(bytes))
+    call linattn_state_save(s(1), b1)
+    call linattn_state_save(keep, b2)
+    if (nranks > 1) call check(all(b1 == b2), 'a refused allreduce changed the state')
+    call linattn_state_destroy(s(1))
+    call linattn_state_destroy(keep)
+    call linattn_plan_destroy(plan)
+  end subroutine t_overflow
 
   ! The sums of two states equal: tokens exactly, S and z (brought to
   ! b's shift) to 1e-12.

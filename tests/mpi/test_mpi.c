@@ -12,112 +12,8 @@
 #include "testutil.h"
 #include "linattn_mpi.h"
 #include "mpitest.h"
+#include "mpidata.h"
 #include "pmpi.h"
-
-#ifdef TEST_SINGLE
-#define MP(name) linattn_mpi_s_##name
-#else
-#define MP(name) linattn_mpi_d_##name
-#endif
-
-#define ROW LINATTN_ROW_MAJOR
-#define COL LINATTN_COL_MAJOR
-#define WORLD MPI_COMM_WORLD
-
-/* ---- the global sequence and this rank's block ---- */
-
-/* Split patterns of n rows over the ranks, in rank order. */
-enum { EVEN, SKEWED, ALL_LAST, ALL_FIRST, SPLITS };
-
-static void block_of(int64_t n, int pattern, int64_t *off, int64_t *cnt)
-{
-    int64_t c[64], total = 0;
-    for (int r = 0; r < mt_size; r++) {
-        switch (pattern) {
-        case EVEN: c[r] = n / mt_size + (r < n % mt_size); break;
-        /* rank 0 and every third rank empty, rank 1 one row, the rest
-         * growing; the remainder to the last rank */
-        case SKEWED: c[r] = r % 3 == 0 ? 0 : r == 1 ? 1 : n / (3 * mt_size) * r; break;
-        case ALL_LAST: c[r] = r == mt_size - 1 ? n : 0; break;
-        default: c[r] = r == 0 ? n : 0; break;
-        }
-        if (total + c[r] > n)
-            c[r] = n - total;
-        total += c[r];
-    }
-    c[mt_size - 1] += n - total;
-    *off = 0;
-    for (int r = 0; r < mt_rank; r++)
-        *off += c[r];
-    *cnt = c[mt_rank];
-}
-
-/* Rows [off, off + cnt) of a global matrix, as a matrix of its own (same
- * leading dimension: larger than its rows in column major). */
-static tmat view(const tmat *g, int64_t off, int64_t cnt)
-{
-    tmat v = *g;
-    v.rows = cnt;
-    v.a = g->layout == COL ? g->a + off : g->a + off * g->ld;
-    return v;
-}
-
-#define SENTINEL ((real)-7.5)
-
-static void fill(tmat *m, real x)
-{
-    int64_t outer = m->layout == COL ? m->cols : m->rows;
-    for (int64_t i = 0; i < outer * m->ld; i++)
-        m->a[i] = x;
-}
-
-/* Nonzero when every entry of m's buffer (padding included) outside rows
- * [off, off + cnt) still holds x. */
-static int outside_untouched(const tmat *m, int64_t off, int64_t cnt, real x)
-{
-    int cm = m->layout == COL;
-    int64_t outer = cm ? m->cols : m->rows;
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t in = 0; in < m->ld; in++) {
-            int64_t i = cm ? in : o, j = cm ? o : in;
-            int mine = i >= off && i < off + cnt && i < m->rows && j < m->cols;
-            if (!mine && m->a[o * m->ld + in] != x)
-                return 0;
-        }
-    return 1;
-}
-
-/* Nonzero when the entries of a and b (same shape) have the same bits. */
-static int same_bits(const tmat *a, const tmat *b)
-{
-    for (int64_t i = 0; i < a->rows; i++)
-        for (int64_t j = 0; j < a->cols; j++)
-            if (memcmp(tmat_at(a, i, j), tmat_at(b, i, j), sizeof(real)))
-                return 0;
-    return 1;
-}
-
-static int all_equal(const tmat *m, real x)
-{
-    return outside_untouched(m, 0, 0, x);
-}
-
-static P(plan) *make_plan(int map, int64_t d, int64_t e, uint64_t seed,
-                          double input_scale, int denom, int check_finite)
-{
-    linattn_opts o;
-    linattn_opts_init(&o);
-    o.seed = seed;
-    o.block = 16; /* blocks and chunks that do not divide the rows */
-    o.chunk = 5;
-    o.input_scale = input_scale;
-    o.denom = denom;
-    o.check_finite = check_finite;
-    P(plan) *p = NULL;
-    int st = P(plan_create)(&p, map, d, e, &o);
-    MT_CHECK(st == 0, "plan_create %d", st);
-    return p;
-}
 
 /* The maps the equality tests run: exact (elu+1), signed exact (identity
  * with NONZERO normalizers on positive data), and FAVOR+ at input scale 1
@@ -152,20 +48,6 @@ static void make_data(const map_case *mc, int layout, int64_t n, int64_t d,
         for (int64_t i = 0; i < n; i++)
             for (int64_t t = 0; t < d; t++)
                 *tmat_at(k, i, t) = (real)(*tmat_at(k, i, t) * (0.2 + 2.0 * (double)((i * 37) % n) / (double)n));
-}
-
-static void free_data(tmat *q, tmat *k, tmat *v)
-{
-    tmat_free(q), tmat_free(k), tmat_free(v);
-}
-
-/* Row-major Q, K, V without padding, entries in [lo, hi). */
-static void plain_data(int64_t n, int64_t d, int64_t e, double lo, double hi,
-                       uint64_t seed, tmat *q, tmat *k, tmat *v)
-{
-    *q = tmat_rand(ROW, n, d, 0, lo, hi, &seed);
-    *k = tmat_rand(ROW, n, d, 0, lo, hi, &seed);
-    *v = tmat_rand(ROW, n, e, 0, -1, 1, &seed);
 }
 
 /* ---- tests ---- */
@@ -647,18 +529,6 @@ static void state_collectives(void)
     P(plan_destroy)(p), P(plan_destroy)(other);
 }
 
-/* A directory for this run's files, made by rank 0, known to all. */
-static void shared_dir(char *dir, size_t len)
-{
-    if (mt_rank == 0) {
-        const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-        snprintf(dir, len, "%s/linattn-mpi-XXXXXX", tmp);
-        if (!mkdtemp(dir))
-            dir[0] = 0;
-    }
-    MPI_Bcast(dir, (int)len, MPI_CHAR, 0, WORLD);
-}
-
 /* Collective checkpoint: the state every rank holds (after allreduce) is
  * saved, loaded into fresh states, and continued; it then equals the
  * uninterrupted run bit for bit.  A damaged file and a missing one are
@@ -1099,10 +969,7 @@ static void thread_level_checked(void)
 
 int main(int argc, char **argv)
 {
-    int provided;
-    MPI_Init_thread(&argc, &argv, LINATTN_MPI_THREAD_LEVEL, &provided);
-    MPI_Comm_rank(WORLD, &mt_rank);
-    MPI_Comm_size(WORLD, &mt_size);
+    mt_init(&argc, &argv, LINATTN_MPI_THREAD_LEVEL);
     MT_RUN(same_weights_on_every_rank);
     MT_RUN(distributed_equals_serial);
     MT_RUN(causality_across_ranks);
