@@ -701,7 +701,7 @@ int X(state_query)(const X(state) *state, int layout, int64_t n,
                                   {n, plan->e, out, ldout, 6, 1},
                                   {n, plan->e, num, ldnum, 8, 1},
                                   /* den (n entries) only for its range */
-                                  {n, 1, den, layout == LINATTN_ROW_MAJOR ? 1 : n,
+                                  {n, 1, den, linattn_i_vector_ld(layout, n),
                                    10, 1}};
     st = linattn_i_check_mats_io(layout, sizeof(real), mats, 4, 1);
     /* An argument error (negative) outranks a size condition (positive). */

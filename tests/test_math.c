@@ -883,6 +883,28 @@ START_TEST(failing_row_leaves_earlier_bits)
 }
 END_TEST
 
+/* A query of no rows is a successful no-op in both layouts, with every
+ * output given (before: column major with den refused den's leading
+ * dimension, n = 0, as -11). */
+START_TEST(query_of_no_rows)
+{
+    P(plan) *p = make_plan(LINATTN_MAP_ELU1, 3, 2, 0);
+    P(state) *st;
+    ck_assert_int_eq(P(state_create)(&st, p), 0);
+    real q[3] = {1, 2, 3}, out[2] = {7, 7}, num[2] = {7, 7}, den[1] = {7};
+    int64_t bad = -5;
+    for (int li = 0; li < 2; li++) {
+        ck_assert_int_eq(P(state_query)(st, layouts[li], 0, q, 3, out, 2, num, 2,
+                                        den, &bad), 0);
+        ck_assert_int_eq(P(state_query)(st, layouts[li], 0, q, 3, NULL, 0, NULL,
+                                        0, den, &bad), 0);
+    }
+    ck_assert(out[0] == 7 && num[1] == 7 && den[0] == 7 && bad == -5);
+    P(state_destroy)(st);
+    P(plan_destroy)(p);
+}
+END_TEST
+
 /* Updates and queries of 1 to 5 rows (the small path below 5 rows, the
  * blocked one from 5), in both layouts with padded leading dimensions:
  * keys streamed in pieces of every such size, then every query size with
@@ -997,6 +1019,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, causal_matches_naive_and_reference, 0, 18);
     tcase_add_test(tc, streaming_and_causality);
     tcase_add_test(tc, failing_row_leaves_earlier_bits);
+    tcase_add_test(tc, query_of_no_rows);
     tcase_add_test(tc, few_rows_at_a_time);
     tcase_add_test(tc, softmax_score_overflow);
     tcase_add_test(tc, outputs_together_and_self_merge);
