@@ -87,6 +87,16 @@ echo "== 4/5 ThreadSanitizer: the threaded tests"
 # test_count), threads saving one checkpoint (test_checkpoint), and saves
 # killed mid-way (test_files).  A planted race (an unsynchronized counter
 # in query_range) was reported here.
+# LLVM's runtime registers itself in /dev/shm/__KMP_REGISTERED_LIB_<pid>_*
+# and does not always remove the file: after many runs a new process can
+# get a dead one's pid and refuse to start ("OMP: Error #15").  Remove the
+# files of processes that no longer exist.
+for f in /dev/shm/__KMP_REGISTERED_LIB_*; do
+    [ -e "$f" ] || continue
+    pid=${f#/dev/shm/__KMP_REGISTERED_LIB_}
+    pid=${pid%%_*}
+    [ -d "/proc/$pid" ] || rm -f "$f"
+done
 mkdir -p "$hard/tsan"
 (
     cd "$hard/tsan"
