@@ -33,7 +33,9 @@ module linattn
       linattn_batched_attention_check, linattn_batched_causal_check, &
       linattn_attention_forward, linattn_causal_forward, &
       linattn_attention_backward, linattn_causal_backward, &
-      linattn_features_backward
+      linattn_features_backward, linattn_batched_attention_forward, &
+      linattn_batched_causal_forward, linattn_batched_attention_backward, &
+      linattn_batched_causal_backward
   use linattn_s, only: linattn_plan_create_custom, linattn_plan_weights, &
       linattn_features, linattn_state_update, linattn_state_get, &
       linattn_state_query, linattn_attention, linattn_causal, linattn_naive, &
@@ -44,7 +46,9 @@ module linattn
       linattn_batched_attention_check, linattn_batched_causal_check, &
       linattn_attention_forward, linattn_causal_forward, &
       linattn_attention_backward, linattn_causal_backward, &
-      linattn_features_backward
+      linattn_features_backward, linattn_batched_attention_forward, &
+      linattn_batched_causal_forward, linattn_batched_attention_backward, &
+      linattn_batched_causal_backward
   implicit none
   private
 
@@ -66,7 +70,9 @@ module linattn
       linattn_batched_attention_check, linattn_batched_causal_check, &
       linattn_attention_forward, linattn_causal_forward, &
       linattn_attention_backward, linattn_causal_backward, &
-      linattn_features_backward
+      linattn_features_backward, linattn_batched_attention_forward, &
+      linattn_batched_causal_forward, linattn_batched_attention_backward, &
+      linattn_batched_causal_backward
 
   ! Handle-only and precision-free procedures.
   public :: linattn_plan_create, linattn_plan_destroy, linattn_plan_dims, &

@@ -211,7 +211,9 @@ contains
   end subroutine call_c_row
 
   ! The status of a batched C call that reports where it failed (w,
-  ! counted from 0): the place in the message and, counted from 1, in bad.
+  ! counted from 0): the place in the message and, counted from 1, in bad
+  ! (all 0 for a batched backward call's overflow of the sums dw, db
+  ! alone, which is no problem's).
   subroutine call_c_where(c, status, w, bad)
     type(linattn_call), intent(inout) :: c
     integer(c_int), intent(in) :: status
@@ -229,6 +231,8 @@ contains
           max(w%row + 1, 0_c_int64_t))
     else
       call call_c(c, status)
+      if (status == LINATTN_EOVERFLOW .and. present(bad)) &
+          bad = linattn_where(0, 0, 0)
     end if
   end subroutine call_c_where
 
