@@ -425,6 +425,8 @@ contains
     arr%strides%batch = 0
     if (ext(3) > 1) arr%strides%head = str(3)
     if (ext(4) > 1) arr%strides%batch = str(4)
+    ! no problem: nothing of it is addressed, any layout fits it
+    if (ext(3) == 0 .or. ext(4) == 0) arr%mat%given = .false.
     if (arr%strides%head < 0 .or. arr%strides%batch < 0) &
         call call_fail(c, -argno, name // ': a head or batch dimension ' // &
         'runs backwards; pass a copy')
