@@ -149,6 +149,19 @@ static void XI(triangle_t_times)(const real *a, int64_t lda, const real *x,
     }
 }
 
+/* c (ldc) = a bt for rows i < rows and columns j < the end of i's row
+ * block: every entry j <= i the triangles read, and a quarter less than
+ * the whole square at C = 2 TRI_BLOCK (the entries above are never read). */
+static void XI(lower_square)(XI(view) a, XI(view) bt, int64_t rows,
+                             int64_t k, real *c, int64_t ldc)
+{
+    for (int64_t r0 = 0; r0 < rows; r0 += TRI_BLOCK) {
+        int64_t r1 = r0 + TRI_BLOCK < rows ? r0 + TRI_BLOCK : rows;
+        XI(gemm)(0, 0, r1 - r0, r1, k, 1, XI(view_rows)(a, r0), bt, 0,
+                 c + r0 * ldc, ldc);
+    }
+}
+
 /* vt (e + 1 rows, ld c) = [V_c 1]^T for rows rows of the view v. */
 static void values_t(XI(view) v, int64_t rows, int64_t e, real *vt,
                      int64_t c)
@@ -257,7 +270,7 @@ static int forward_sweep(const X(plan) *plan, cws *w, int64_t c, int cm,
         chunk_inputs(plan, w, rg, r, rows, c, start);
         if (plan->shifted) /* the reverse sweep's note, exact in real */
             *note_at(rg->dv, cm, lddv, r) = (real)start;
-        XI(gemm)(0, 0, rows, rows, ld, 1, ghv, vt, 0, w->sp, c);
+        XI(lower_square)(ghv, vt, rows, ld, w->sp, c);
         rescale_squares(plan, w, rows, c, 0);
         /* dphi(Q_c) = [g h] [S z]^T (row i at exp(M - m_i)) + tril(P) K */
         if (s->has) {
@@ -318,8 +331,8 @@ static int reverse_sweep(const X(plan) *plan, cws *w, int64_t c, int cm,
             start = (double)*note_at(rg->dv, cm, lddv, r);
         chunk_inputs(plan, w, rg, r, rows, c, start);
         kn->transpose(rows, m, w->fk, m, w->kt, c);
-        XI(gemm)(0, 0, rows, rows, m, 1, fq, kt, 0, w->sa, c);
-        XI(gemm)(0, 0, rows, rows, ld, 1, ghv, vt, 0, w->sp, c);
+        XI(lower_square)(fq, kt, rows, m, w->sa, c);
+        XI(lower_square)(ghv, vt, rows, ld, w->sp, c);
         rescale_squares(plan, w, rows, c, 1);
         /* the later rows: dphi(K_c) = [V 1] D^T, dV_c = phi(K_c) D_S
          * (as (D_S^T phi(K_c)^T)^T), row j at exp(m_j - R) */

@@ -15,17 +15,42 @@
 #define LINATTN_KERN_LEVEL 0
 #endif
 
+/* Columns of y in strips of four 64-byte vectors whose sums stay in
+ * registers along i (GCC's vector extension: an array would be kept on
+ * the stack): each y_j is loaded and stored once per strip instead of once
+ * per row i.  Every entry adds the same terms in the same order (y_j
+ * first, then i = j, j + 1, ...) as the plain loop for the rest. */
+typedef real tri_vec __attribute__((vector_size(64)));
+#define TRI_LANES ((int64_t)(sizeof(tri_vec) / sizeof(real)))
+
 static void g_tri_t_diag(const real *a, int64_t lda, const real *x,
                          int64_t ldx, int64_t cols, int64_t j0, int64_t j1,
                          real *y, int64_t ldy)
 {
-    for (int64_t j = j0; j < j1; j++) {
+    int64_t c0 = 0;
+    for (; c0 + 4 * TRI_LANES <= cols; c0 += 4 * TRI_LANES)
+        for (int64_t j = j0; j < j1; j++) {
+            /* memcpy, not pointer casts: rows need not be 64-byte aligned;
+             * no vector crosses a function boundary (the psABI differs
+             * between the levels this file is built for) */
+            real *yj = y + j * ldy + c0;
+            tri_vec s[4], t[4];
+            memcpy(s, yj, sizeof s);
+            for (int64_t i = j; i < j1; i++) {
+                real aij = a[i * lda + j];
+                memcpy(t, x + i * ldx + c0, sizeof t);
+                s[0] += aij * t[0], s[1] += aij * t[1];
+                s[2] += aij * t[2], s[3] += aij * t[3];
+            }
+            memcpy(yj, s, sizeof s);
+        }
+    for (int64_t j = j0; c0 < cols && j < j1; j++) {
         real *yj = y + j * ldy;
         for (int64_t i = j; i < j1; i++) {
             real aij = a[i * lda + j];
             const real *xi = x + i * ldx;
             LINATTN_SIMD
-            for (int64_t c = 0; c < cols; c++)
+            for (int64_t c = c0; c < cols; c++)
                 yj[c] += aij * xi[c];
         }
     }
