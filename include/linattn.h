@@ -1088,9 +1088,9 @@ LINATTN_API int X(batched_causal_forward)(const X(plan) *plan, int layout,    \
  *         double *db, linattn_where *bad)                                  \
  * linattn_d_attention_backward on each problem (den dense as in            \
  * linattn_d_batched_attention_forward); dw and db are summed over all      \
- * problems (the plan is shared), written only when every problem           \
- * succeeded.  The outputs dq, dk, dv, dw, db may not meet an input or one  \
- * another (the later output's -i).  Threads as                             \
+ * problems (the plan is shared; zeros when there are none), written only   \
+ * when every problem succeeded.  The outputs dq, dk, dv, dw, db may not    \
+ * meet an input or one another (the later output's -i).  Threads as        \
  * linattn_d_batched_attention; every check (den of every problem           \
  * included: LINATTN_EDENOM names problem and row in *bad) runs before      \
  * anything is written.  LINATTN_EOVERFLOW: the first problem in (b, h)     \

@@ -205,8 +205,8 @@ static int batched(gjob *j, int64_t batch, int pos, real *dw, int64_t lddw,
 {
     int st = check(j, batch, pos, dw, lddw, db, bad);
     int64_t problems = batch * j->heads;
-    if (st || problems == 0)
-        return st;
+    if (st || (problems == 0 && !dw && !db))
+        return st; /* (no problems with dw or db: zeros, sums over none) */
     int nt = linattn_i_problem_threads(problems);
     XI(pgrad) parts[LINATTN_MAX_THREADS], total = {NULL, NULL};
     if (XI(pgrad_open)(&total, j->plan, dw != NULL, db != NULL))

@@ -321,6 +321,44 @@ START_TEST(batched_refusals_write_nothing)
 }
 END_TEST
 
+/* No problems (batch 0, or heads 0): dW and db are sums over none, so
+ * zeros, as the single call writes for no rows; the entries after them
+ * untouched. */
+START_TEST(batched_no_problems_sum_to_zero)
+{
+    int causal = _i;
+    P(plan) *p = test_plan(2);
+    int64_t d, e;
+    P(plan_dims)(p, &d, NULL, &e);
+    for (int empty = 0; empty < 3; empty++) {
+        bset s = bset_new(p, CONTIG, ROW, empty == 1 ? 0 : 2,
+                          empty == 2 ? 0 : 3, empty ? 5 : 0, empty ? 5 : 0, 3);
+        int st;
+        if (empty) {
+            st = batched_backward(p, causal, &s, 1, NULL);
+        } else { /* the single call of no rows, the rule's source */
+            int64_t bad;
+            st = causal ? P(causal_backward)(p, ROW, 0, s.q.a, d, s.k.a, d,
+                                            s.v.a, e, s.out.a, e, s.den,
+                                            s.g.a, e, s.dq.a, d, s.dk.a, d,
+                                            s.dv.a, e, s.dw, d, s.db, &bad)
+                        : P(attention_backward)(
+                              p, ROW, 0, 0, s.q.a, d, s.k.a, d, s.v.a, e,
+                              s.out.a, e, s.den, s.g.a, e, s.dq.a, d, s.dk.a,
+                              d, s.dv.a, e, s.dw, d, s.db, NULL, &bad);
+        }
+        ck_assert_int_eq(st, 0);
+        for (int64_t i = 0; i < s.rows * d; i++)
+            ck_assert(s.dw[i] == 0);
+        for (int64_t i = 0; i < s.rows; i++)
+            ck_assert(s.db[i] == 0);
+        ck_assert(s.dw[s.rows * d] == SENT && s.db[s.rows] == SENT);
+        bset_free(&s);
+    }
+    P(plan_destroy)(p);
+}
+END_TEST
+
 /* Every argument of the batched backward calls: -position, nothing
  * written; outputs meeting an input or one another refused. */
 START_TEST(batched_argument_errors)
@@ -480,6 +518,7 @@ int main(void)
     tcase_add_loop_test(tc, batched_against_reference, 0, 2);
     tcase_add_loop_test(tc, batched_refusals_write_nothing, 0, 2);
     tcase_add_loop_test(tc, batched_argument_errors, 0, 2);
+    tcase_add_loop_test(tc, batched_no_problems_sum_to_zero, 0, 2);
     tcase_add_test(tc, batched_forward_errors);
     suite_add_tcase(s, tc);
     return run_suite(s);
