@@ -19,7 +19,7 @@ void bench_set_threads(int threads);
 
 /* OpenBLAS's pthreads build to one thread for the duration of a split of
  * our own, and back: what linattn does around its splits
- * (lib/threads.c).  Pass _end what _begin returned. */
+ * (lib/common/threads.c).  Pass _end what _begin returned. */
 int bench_blas_serial_begin(void);
 void bench_blas_serial_end(int saved);
 

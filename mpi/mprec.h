@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * mprec.h -- the precision switch of liblinattn_mpi, as lib/prec.h is
+ * mprec.h -- the precision switch of liblinattn_mpi, as lib/common/prec.h is
  * liblinattn's: every precision-generic file here is compiled twice,
  * plain (double) and with LINATTN_SINGLE (float).  X() names the serial
  * library's public API, MX() this library's, MI() its internals.

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
 # The numerical suites again with linattn's kernels held to each lower code
-# path (LINATTN_ISA, lib/cpu.h): make check runs them on the CPU's best
+# path (LINATTN_ISA, lib/common/cpu.h): make check runs them on the CPU's best
 # path, this runs them on generic and avx2 too, so that every path the
 # library can dispatch to is tested end to end on a machine that has them
 # all (tests/test_kernels tests each kernel build directly): every suite

@@ -15,7 +15,7 @@ for f in $(find "$src" \( -name .git -o -name autom4te.cache -o -name build-aux 
                           -o -name '*.sh' -o -name '*.am' -o -name '*.ac' -o -name '*.gp' \
                           -o -name '*.in' -o -name '*.m4' -o -name '*.pl' -o -name '*.cmake' \
                           -o -name '*.lua' -o -name '*.tcl' -o -name 'bootstrap' -o -name run \
-                          -o -name '*.slurm' -o -name 'CMakeLists.txt' \) -print); do
+                          -o -name '*.slurm' -o -name 'CMakeLists.txt' -o -name '*.mk' -o -name '*.list' \) -print); do
     rel=${f#"$src"}
     case $rel in
     Makefile.in|*/Makefile.in|aclocal.m4|configure|config.h.in|m4/libtool.m4|m4/lt*.m4) continue ;;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_kernels.c -- the library's own kernels (lib/kern.h), compiled once
+ * test_kernels.c -- the library's own kernels (lib/kernels/kern.h), compiled once
  * per precision, in every build the CPU can run (generic, AVX2, AVX-512:
  * each table is called directly, so a CI machine without AVX-512 still
  * runs the others and this one all three): the exponentials against libm
@@ -8,16 +8,16 @@
  * and through the masked or padded tails; elu + 1 and exp(x - c); the row
  * statistics, the GEMM micro-kernel, the decoding and causal loops
  * against plain loops; the dispatch following the forced level.  And the
- * random generator of lib/rng.c (Philox known answers, Box-Muller, test
+ * random generator of lib/maps/rng.c (Philox known answers, Box-Muller, test
  * vectors).
  */
 #include <stdio.h>
 #include "testutil.h"
-#include "prec.h"
-#include "vexp.h"
-#include "cpu.h"
-#include "kern.h"
-#include "rng.h"
+#include "common/prec.h"
+#include "kernels/vexp.h"
+#include "common/cpu.h"
+#include "kernels/kern.h"
+#include "maps/rng.h"
 
 #ifdef TEST_SINGLE
 #define ULP FLT_EPSILON

@@ -19,8 +19,8 @@
 #include <omp.h>
 #endif
 #include "testutil.h"
-#include "cpu.h"
-#include "platform.h"
+#include "common/cpu.h"
+#include "common/platform.h"
 
 extern char **environ;
 

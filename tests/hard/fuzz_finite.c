@@ -14,7 +14,7 @@
  * state blocked and token by token, the four batched calls); a violation
  * aborts, with the input saved by libFuzzer.  The first byte picks the
  * code path of linattn's kernels (generic, AVX2, AVX-512, capped by the
- * CPU: lib/cpu.h), so that every path the library dispatches to, with
+ * CPU: lib/common/cpu.h), so that every path the library dispatches to, with
  * its own fused output writes, is held to the invariant in one run.
  */
 #include <float.h>
@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "linattn.h"
-#include "../../lib/cpu.h"
+#include "../../lib/common/cpu.h"
 #include "fuzz_reader.h"
 
 #define FC_REAL double

@@ -43,7 +43,7 @@ fi
 if [[ $stages == *" limit "* ]]; then
 echo "== 2/5 a build whose BLAS integer limit is 512: make check"
 # Leading dimensions beyond the limit must be copied through workspace;
-# this build aborts if one reaches BLAS (lib/blas.h), and the tests use
+# this build aborts if one reaches BLAS (lib/common/blas.h), and the tests use
 # leading dimensions of 600-700 (test_math: large_leading_dimensions).
 mkdir -p "$hard/limit"
 (
@@ -80,7 +80,7 @@ echo "== 4/5 ThreadSanitizer: the threaded tests"
 # clang with LLVM's OpenMP runtime, which loads libarcher under TSan so
 # that OpenMP's barriers count as synchronization (gcc's libgomp is not
 # instrumented: TSan would report its every barrier).  The kernels' code
-# path is picked by cpuid at the first call (lib/cpu.c), no ifunc
+# path is picked by cpuid at the first call (lib/common/cpu.c), no ifunc
 # resolvers, so the build runs as configured.  The suites that run threads: OpenMP splits of every path
 # (test_math: thread counts, a smaller team, four threads querying one
 # state; test_batched; test_maps: W for 1, 2, 4 threads; test_finite,
@@ -129,7 +129,7 @@ mkdir -p "$hard/fuzz" "$hard/corpus" "$hard/corpus_finite" "$hard/corpus_checkpo
     cd "$hard/fuzz"
     san="-fsanitize=address,undefined -fno-sanitize-recover=all"
     # BLAS integer limit 64: leading dimensions just above it take the
-    # copy paths, and one reaching BLAS aborts (lib/blas.h).
+    # copy paths, and one reaching BLAS aborts (lib/common/blas.h).
     "$src/configure" CC=clang --disable-openmp \
         CPPFLAGS="-DLINATTN_BLAS_INT_MAX=64" \
         CFLAGS="-O1 -g $san -fsanitize=fuzzer-no-link -Wno-pass-failed" \

@@ -1,0 +1,29 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# examples: small programs a user copies from, built by make (the worked
+# example is the README's main job), installed under the doc directory
+# with a Makefile that builds them against the installation (pkg-config).
+noinst_PROGRAMS += examples/worked_example
+examples_worked_example_SOURCES = examples/worked_example.c
+examples_worked_example_LDADD = lib/liblinattn.la
+# Training a map's W by gradient descent (doc/gradients.md).
+noinst_PROGRAMS += examples/train_map
+examples_train_map_SOURCES = examples/train_map.c
+examples_train_map_LDADD = lib/liblinattn.la
+docexamplesdir = $(docdir)/examples
+dist_docexamples_DATA = examples/worked_example.c examples/train_map.c
+install-data-hook:
+	$(INSTALL_DATA) $(top_srcdir)/examples/Makefile.installed \
+	    "$(DESTDIR)$(docexamplesdir)/Makefile"
+	$(INSTALL_FORTRAN_EXAMPLES)
+uninstall-hook:
+	rm -f "$(DESTDIR)$(docexamplesdir)/Makefile"
+	$(UNINSTALL_FORTRAN_EXAMPLES)
+EXTRA_DIST += examples/Makefile.installed examples/mpi/causal_mpi.slurm
+if HAVE_MPI
+# The MPI example (examples/mpi/: the program and a Slurm script).
+noinst_PROGRAMS += examples/mpi/causal_mpi
+examples_mpi_causal_mpi_SOURCES = examples/mpi/causal_mpi.c
+examples_mpi_causal_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
+examples_mpi_causal_mpi_LDADD = mpi/liblinattn_mpi.la lib/liblinattn.la \
+	$(MPI_LIBS) -lm
+endif

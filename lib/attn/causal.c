@@ -1,0 +1,541 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * causal.c -- causal linear attention, out_i from keys j <= i only, as
+ * chunked GEMMs.  For each chunk c of C rows, with (S, z) the state of all
+ * earlier chunks:
+ *
+ *     A   = tril(phi(Q_c) phi(K_c)^T)                       (C x C)
+ *     num = phi(Q_c) S + A V_c,   den = phi(Q_c) z + A 1
+ *     then S += phi(K_c)^T V_c,   z += phi(K_c)^T 1
+ *
+ * in two GEMMs per chunk: [num | A] = phi(Q_c) [S | phi(K_c)^T] (the state
+ * and the chunk's keys side by side), and the state update
+ * S += phi(K_c)^T V_c with V_c read where the caller keeps it.  z stays
+ * out of the GEMMs (its dot products and column sums are O(C m) per
+ * chunk): the GEMMs' widths are then e and e + C, whole vectors for the
+ * usual sizes, where a column of ones would cost the micro-kernel
+ * (kern.h) a vector of its own.  tril(A) V_c is built from GEMMs on the
+ * blocks strictly below the diagonal and small explicit triangles on it,
+ * so that no future token of the chunk enters a row's output, not even as
+ * 0 * Inf (OpenBLAS's TRMM does let NaN through from rows below:
+ * measured).
+ *
+ * Extra memory is O(C (m + e + C) + m e), whatever n: the prefix state is
+ * never materialized per token.
+ *
+ * The maps with exponentials carry a running shift, so that no output
+ * depends on a later token, not even through rounding: key j's features
+ * are taken with m_j, the largest key exponent up to j (the carried
+ * state's included), and row i rescales its triangle entries by
+ * exp(m_j - m_i) <= 1 and the carried state's terms (at shift M) by
+ * exp(M - m_i) <= 1.  The state then moves to the chunk's last m_j.  (One
+ * shift for the whole chunk would cancel in exact arithmetic but not in
+ * rounding or underflow; a peer library leaked future tokens exactly
+ * there.)
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "attn/paths.h"
+#include "attn/output_rows.h"
+#include "maps/features.h"
+#include "kernels/kern.h"
+#include "common/simd.h"
+#include "common/threads.h"
+#include "common/validate.h"
+
+/* Checks of linattn_d_causal and linattn_d_naive_causal (positions as in
+ * their prototypes), as attention's with one sequence for both. */
+int XI(causal_args)(const X(plan) *plan, int layout, int64_t n, const real *q,
+                    int64_t ldq, const real *k, int64_t ldk, const real *v,
+                    int64_t ldv, const real *out, int64_t ldout,
+                    int keys_in_blas)
+{
+    return XI(causal_den_args)(plan, layout, n, q, ldq, k, ldk, v, ldv, out,
+                               ldout, NULL, keys_in_blas);
+}
+
+int XI(causal_den_args)(const X(plan) *plan, int layout, int64_t n,
+                        const real *q, int64_t ldq, const real *k,
+                        int64_t ldk, const real *v, int64_t ldv,
+                        const real *out, int64_t ldout, const real *den,
+                        int keys_in_blas)
+{
+    if (!plan)
+        return -1;
+    if (!linattn_i_layout_ok(layout))
+        return -2;
+    if (n < 0)
+        return -3;
+    return XI(qkvo_args)(plan, layout, n, n, q, ldq, k, ldk, v, ldv, out,
+                         ldout, den, 4, keys_in_blas);
+}
+
+/* The workspace of one causal pass, all allocated up front.
+ *
+ * b is m x (e + C): S with phi(K_c)^T beside it, so that one GEMM
+ * phi(Q_c) b gives [num | A] for the chunk (in r).  In double S
+ * accumulates in b itself (acc aliases b, leading dimension ldb); in float
+ * acc is a separate m x e double accumulator that b follows, and part the
+ * chunk's update before it is folded in.  z likewise: zacc accumulates,
+ * z is the working copy the queries read. */
+typedef struct {
+    real *phiq, *phik, *vbuf, *r, *dd, *b, *part, *z;
+    acc_t *acc, *zacc, *zpart;
+    int64_t ldb, ldacc;
+    /* shifted maps: each key's largest exponent and the running maximum
+     * m_j; the carried state is at shift, and holds tokens when has */
+    double *rexp, *mrun;
+    double shift;
+    int has;
+} causal_ws;
+
+static void free_causal_ws(causal_ws *w)
+{
+    free(w->phiq), free(w->phik), free(w->vbuf), free(w->r), free(w->dd);
+    free(w->b), free(w->part), free(w->z), free(w->zacc), free(w->zpart);
+    free(w->rexp), free(w->mrun);
+    if (LINATTN_ACC_WIDER)
+        free(w->acc);
+}
+
+static int alloc_causal_ws(causal_ws *w, const X(plan) *plan, int64_t c)
+{
+    int64_t m = plan->m, e = plan->e, ldb = e + c;
+    memset(w, 0, sizeof *w);
+    w->ldb = ldb;
+    /* phi of Q and K always materialized: the chunk is small and the
+     * same buffers then serve every map and every leading dimension. */
+    w->phiq = linattn_i_alloc(c * m, sizeof(real));
+    w->phik = linattn_i_alloc(c * m, sizeof(real));
+    w->vbuf = linattn_i_alloc(c * e, sizeof(real));
+    w->r = linattn_i_alloc(c * ldb, sizeof(real));
+    w->dd = linattn_i_alloc(3 * c, sizeof(real));
+    w->b = linattn_i_alloc(m * ldb, sizeof(real));
+    w->z = linattn_i_alloc(m, sizeof(real));
+    w->zacc = linattn_i_alloc(m, sizeof(acc_t));
+    w->zpart = linattn_i_alloc(m, sizeof(acc_t));
+#if LINATTN_ACC_WIDER
+    w->part = linattn_i_alloc(m * e, sizeof(real));
+    w->acc = linattn_i_alloc(m * e, sizeof(acc_t));
+    w->ldacc = e;
+#else
+    w->acc = w->b;
+    w->ldacc = ldb;
+#endif
+    if (plan->shifted) {
+        w->rexp = linattn_i_alloc(c, sizeof(double));
+        w->mrun = linattn_i_alloc(c, sizeof(double));
+    }
+    if (!w->phiq || !w->phik || !w->vbuf || !w->r || !w->dd || !w->b ||
+        !w->z || !w->zacc || !w->zpart ||
+        (LINATTN_ACC_WIDER && (!w->part || !w->acc)) ||
+        (plan->shifted && (!w->rexp || !w->mrun))) {
+        free_causal_ws(w);
+        return LINATTN_ENOMEM;
+    }
+    memset(w->b, 0, (size_t)(m * ldb) * sizeof(real));
+    memset(w->z, 0, (size_t)m * sizeof(real));
+    memset(w->zacc, 0, (size_t)m * sizeof(acc_t));
+    if (LINATTN_ACC_WIDER) {
+        memset(w->acc, 0, (size_t)(m * e) * sizeof(acc_t));
+        memset(w->part, 0, (size_t)(m * e) * sizeof(real));
+    }
+    return 0;
+}
+
+/* The carried state := a s + b t, with s the workspace's own (S, z) and t
+ * an accumulator [S | z] (m x (e + 1), row major) such as a state's
+ * (t NULL: 0); the working copies follow. */
+static void combine_state(const X(plan) *plan, causal_ws *w, acc_t a,
+                          const acc_t *t, acc_t b)
+{
+    int64_t m = plan->m, e = plan->e;
+    for (int64_t i = 0; i < m; i++) {
+        acc_t *si = w->acc + i * w->ldacc;
+        const acc_t *ti = t ? t + i * (e + 1) : NULL;
+        for (int64_t j = 0; j < e; j++) {
+            acc_t x = a * si[j] + (ti ? b * ti[j] : 0);
+            si[j] = x;
+            w->b[i * w->ldb + j] = (real)x;
+        }
+        w->zacc[i] = a * w->zacc[i] + (ti ? b * ti[e] : 0);
+        w->z[i] = (real)w->zacc[i];
+    }
+}
+
+/* dst's carried state (S, z accumulated) := src's. */
+static void copy_carried(const X(plan) *plan, causal_ws *dst,
+                         const causal_ws *src)
+{
+    for (int64_t i = 0; i < plan->m; i++) {
+        memcpy(dst->acc + i * dst->ldacc, src->acc + i * src->ldacc,
+               (size_t)plan->e * sizeof(acc_t));
+        dst->zacc[i] = src->zacc[i];
+    }
+}
+
+/* den[i] += sum_{j <= i} A[i][j]: the triangle's part of the normalizers. */
+static void triangle_sums(const real *a, int64_t lda, int64_t rows, real *den)
+{
+    for (int64_t i = 0; i < rows; i++) {
+        const real *ai = a + i * lda;
+        real acc = 0;
+        LINATTN_SIMD_SUM
+        for (int64_t j = 0; j <= i; j++)
+            acc += ai[j];
+        den[i] += acc;
+    }
+}
+
+/* Rows per diagonal block of the triangle product. */
+#define TRIANGLE_BLOCK 16
+
+/* y (rows x e, ldy) += tril(A) V, reading only A[i][j] and row j of v
+ * with j <= i: below the diagonal blocks by GEMM, the diagonal blocks by
+ * explicit loops.  (A and y may share a buffer, in disjoint columns.) */
+static void triangle_times(const real *a, int64_t lda, XI(view) v,
+                           int64_t rows, int64_t e, real *y, int64_t ldy)
+{
+    const XI(kern) *kn = XI(kern_now)();
+    for (int64_t i0 = 0; i0 < rows; i0 += TRIANGLE_BLOCK) {
+        int64_t i1 = i0 + TRIANGLE_BLOCK < rows ? i0 + TRIANGLE_BLOCK : rows;
+        if (i0 > 0)
+            XI(gemm)(0, 0, i1 - i0, e, i0, 1, (XI(view)){a + i0 * lda, lda, 0},
+                     v, 1, y + i0 * ldy, ldy);
+        kn->tri_diag(a, lda, v.p, v.ld, e, i0, i1, y, ldy);
+    }
+}
+
+/* The same for other files (backward_causal.c): y (rows x w, ldy) +=
+ * tril(A) X, reading only A[i][j] and rows x_j with j <= i. */
+void XI(tril_times)(const real *a, int64_t lda, XI(view) x, int64_t rows,
+                    int64_t w, real *y, int64_t ldy)
+{
+    triangle_times(a, lda, x, rows, w, y, ldy);
+}
+
+/* Shifted maps: phi(K_c) with the running shifts m_j into w->phik. */
+static void running_keys(const X(plan) *plan, causal_ws *w, XI(view) k,
+                         int64_t rows)
+{
+    XI(phi_pre)(plan, k, rows, w->phik, w->rexp);
+    double run = w->has ? w->shift : -INFINITY;
+    for (int64_t j = 0; j < rows; j++) {
+        double x = w->rexp[j];
+        run = x > run || x != x ? x : run; /* NaN propagates */
+        w->mrun[j] = run;
+    }
+    XI(phi_post)(plan, w->phik, rows, w->rexp, w->mrun, 0, NULL);
+}
+
+/* Shifted maps, on [num | A] and the carried normalizers dq before the
+ * triangle is added: row i's carried-state terms times exp(M - m_i), its
+ * triangle entries times exp(m_j - m_i). */
+static void rescale_rows(causal_ws *w, int64_t rows, int64_t e, real *dq)
+{
+    const double *mr = w->mrun;
+    for (int64_t i = 0; i < rows; i++) {
+        real *ri = w->r + i * w->ldb, *ai = ri + e;
+        for (int64_t j = 0; j < i; j++)
+            if (mr[j] != mr[i])
+                ai[j] *= (real)exp(mr[j] - mr[i]);
+        /* an empty carried state contributes zeros, whatever phi(q_i) */
+        real g = w->has ? (real)exp(w->shift - mr[i]) : 0;
+        for (int64_t c = 0; g != 1 && c < e; c++)
+            ri[c] *= g;
+        dq[i] *= g;
+    }
+}
+
+/* Shifted maps, before the state absorbs the chunk: phi(K_c) brought to
+ * the chunk's last shift M' (row j times exp(m_j - M')), the carried state
+ * from M to M' (in float the working copy follows when the chunk is
+ * folded in). */
+static void move_shift(const X(plan) *plan, causal_ws *w, int64_t rows)
+{
+    int64_t m = plan->m, e = plan->e;
+    double to = w->mrun[rows - 1];
+    for (int64_t j = 0; j < rows; j++)
+        if (w->mrun[j] != to) {
+            real f = (real)exp(w->mrun[j] - to);
+            real *kj = w->phik + j * m;
+            for (int64_t t = 0; t < m; t++)
+                kj[t] *= f;
+        }
+    if (w->has && w->shift != to) {
+        acc_t f = (acc_t)exp(w->shift - to);
+        for (int64_t i = 0; i < m; i++) {
+            for (int64_t j = 0; j < e; j++)
+                w->acc[i * w->ldacc + j] *= f;
+            w->zacc[i] *= f;
+        }
+    }
+    w->shift = to;
+    w->has = 1;
+}
+
+/* Rows [0, n) causally, after `before` tokens absorbed in the carried
+ * state (row r is row orow + r of the origin o, the whole call's inputs);
+ * returns -1, or the first row whose normalizer breaks the policy
+ * (*status LINATTN_EDENOM) or that overflowed (LINATTN_EOVERFLOW): rows
+ * before it written, none after.  den_out (if not NULL) gets the
+ * normalizers of the rows out got. */
+static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
+                             int layout, int64_t before, int64_t n,
+                             XI(view) q, XI(view) k, XI(view) v, real *out,
+                             int64_t ldout, XI(origin) *o, int64_t orow,
+                             int *status, real *den_out)
+{
+    int64_t m = plan->m, e = plan->e, ldb = w->ldb;
+    real *den = w->dd, *inv = w->dd + c, *dq = w->dd + 2 * c;
+    int cm = layout == LINATTN_COL_MAJOR;
+    /* V_c straight from the caller when BLAS and the micro-kernel can
+     * read it there (row major, a leading dimension BLAS takes) */
+    int v_direct = !v.colmajor && linattn_i_ld_fits(v.ld);
+    const XI(kern) *kn = XI(kern_now)();
+    for (int64_t r = 0; r < n; r += c) {
+        int64_t rows = n - r < c ? n - r : c;
+        XI(phi_rows)(plan, XI(view_rows)(q, r), rows, w->phiq, NULL);
+        if (plan->shifted)
+            running_keys(plan, w, XI(view_rows)(k, r), rows);
+        else
+            XI(phi_rows)(plan, XI(view_rows)(k, r), rows, w->phik, NULL);
+        XI(view) vc = XI(view_rows)(v, r);
+        if (!v_direct) {
+            XI(copy_rows)(vc, 0, rows, e, w->vbuf);
+            vc = (XI(view)){w->vbuf, e, 0};
+        }
+        kn->transpose(rows, m, w->phik, m, w->b + e, ldb);
+        XI(view) pk = {w->phik, m, 0};
+        /* [num | A] = phi(Q_c) [S | phi(K_c)^T], dq = phi(Q_c) z, then
+         * num += tril(A) V_c, den = dq + tril(A) 1.  (A is the whole
+         * square; only its lower triangle is read.) */
+        XI(gemm)(0, 0, rows, e + rows, m, 1, (XI(view)){w->phiq, m, 0},
+                 (XI(view)){w->b, ldb, 0}, 0, w->r, ldb);
+        kn->row_stats(w->phiq, m, rows, m, w->z, dq, NULL);
+        if (plan->shifted)
+            rescale_rows(w, rows, e, dq);
+        memcpy(den, dq, (size_t)rows * sizeof(real));
+        triangle_sums(w->r + e, ldb, rows, den);
+        int64_t good = XI(good_rows)(plan, den, rows, 1, before + r + 1, 1);
+        /* out = (num + tril(A) V_c) / den for the good rows: in one pass
+         * by the micro-kernel where there is one, out is row major and
+         * every reciprocal is a normal number (the kernel notes
+         * non-finite values in its stores); else the triangle into r and
+         * a division pass, which notes them too. */
+        real *at = cm ? out + r : out + r * ldout;
+        int nonfinite;
+        if (kn->trimm && !cm && XI(reciprocals)(den, good, inv)) {
+            nonfinite = kn->trimm(good, e, w->r + e, ldb, vc.p, vc.ld, w->r,
+                                  ldb, at, ldout, inv);
+        } else {
+            /* over every row of the chunk, as for a clean one: a shorter
+             * GEMM may round the good rows differently, and rows before
+             * a failing one must keep their bits */
+            triangle_times(w->r + e, ldb, vc, rows, e, w->r, ldb);
+            nonfinite = XI(divide_rows)(at, cm, ldout, w->r, 0, ldb, good, e,
+                                        den, inv);
+        }
+        if (den_out) /* the rows out got, as state_query's den */
+            memcpy(den_out + r, den, (size_t)good * sizeof(real));
+        if (nonfinite) {
+            int64_t over = XI(first_overflow)(layout, good, e, at, ldout, NULL,
+                                              0, NULL, o, orow + r);
+            if (over < good) {
+                *status = LINATTN_EOVERFLOW;
+                return r + over;
+            }
+        }
+        if (good < rows) {
+            *status = LINATTN_EDENOM;
+            return r + good;
+        }
+        /* The state moves past this chunk: S += phi(K_c)^T V_c,
+         * z += phi(K_c)^T 1. */
+        if (plan->shifted)
+            move_shift(plan, w, rows);
+        kn->row_stats(w->phik, m, rows, m, NULL, NULL, w->zpart);
+        for (int64_t i = 0; i < m; i++) {
+            w->zacc[i] += w->zpart[i];
+            w->z[i] = (real)w->zacc[i];
+        }
+#if LINATTN_ACC_WIDER
+        /* acc += part in double, b = acc in float, and part = 0 for the
+         * next chunk's GEMM to add into (beta = 1 spares a pass that
+         * clears it) */
+        XI(gemm)(1, 0, m, e, rows, 1, pk, vc, 1, w->part, e);
+        for (int64_t i = 0; i < m; i++)
+            kn->fold(w->acc + i * e, w->part + i * e, w->b + i * ldb, e);
+#else
+        XI(gemm)(1, 0, m, e, rows, 1, pk, vc, 1, w->b, ldb);
+#endif
+    }
+    return -1;
+}
+
+/* A causal call split over threads: range t starts from the state of all
+ * earlier ranges (pass 1 builds the range states, a prefix sum hands them
+ * on, pass 2 runs the chunks of each range). */
+typedef struct {
+    const X(plan) *plan;
+    causal_ws *ws;
+    X(state) *range_state;
+    int nt, layout;
+    int64_t c;
+    XI(view) q, k, v;
+    real *out;
+    int64_t ldout, n;
+    int64_t before; /* tokens of the starting state (causal_from) */
+    int status[LINATTN_MAX_THREADS]; /* range t's, with its first bad row */
+    int poisoned; /* the starting state holds NaN or Inf from its inputs */
+    real *den;    /* the normalizers too (NULL: not asked) */
+} causal_job;
+
+static int64_t range_chunks(void *ctx, int t, int64_t lo, int64_t hi)
+{
+    causal_job *j = ctx;
+    int cm = j->layout == LINATTN_COL_MAJOR;
+    real *out = cm ? j->out + lo : j->out + lo * j->ldout;
+    XI(origin) o = {j->q, j->k, j->v, j->plan->d, j->plan->e, j->n, 1, NULL,
+                    j->poisoned ? 0 : -1};
+    int64_t bad = causal_serial(j->plan, &j->ws[t], j->c, j->layout,
+                                j->before + lo,
+                                hi - lo, XI(view_rows)(j->q, lo),
+                                XI(view_rows)(j->k, lo),
+                                XI(view_rows)(j->v, lo), out, j->ldout, &o, lo,
+                                &j->status[t], j->den ? j->den + lo : NULL);
+    return bad >= 0 ? lo + bad : INT64_MAX;
+}
+
+int X(causal)(const X(plan) *plan, int layout, int64_t n, const real *q,
+              int64_t ldq, const real *k, int64_t ldk, const real *v,
+              int64_t ldv, real *out, int64_t ldout, int64_t *bad_row)
+{
+    int st = XI(causal_args)(plan, layout, n, q, ldq, k, ldk, v, ldv, out,
+                             ldout, 0);
+    if (st)
+        return st;
+    return XI(causal_run)(plan, layout, n, q, ldq, k, ldk, v, ldv, out, ldout,
+                          bad_row);
+}
+
+int XI(causal_run)(const X(plan) *plan, int layout, int64_t n, const real *q,
+                   int64_t ldq, const real *k, int64_t ldk, const real *v,
+                   int64_t ldv, real *out, int64_t ldout, int64_t *bad_row)
+{
+    return XI(causal_run_den)(plan, layout, n, q, ldq, k, ldk, v, ldv, out,
+                              ldout, NULL, bad_row);
+}
+
+int XI(causal_run_den)(const X(plan) *plan, int layout, int64_t n,
+                       const real *q, int64_t ldq, const real *k, int64_t ldk,
+                       const real *v, int64_t ldv, real *out, int64_t ldout,
+                       real *den, int64_t *bad_row)
+{
+    return XI(causal_from_den)(plan, NULL, 0, layout, n, q, ldq, k, ldk, v,
+                               ldv, out, ldout, den, bad_row);
+}
+
+/* The first range's carried state starts as from (acc at shift; has: it
+ * holds tokens), as if its chunks had run before. */
+static void seed_ws(const X(plan) *plan, causal_ws *w, const X(state) *from)
+{
+    combine_state(plan, w, 0, from->acc, 1); /* w = from's [S | z] */
+    w->shift = from->shift;
+    w->has = from->tokens > 0;
+}
+
+/* The carried state after the last range's chunks, back into st. */
+static void absorb_ws(const X(plan) *plan, const causal_ws *w, X(state) *st,
+                      int64_t n)
+{
+    int64_t m = plan->m, e = plan->e;
+    for (int64_t i = 0; i < m; i++) {
+        for (int64_t j = 0; j < e; j++)
+            st->acc[i * (e + 1) + j] = w->acc[i * w->ldacc + j];
+        st->acc[i * (e + 1) + e] = w->zacc[i];
+    }
+    st->shift = w->shift;
+    st->tokens += n;
+    XI(state_publish)(st);
+}
+
+int XI(causal_from)(const X(plan) *plan, X(state) *from, int absorb,
+                    int layout, int64_t n, const real *q, int64_t ldq,
+                    const real *k, int64_t ldk, const real *v, int64_t ldv,
+                    real *out, int64_t ldout, int64_t *bad_row)
+{
+    return XI(causal_from_den)(plan, from, absorb, layout, n, q, ldq, k, ldk,
+                               v, ldv, out, ldout, NULL, bad_row);
+}
+
+int XI(causal_from_den)(const X(plan) *plan, X(state) *from, int absorb,
+                        int layout, int64_t n, const real *q, int64_t ldq,
+                        const real *k, int64_t ldk, const real *v,
+                        int64_t ldv, real *out, int64_t ldout, real *den,
+                        int64_t *bad_row)
+{
+    if (n == 0)
+        return 0;
+    int st = 0;
+    int64_t c = plan->chunk < n ? plan->chunk : n;
+    int64_t min_rows = plan->block > c ? plan->block : c;
+    int nt = linattn_i_threads(n, min_rows);
+    /* All workspace and range states before anything is written. */
+    causal_ws ws[LINATTN_MAX_THREADS];
+    X(state) states[LINATTN_MAX_THREADS];
+    void *mem = nt > 1 ? malloc((size_t)nt * XI(state_bytes)(plan)) : NULL;
+    int have = 0;
+    if (nt == 1 || mem)
+        while (have < nt && !alloc_causal_ws(&ws[have], plan, c))
+            have++;
+    int64_t bad = INT64_MAX;
+    int cm = layout == LINATTN_COL_MAJOR;
+    causal_job job = {plan, ws, states, nt, layout, c, {q, ldq, cm},
+                      {k, ldk, cm}, {v, ldv, cm}, out, ldout, n,
+                      from ? from->tokens : 0, {0},
+                      from ? from->poisoned : 0, den};
+    if (have == nt && from)
+        seed_ws(plan, &ws[0], from);
+    if (have < nt) {
+        st = LINATTN_ENOMEM;
+    } else if (nt > 1) {
+        /* The states of ranges 0 .. nt-2, one after another, each update
+         * split over all threads (a range per thread would leave the last
+         * thread idle while the others build theirs). */
+        for (int t = 0; !st && t < nt - 1; t++) {
+            int64_t lo = linattn_i_range_start(n, nt, t);
+            int64_t hi = linattn_i_range_start(n, nt, t + 1);
+            XI(state_init)(&states[t], plan, (char *)mem + t * XI(state_bytes)(plan));
+            st = XI(state_update_checked)(&states[t], XI(view_rows)(job.k, lo),
+                                          XI(view_rows)(job.v, lo), hi - lo);
+        }
+        /* range t starts from ranges 0 .. t-1 (at the larger shift) */
+        for (int t = 1; !st && t < nt; t++) {
+            acc_t a, b;
+            ws[t].shift = ws[t - 1].shift;
+            XI(shift_factors)(plan, &ws[t].shift, ws[t - 1].has,
+                              states[t - 1].shift, states[t - 1].tokens > 0,
+                              &a, &b);
+            ws[t].has = ws[t - 1].has || states[t - 1].tokens > 0;
+            copy_carried(plan, &ws[t], &ws[t - 1]);
+            combine_state(plan, &ws[t], a, states[t - 1].acc, b);
+        }
+    }
+    if (!st)
+        bad = linattn_i_parallel_ranges(nt, n, range_chunks, &job);
+    if (!st && bad >= n && absorb)
+        absorb_ws(plan, &ws[nt - 1], from, n);
+    for (int t = 0; t < have; t++)
+        free_causal_ws(&ws[t]);
+    free(mem);
+    if (st)
+        return st;
+    if (bad < n) {
+        if (bad_row)
+            *bad_row = bad;
+        return job.status[linattn_i_range_of(n, nt, bad)];
+    }
+    return 0;
+}

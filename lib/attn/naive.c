@@ -1,0 +1,416 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * naive.c -- the quadratic baselines: the same kernel maths rescanned for
+ * every query (linattn_d_naive) and exact softmax attention
+ * (linattn_d_softmax).  Both score a block of query rows against all keys
+ * with one GEMM, so memory is O(rows * nk) per thread and never nq x nk.
+ * Query rows are split over threads like the factored path, so that the
+ * two are timed on equal terms.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "attn/paths.h"
+#include "attn/output_rows.h"
+#include "maps/features.h"
+#include "common/threads.h"
+#include "common/validate.h"
+
+/* Query rows per block so that the score block stays within the cap. */
+static int64_t score_rows(int64_t block, int64_t nk)
+{
+    int64_t rows = nk > 0 ? LINATTN_NAIVE_SCORES / nk : block;
+    if (rows > block)
+        rows = block;
+    return rows < 1 ? 1 : rows;
+}
+
+/* den[i] = sum_j a[i, j] for rows x nk scores (row major, ld nk),
+ * accumulated in acc_t. */
+static void row_sums(const real *a, int64_t rows, int64_t nk, real *den)
+{
+    for (int64_t i = 0; i < rows; i++) {
+        acc_t s = 0;
+        for (int64_t j = 0; j < nk; j++)
+            s += a[i * nk + j];
+        den[i] = (real)s;
+    }
+}
+
+/* One thread's scores, features (or a copy of the query rows), normalizers
+ * with their reciprocals, and the staging block for outputs whose leading
+ * dimension is beyond BLAS. */
+typedef struct {
+    real *a, *phiq, *dd, *y;
+} score_ws;
+
+typedef struct {
+    const X(plan) *plan;   /* for softmax: a stand-in with e, eps = 0 */
+    int layout;
+    int causal;            /* row i sees keys j <= i only */
+    int64_t nk, d, e, rows_max;
+    real scale;            /* softmax */
+    XI(view) q, pk, v;     /* pk: phi(K), or K for softmax */
+    real *out;
+    int64_t ldout;
+    score_ws *ws;
+    const double *mrun;    /* causal, shifted maps: key j's running shift */
+    XI(view) k0, v0;       /* the caller's K and V (where outputs came from) */
+    int status[LINATTN_MAX_THREADS]; /* range t's, with its first bad row */
+} score_job;
+
+/* Where row r's output came from: the caller's query, keys and values. */
+static XI(origin) origin_of(const score_job *j)
+{
+    return (XI(origin)){j->q, j->k0, j->v0, j->d, j->e, j->nk, j->causal,
+                        NULL, -1};
+}
+
+/* Rows [r, r + rows) written at out + r (rows x e): 0, or the status for
+ * the first that overflowed, with *bad its row. */
+static int overflow_in(const score_job *j, XI(origin) *o, int64_t r,
+                       int64_t rows, int64_t *bad)
+{
+    int cm = j->layout == LINATTN_COL_MAJOR;
+    real *at = cm ? j->out + r : j->out + r * j->ldout;
+    int64_t over = XI(first_overflow)(j->layout, rows, j->e, at, j->ldout, NULL,
+                                      0, NULL, o, r);
+    if (over == rows)
+        return 0;
+    *bad = r + over;
+    return LINATTN_EOVERFLOW;
+}
+
+static void free_score_ws(score_ws *ws, int count)
+{
+    for (int t = 0; t < count; t++) {
+        free(ws[t].a);
+        free(ws[t].phiq);
+        free(ws[t].dd);
+        free(ws[t].y);
+    }
+}
+
+/* Workspaces for nt threads (phi or a copy of the queries only when
+ * phi_m > 0, the output staging block only when y_e > 0); returns 0 or
+ * LINATTN_ENOMEM with nothing left allocated. */
+static int alloc_score_ws(score_ws *ws, int nt, int64_t rows, int64_t nk,
+                          int64_t phi_m, int64_t y_e)
+{
+    for (int t = 0; t < nt; t++) {
+        ws[t].a = linattn_i_alloc(rows * (nk > 0 ? nk : 1), sizeof(real));
+        ws[t].phiq = phi_m ? linattn_i_alloc(rows * phi_m, sizeof(real)) : NULL;
+        ws[t].dd = linattn_i_alloc(2 * rows, sizeof(real));
+        ws[t].y = y_e ? linattn_i_alloc(rows * y_e, sizeof(real)) : NULL;
+        if (!ws[t].a || (phi_m && !ws[t].phiq) || !ws[t].dd || (y_e && !ws[t].y)) {
+            free_score_ws(ws, t + 1);
+            return LINATTN_ENOMEM;
+        }
+    }
+    return 0;
+}
+
+/* Causal rows [r, r + rows) of a block, its masked scores in w->a (ld nk):
+ * y = A V by GEMM over the keys before the block, which every row sees,
+ * plus the block's own keys j <= i by explicit loops, so that a later
+ * token's value never meets a masked zero (0 * Inf would be NaN); then
+ * out = y / den.  Nonzero when a value written is not finite. */
+static int causal_rows(const score_job *j, score_ws *w, int64_t r,
+                        int64_t rows, int64_t nk)
+{
+    int64_t e = j->e;
+    XI(view) v = j->v;
+    int64_t rs = v.colmajor ? 1 : v.ld, cs = v.colmajor ? v.ld : 1;
+    if (r > 0)
+        XI(gemm)(0, 0, rows, e, r, 1, (XI(view)){w->a, nk, 0}, v, 0, w->y, e);
+    else
+        memset(w->y, 0, (size_t)(rows * e) * sizeof(real));
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t c = r; c <= r + i; c++) {
+            real aic = w->a[i * nk + c];
+            const real *vc = v.p + c * rs;
+            for (int64_t col = 0; col < e; col++)
+                w->y[i * e + col] += aic * vc[col * cs];
+        }
+    int cm = j->layout == LINATTN_COL_MAJOR;
+    return XI(divide_rows)(cm ? j->out + r : j->out + r * j->ldout, cm,
+                           j->ldout, w->y, 0, e, rows, e, w->dd,
+                           w->dd + j->rows_max);
+}
+
+/* Naive linear attention on query rows [lo, hi). */
+static int64_t naive_range(void *ctx, int t, int64_t lo, int64_t hi)
+{
+    score_job *j = ctx;
+    const X(plan) *plan = j->plan;
+    score_ws *w = &j->ws[t];
+    int64_t m = plan->m, bad;
+    XI(origin) o = origin_of(j);
+    for (int64_t r = lo; r < hi; r += j->rows_max) {
+        int64_t rows = hi - r < j->rows_max ? hi - r : j->rows_max;
+        /* causal: the block's last row sees keys up to its own index */
+        int64_t nk = j->causal ? r + rows : j->nk;
+        XI(view) pq = XI(view_rows)(j->q, r);
+        if (w->phiq) {
+            XI(phi_rows)(plan, pq, rows, w->phiq, NULL);
+            pq = (XI(view)){w->phiq, m, 0};
+        }
+        if (nk)
+            XI(gemm)(0, 1, rows, nk, m, 1, pq, j->pk, 0, w->a, nk);
+        else
+            memset(w->a, 0, (size_t)rows * sizeof(real));
+        for (int64_t i = 0; j->causal && i < rows; i++)
+            for (int64_t c = r + i + 1; c < nk; c++)
+                w->a[i * nk + c] = 0; /* the mask: keys after row r + i */
+        /* key c's features carry exp(-m_c): bring row r + i's to m_{r+i} */
+        for (int64_t i = 0; j->mrun && i < rows; i++)
+            for (int64_t c = 0; c <= r + i; c++)
+                if (j->mrun[c] != j->mrun[r + i])
+                    w->a[i * nk + c] *= (real)exp(j->mrun[c] - j->mrun[r + i]);
+        row_sums(w->a, rows, nk, w->dd);
+        int64_t good = XI(good_rows)(plan, w->dd, rows, 1,
+                                      j->causal ? r + 1 : nk, j->causal);
+        int nf = j->causal
+                     ? causal_rows(j, w, r, good, nk)
+                     /* with no keys the GEMM has inner dimension 0: zeros */
+                     : XI(write_rows)(plan, (XI(view)){w->a, nk > 0 ? nk : 1, 0},
+                                      j->v, nk, w->dd, good, j->layout, r,
+                                      j->out, j->ldout, NULL, 0, NULL,
+                                      w->dd + j->rows_max, w->y);
+        if (nf && (j->status[t] = overflow_in(j, &o, r, good, &bad)))
+            return bad;
+        if (good < rows) {
+            j->status[t] = LINATTN_EDENOM;
+            return r + good;
+        }
+    }
+    return INT64_MAX;
+}
+
+int XI(naive_run)(const X(plan) *plan, int causal, int layout, int64_t nq,
+                  int64_t nk, const real *q, int64_t ldq, const real *k,
+                  int64_t ldk, const real *v, int64_t ldv, real *out,
+                  int64_t ldout, int64_t *bad_row)
+{
+    if (nq == 0)
+        return 0;
+    int st = 0;
+    int64_t m = plan->m;
+    int64_t rows_max = score_rows(plan->block, nk);
+    int nt = linattn_i_threads(nq, rows_max);
+    int64_t per = (nq + nt - 1) / nt;
+    rows_max = rows_max < per ? rows_max : per;
+    int identity = XI(map_is_identity)(plan);
+    int cm = layout == LINATTN_COL_MAJOR;
+    int64_t e = plan->e;
+    XI(view) kv = {k, ldk, cm}, vv = {v, ldv, cm};
+    /* phi is materialized for every map but the identity, and for the
+     * identity too when a leading dimension is beyond BLAS (a copy). */
+    int phi_k = nk && (!identity || !linattn_i_ld_fits(ldk));
+    int phi_q = !identity || !linattn_i_ld_fits(ldq);
+    int copy_v = nk && !linattn_i_ld_fits(ldv);
+    /* All workspace before any output is written. */
+    score_ws ws[LINATTN_MAX_THREADS];
+    real *phik = phi_k ? linattn_i_alloc(nk * m, sizeof(real)) : NULL;
+    real *vcopy = copy_v ? linattn_i_alloc(nk * e, sizeof(real)) : NULL;
+    if ((phi_k && !phik) || (copy_v && !vcopy) ||
+        alloc_score_ws(ws, nt, rows_max, nk, phi_q ? m : 0,
+                       causal || XI(write_needs_y)(out, ldout, NULL, 0) ? e : 0)) {
+        free(phik);
+        free(vcopy);
+        return LINATTN_ENOMEM;
+    }
+    double *mrun = NULL, *rexp = NULL;
+    if (phik && plan->shifted) {
+        /* keys shifted by their maximum (non-causal: it cancels), or by
+         * the running maximum up to each key (causal: nothing later) */
+        rexp = linattn_i_alloc(nk, sizeof(double));
+        mrun = causal ? linattn_i_alloc(nk, sizeof(double)) : NULL;
+        if (!rexp || (causal && !mrun)) {
+            free(rexp), free(mrun), free(phik), free(vcopy);
+            free_score_ws(ws, nt);
+            return LINATTN_ENOMEM;
+        }
+        double run = XI(phi_pre)(plan, kv, nk, phik, rexp);
+        if (causal) {
+            run = -INFINITY;
+            for (int64_t i = 0; i < nk; i++) {
+                run = rexp[i] > run || rexp[i] != rexp[i] ? rexp[i] : run;
+                mrun[i] = run;
+            }
+        }
+        XI(phi_post)(plan, phik, nk, rexp, mrun, run, NULL);
+        free(rexp);
+    } else if (phik) {
+        XI(phi_rows)(plan, kv, nk, phik, NULL);
+    }
+    if (vcopy) {
+        XI(copy_rows)(vv, 0, nk, e, vcopy);
+        vv = (XI(view)){vcopy, e, 0};
+    }
+    /* No keys: the GEMM has inner dimension 0 and never reads V, but BLAS
+     * still checks its leading dimension (V may be NULL, ldv anything). */
+    if (nk == 0)
+        vv = (XI(view)){v, e, 0};
+    score_job job = {plan, layout, causal, nk, plan->d, e, rows_max, 0,
+                     {q, ldq, cm}, phik ? (XI(view)){phik, m, 0} : kv,
+                     vv, out, ldout, ws, mrun, {k, ldk, cm}, {v, ldv, cm},
+                     {0}};
+    int64_t bad = linattn_i_parallel_ranges(nt, nq, naive_range, &job);
+    free_score_ws(ws, nt);
+    free(mrun);
+    free(phik);
+    free(vcopy);
+    if (bad < nq) {
+        if (bad_row)
+            *bad_row = bad;
+        return job.status[linattn_i_range_of(nq, nt, bad)];
+    }
+    return st;
+}
+
+int X(naive)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
+             const real *q, int64_t ldq, const real *k, int64_t ldk,
+             const real *v, int64_t ldv, real *out, int64_t ldout,
+             int64_t *bad_row)
+{
+    int st = XI(attention_args)(plan, layout, nq, nk, q, ldq, k, ldk, v, ldv,
+                                out, ldout, 1);
+    if (st)
+        return st;
+    return XI(naive_run)(plan, 0, layout, nq, nk, q, ldq, k, ldk, v, ldv, out,
+                         ldout, bad_row);
+}
+
+int X(naive_causal)(const X(plan) *plan, int layout, int64_t n, const real *q,
+                    int64_t ldq, const real *k, int64_t ldk, const real *v,
+                    int64_t ldv, real *out, int64_t ldout, int64_t *bad_row)
+{
+    int st = XI(causal_args)(plan, layout, n, q, ldq, k, ldk, v, ldv, out,
+                             ldout, 1);
+    if (st)
+        return st;
+    return XI(naive_run)(plan, 1, layout, n, n, q, ldq, k, ldk, v, ldv, out,
+                         ldout, bad_row);
+}
+
+/* a[i, :] = exp(a[i, :] - max_j a[i, j]) for rows x nk scores; returns
+ * the first row whose maximum is infinite (rows when none is): its
+ * weights cannot be formed (scores beyond the floating-point range, or
+ * infinite input), and that row and the later ones are left as scores. */
+static int64_t softmax_weights(real *a, int64_t rows, int64_t nk)
+{
+    for (int64_t i = 0; i < rows; i++) {
+        real *row = a + i * nk, mx = row[0];
+        for (int64_t j = 1; j < nk; j++)
+            mx = row[j] > mx || row[j] != row[j] ? row[j] : mx;
+        if (isinf(mx))
+            return i;
+        /* A NaN score propagates through exp and the sums by itself. */
+        if (mx == mx)
+            for (int64_t j = 0; j < nk; j++)
+                row[j] -= mx;
+        XI(exp_inplace)(row, nk);
+    }
+    return rows;
+}
+
+/* Softmax attention on query rows [lo, hi). */
+static int64_t softmax_range(void *ctx, int t, int64_t lo, int64_t hi)
+{
+    score_job *j = ctx;
+    score_ws *w = &j->ws[t];
+    int64_t nk = j->nk, bad;
+    XI(origin) o = origin_of(j);
+    for (int64_t r = lo; r < hi; r += j->rows_max) {
+        int64_t rows = hi - r < j->rows_max ? hi - r : j->rows_max;
+        XI(view) qb = XI(view_rows)(j->q, r);
+        if (w->phiq) { /* Q's leading dimension is beyond BLAS */
+            XI(copy_rows)(qb, 0, rows, j->d, w->phiq);
+            qb = (XI(view)){w->phiq, j->d, 0};
+        }
+        XI(gemm)(0, 1, rows, nk, j->d, j->scale, qb, j->pk, 0, w->a, nk);
+        int64_t good = softmax_weights(w->a, rows, nk);
+        row_sums(w->a, good, nk, w->dd);
+        if (XI(write_rows)(j->plan, (XI(view)){w->a, nk, 0}, j->v, nk, w->dd,
+                           good, j->layout, r, j->out, j->ldout, NULL, 0, NULL,
+                           w->dd + j->rows_max, w->y) &&
+            (j->status[t] = overflow_in(j, &o, r, good, &bad)))
+            return bad;
+        if (good < rows) {
+            j->status[t] = LINATTN_EDENOM;
+            return r + good;
+        }
+    }
+    return INT64_MAX;
+}
+
+int X(softmax)(int layout, int64_t nq, int64_t nk, int64_t d, int64_t e,
+               real scale, const real *q, int64_t ldq, const real *k,
+               int64_t ldk, const real *v, int64_t ldv, real *out,
+               int64_t ldout)
+{
+    if (!linattn_i_layout_ok(layout))
+        return -1;
+    if (nq < 0)
+        return -2;
+    if (nk < 1)
+        return -3;
+    if (d < 1)
+        return -4;
+    if (e < 1)
+        return -5;
+    if (!isfinite(scale))
+        return -6;
+    const linattn_i_mat mats[] = {{nq, d, q, ldq, 7, 0},
+                                  {nk, d, k, ldk, 9, 0},
+                                  {nk, e, v, ldv, 11, 0},
+                                  {nq, e, out, ldout, 13, 0}};
+    int st = linattn_i_check_mats_io(layout, sizeof(real), mats, 4, 3);
+    if (!st && (linattn_i_blas_fits(nk) || linattn_i_blas_fits(d) ||
+                linattn_i_blas_fits(e)))
+        st = LINATTN_ESIZE;
+    if (st || nq == 0)
+        return st;
+    int64_t rows_max = score_rows(LINATTN_DEFAULT_BLOCK, nk);
+    if (rows_max > LINATTN_BLAS_INT_MAX) /* only in test builds */
+        rows_max = LINATTN_BLAS_INT_MAX;
+    int nt = linattn_i_threads(nq, rows_max);
+    int64_t per = (nq + nt - 1) / nt;
+    rows_max = rows_max < per ? rows_max : per;
+    int cm = layout == LINATTN_COL_MAJOR;
+    XI(view) kv = {k, ldk, cm}, vv = {v, ldv, cm};
+    /* Leading dimensions beyond BLAS: K and V copied once, Q per block. */
+    int copy_k = !linattn_i_ld_fits(ldk), copy_v = !linattn_i_ld_fits(ldv);
+    real *kcopy = copy_k ? linattn_i_alloc(nk * d, sizeof(real)) : NULL;
+    real *vcopy = copy_v ? linattn_i_alloc(nk * e, sizeof(real)) : NULL;
+    score_ws ws[LINATTN_MAX_THREADS];
+    if ((copy_k && !kcopy) || (copy_v && !vcopy) ||
+        alloc_score_ws(ws, nt, rows_max, nk, linattn_i_ld_fits(ldq) ? 0 : d,
+                       linattn_i_ld_fits(ldout) ? 0 : e)) {
+        free(kcopy);
+        free(vcopy);
+        return LINATTN_ENOMEM;
+    }
+    if (kcopy) {
+        XI(copy_rows)(kv, 0, nk, d, kcopy);
+        kv = (XI(view)){kcopy, d, 0};
+    }
+    if (vcopy) {
+        XI(copy_rows)(vv, 0, nk, e, vcopy);
+        vv = (XI(view)){vcopy, e, 0};
+    }
+    /* The division shares write_rows with the linear paths: a stand-in
+     * plan with the value width and no eps (softmax sums are >= 1). */
+    X(plan) norm;
+    memset(&norm, 0, sizeof norm);
+    norm.e = e;
+    score_job job = {&norm, layout, 0, nk, d, e, rows_max, scale, {q, ldq, cm},
+                     kv, vv, out, ldout, ws, NULL, {k, ldk, cm}, {v, ldv, cm},
+                     {0}};
+    int64_t bad = linattn_i_parallel_ranges(nt, nq, softmax_range, &job);
+    free_score_ws(ws, nt);
+    free(kcopy);
+    free(vcopy);
+    return bad < nq ? job.status[linattn_i_range_of(nq, nt, bad)] : 0;
+}

@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * normalize.c -- numerators and normalizers into outputs, with the plan's
+ * normalizer policy.  Shared by the factored and the naive paths so that
+ * both treat a bad normalizer identically.
+ *
+ * The numerators go from GEMM straight into the caller's output and are
+ * divided there while the block is still in cache: no staging copy, so the
+ * only traffic beyond the bare GEMMs is one in-cache pass per block.  That
+ * pass also notes whether a value it wrote is not finite, so that an
+ * overflow is reported (LINATTN_EOVERFLOW) without a pass of its own.
+ */
+#include <math.h>
+#include "attn/paths.h"
+#include "attn/output_rows.h"
+#include "maps/features.h"
+#include "common/simd.h"
+#include "common/threads.h"
+#include "common/validate.h"
+
+int64_t XI(good_rows)(const X(plan) *plan, real *den, int64_t rows,
+                      int check, int64_t count0, int64_t step)
+{
+    int nonzero = plan->denom == LINATTN_DENOM_NONZERO;
+    if (plan->denom == LINATTN_DENOM_COUNT)
+        for (int64_t i = 0; i < rows; i++)
+            den[i] = (real)(count0 + i * step);
+    for (int64_t i = 0; i < rows; i++)
+        den[i] += plan->eps;
+    for (int64_t i = 0; check && i < rows; i++)
+        if (!isfinite(den[i]) || (nonzero ? den[i] == 0 : !(den[i] > 0)))
+            return i;
+    return rows;
+}
+
+int XI(scale_rows)(real *a, int colmajor, int64_t lda, int64_t rows,
+                   int64_t cols, const real *s)
+{
+    real_bits bad = 0;
+    if (colmajor) {
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) reduction(| : bad) if (rows * cols >= LINATTN_PAR_MIN && linattn_i_may_thread())
+#endif
+        for (int64_t j = 0; j < cols; j++) {
+            real *col = a + j * lda;
+            LINATTN_SIMD_REDUCE(|, bad)
+            for (int64_t i = 0; i < rows; i++) {
+                real y = col[i] * s[i];
+                col[i] = y;
+                bad |= linattn_i_zero_bits(y);
+            }
+        }
+    } else {
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) reduction(| : bad) if (rows * cols >= LINATTN_PAR_MIN && linattn_i_may_thread())
+#endif
+        for (int64_t i = 0; i < rows; i++) {
+            real *row = a + i * lda, si = s[i];
+            LINATTN_SIMD_REDUCE(|, bad)
+            for (int64_t j = 0; j < cols; j++) {
+                real y = row[j] * si;
+                row[j] = y;
+                bad |= linattn_i_zero_bits(y);
+            }
+        }
+    }
+    return (bad & REAL_EXP_BITS) != 0;
+}
+
+int XI(put_rows)(real *a, int colmajor, int64_t lda, const real *b,
+                 int b_colmajor, int64_t ldb, int64_t rows, int64_t cols,
+                 const real *s)
+{
+    real_bits bad = 0;
+    if (!colmajor && !b_colmajor) {
+        /* Row major to row major (the causal path's case): contiguous rows,
+         * vectorized. */
+        for (int64_t r = 0; r < rows; r++) {
+            real *ar = a + r * lda, sr = s ? s[r] : 1;
+            const real *br = b + r * ldb;
+            LINATTN_SIMD_REDUCE(|, bad)
+            for (int64_t c = 0; c < cols; c++) {
+                real y = br[c] * sr;
+                ar[c] = y;
+                bad |= linattn_i_zero_bits(y);
+            }
+        }
+        return (bad & REAL_EXP_BITS) != 0;
+    }
+    /* Walk the destination in its own order: its writes are contiguous. */
+    int64_t outer = colmajor ? cols : rows, inner = colmajor ? rows : cols;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            int64_t r = colmajor ? i : o, c = colmajor ? o : i;
+            real v = b_colmajor ? b[r + c * ldb] : b[r * ldb + c];
+            real y = s ? v * s[r] : v;
+            a[o * lda + i] = y;
+            bad |= linattn_i_zero_bits(y);
+        }
+    return (bad & REAL_EXP_BITS) != 0;
+}
+
+/* 1 / den when that is a normal number.  Then num (1 / den) differs from
+ * num / den by rounding only; below |den| = 1 / REAL_MAX the reciprocal
+ * overflows (and num (1 / den) would be Inf, or NaN for num = 0), above
+ * 1 / REAL_MIN it is subnormal and has lost bits.  Such rows are divided.
+ * (den is finite and nonzero here: the policy passed it.) */
+static int reciprocal_ok(real den, real *inv)
+{
+    *inv = 1 / den;
+    return isnormal(*inv);
+}
+
+int XI(reciprocals)(const real *den, int64_t rows, real *inv)
+{
+    int ok = 1;
+    for (int64_t i = 0; i < rows; i++)
+        ok &= reciprocal_ok(den[i], &inv[i]);
+    return ok;
+}
+
+int XI(divide_rows)(real *a, int colmajor, int64_t lda, const real *b,
+                    int b_colmajor, int64_t ldb, int64_t rows, int64_t cols,
+                    const real *den, real *inv)
+{
+    int64_t divide = 0;
+    for (int64_t i = 0; i < rows; i++)
+        if (!reciprocal_ok(den[i], &inv[i])) {
+            inv[i] = 1; /* the pass below copies the row; divided after */
+            divide++;
+        }
+    int bad = a == b && colmajor == b_colmajor && lda == ldb
+                  ? XI(scale_rows)(a, colmajor, lda, rows, cols, inv)
+                  : XI(put_rows)(a, colmajor, lda, b, b_colmajor, ldb, rows,
+                                 cols, inv);
+    for (int64_t i = 0; divide && i < rows; i++) {
+        real r;
+        if (reciprocal_ok(den[i], &r))
+            continue;
+        for (int64_t c = 0; c < cols; c++) {
+            real *y = colmajor ? a + i + c * lda : a + i * lda + c;
+            *y /= den[i];
+            bad |= LINATTN_NOT_FINITE(*y);
+        }
+    }
+    return bad;
+}
+
+int XI(write_needs_y)(const real *out, int64_t ldout, const real *num,
+                      int64_t ldnum)
+{
+    return (out && !linattn_i_ld_fits(ldout)) ||
+           (num && !linattn_i_ld_fits(ldnum));
+}
+
+int XI(write_rows)(const X(plan) *plan, XI(view) a, XI(view) b,
+                   int64_t inner, const real *den_b, int64_t rows,
+                   int layout, int64_t r0, real *out, int64_t ldout,
+                   real *num, int64_t ldnum, real *den, real *inv, real *y)
+{
+    int cm = layout == LINATTN_COL_MAJOR;
+    int64_t e = plan->e;
+    int bad = 0;
+    if (rows == 0)
+        return 0;
+    real *at_out = out ? (cm ? out + r0 : out + r0 * ldout) : NULL;
+    real *at_num = num ? (cm ? num + r0 : num + r0 * ldnum) : NULL;
+    if (den)
+        for (int64_t i = 0; i < rows; i++) {
+            den[r0 + i] = den_b[i];
+            bad |= LINATTN_NOT_FINITE(den_b[i]);
+        }
+    if (XI(write_needs_y)(out, ldout, num, ldnum)) {
+        /* A leading dimension BLAS cannot take: GEMM into y, then copy. */
+        XI(gemm)(0, 0, rows, e, inner, 1, a, b, 0, y, e);
+        if (num)
+            bad |= XI(put_rows)(at_num, cm, ldnum, y, 0, e, rows, e, NULL);
+        if (out)
+            bad |= XI(divide_rows)(at_out, cm, ldout, y, 0, e, rows, e, den_b,
+                                   inv);
+        return bad;
+    }
+    if (num)
+        XI(gemm_c)(cm, 0, 0, rows, e, inner, 1, a, b, 0, at_num, ldnum);
+    if (!out) /* raw numerators only: a pass to look at them */
+        return bad || (num && !XI(all_finite)((XI(view)){at_num, ldnum, cm},
+                                              rows, e));
+    /* out = phi(Q_b) S / den in one pass by the micro-kernel, which notes
+     * non-finite values in its stores, when every row's reciprocal is a
+     * normal number (else, rarely, the rows are divided as below). */
+    int nonfinite = 0;
+    if (!num && !cm && XI(reciprocals)(den_b, rows, inv) &&
+        XI(gemm_scaled)(0, rows, e, inner, a, b, at_out, ldout, inv,
+                        &nonfinite))
+        return bad | nonfinite;
+    if (!num)
+        XI(gemm_c)(cm, 0, 0, rows, e, inner, 1, a, b, 0, at_out, ldout);
+    /* out = num / den: a non-finite numerator makes its quotient so too,
+     * so looking at the quotients covers both. */
+    return bad | XI(divide_rows)(at_out, cm, ldout, num ? at_num : at_out, cm,
+                                 num ? ldnum : ldout, rows, e, den_b, inv);
+}
+
+/* Nonzero when row i of the rows x cols matrix (layout cm, ld) holds a
+ * value that is not finite (a NULL matrix holds none). */
+static int row_bad(const real *a, int cm, int64_t ld, int64_t i, int64_t cols)
+{
+    for (int64_t c = 0; a && c < cols; c++)
+        if (LINATTN_NOT_FINITE(cm ? a[i + c * ld] : a[i * ld + c]))
+            return 1;
+    return 0;
+}
+
+int64_t XI(first_overflow)(int layout, int64_t rows, int64_t e,
+                           const real *out, int64_t ldout, const real *num,
+                           int64_t ldnum, const real *den, XI(origin) *o,
+                           int64_t orow)
+{
+    int cm = layout == LINATTN_COL_MAJOR;
+    for (int64_t i = 0; i < rows; i++)
+        if ((row_bad(out, cm, ldout, i, e) || row_bad(num, cm, ldnum, i, e) ||
+             (den && LINATTN_NOT_FINITE(den[i]))) &&
+            XI(inputs_finite)(o, orow + i))
+            return i;
+    return rows;
+}
+
+int64_t XI(first_nonfinite_row)(XI(view) x, int64_t rows, int64_t cols)
+{
+    int64_t first = rows;
+    for (int64_t c = 0; x.colmajor && c < cols; c++)
+        for (int64_t i = 0; i < first; i++)
+            if (LINATTN_NOT_FINITE(x.p[i + c * x.ld]))
+                first = i;
+    for (int64_t i = 0; !x.colmajor && i < rows; i++)
+        if (!XI(all_finite)(XI(view_rows)(x, i), 1, cols))
+            return i;
+    return first;
+}
+
+int XI(inputs_finite)(XI(origin) *o, int64_t r)
+{
+    if (o->q.p && !XI(all_finite)(XI(view_rows)(o->q, r), 1, o->d))
+        return 0;
+    if (o->st)
+        return !o->st->poisoned;
+    if (o->first_bad < 0) {
+        int64_t kb = XI(first_nonfinite_row)(o->k, o->nk, o->d);
+        int64_t vb = XI(first_nonfinite_row)(o->v, o->nk, o->e);
+        o->first_bad = kb < vb ? kb : vb;
+    }
+    /* causal: row r sees keys j <= r; else all of them */
+    return o->causal ? r < o->first_bad : o->first_bad == o->nk;
+}

@@ -1,0 +1,719 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * state.c -- the additive state (S, z) of linear attention.
+ *
+ * S and z are kept side by side as one m x (e+1) row-major matrix [S | z],
+ * so that a query block reads numerators and normalizers from one GEMM.
+ * Updates add phi(K_b)^T V_b by GEMM straight into S (beta = 1) and the
+ * column sums of phi(K_b) into z, block by block.  Float states accumulate
+ * in double (acc) and publish a float copy (sz) after every change.
+ *
+ * Overflow: finite keys and values whose sums leave the floating-point
+ * range (or, in float, the working copy's) must not leave a state that
+ * answers Inf with status 0.  The public update and merge therefore look
+ * at the new sums before they take them, in one pass over the small
+ * m x (e + 1) state per call, and refuse them (LINATTN_EOVERFLOW, state
+ * unchanged) when finite inputs overflowed; NaN and Inf from the inputs
+ * themselves propagate as documented, and mark the state poisoned.  The
+ * one-call paths keep an overflowed state and report the output rows it
+ * reaches instead.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "attn/paths.h"
+#include "attn/output_rows.h"
+#include "maps/features.h"
+#include "common/threads.h"
+#include "common/validate.h"
+
+static int64_t state_len(const X(plan) *plan)
+{
+    return plan->m * (plan->e + 1);
+}
+
+size_t XI(state_bytes)(const X(plan) *plan)
+{
+    size_t n = (size_t)state_len(plan);
+    return n * sizeof(acc_t) + (LINATTN_ACC_WIDER ? n * sizeof(real) : 0);
+}
+
+void XI(state_init)(X(state) *st, const X(plan) *plan, void *mem)
+{
+    st->plan = plan;
+    st->tokens = 0;
+    st->shift = 0;
+    st->poisoned = 0;
+    st->bound = 0;
+    st->acc = mem;
+    memset(mem, 0, XI(state_bytes)(plan));
+#if LINATTN_ACC_WIDER
+    st->sz = (real *)(st->acc + state_len(plan));
+#else
+    st->sz = st->acc;
+#endif
+}
+
+/* sz = acc in the working precision (a no-op when they alias). */
+static void publish(X(state) *st)
+{
+#if LINATTN_ACC_WIDER
+    int64_t len = state_len(st->plan);
+    for (int64_t i = 0; i < len; i++)
+        st->sz[i] = (real)st->acc[i];
+#else
+    (void)st;
+#endif
+}
+
+/* The largest |a x_i + b y_i| over len entries (y NULL: of x_i alone),
+ * +Inf when one of them is NaN or Inf (*nonfinite set then). */
+static double scan_sum(const acc_t *x, acc_t a, const acc_t *y, acc_t b,
+                       int64_t len, int *nonfinite)
+{
+    double mx = 0;
+    acc_t chk = 0; /* t * 0 is 0 for finite t, NaN for NaN and Inf */
+    if (y)
+        for (int64_t i = 0; i < len; i++) {
+            acc_t t = a * x[i] + b * y[i], u = fabs(t);
+            mx = u > mx ? u : mx;
+            chk += t * 0;
+        }
+    else
+        for (int64_t i = 0; i < len; i++) {
+            acc_t u = fabs(x[i]);
+            mx = u > mx ? u : mx;
+            chk += x[i] * 0;
+        }
+    *nonfinite = chk != 0;
+    return *nonfinite ? INFINITY : mx;
+}
+
+/* Nonzero when every entry of rows [0, n) of k and v is finite. */
+static int keys_finite(const X(plan) *plan, XI(view) k, XI(view) v, int64_t n)
+{
+    return XI(all_finite)(k, n, plan->d) && XI(all_finite)(v, n, plan->e);
+}
+
+/* The verdict on st about to hold entries of largest magnitude mx
+ * (nonfinite: some are NaN or Inf) after absorbing rows [0, n) of k and v:
+ * LINATTN_EOVERFLOW when strict and finite inputs pushed a sum beyond the
+ * working precision's range (then nothing is to change), else 0 with the
+ * bookkeeping updated for the new entries. */
+static int settle(X(state) *st, double mx, int nonfinite, XI(view) k,
+                  XI(view) v, int64_t n, int strict)
+{
+    if (!(mx <= REAL_MAX) && !st->poisoned) {
+        if (keys_finite(st->plan, k, v, n)) {
+            if (strict)
+                return LINATTN_EOVERFLOW;
+        } else if (nonfinite) {
+            st->poisoned = 1; /* the inputs' NaN or Inf, propagating */
+        }
+    }
+    st->bound = mx;
+    return 0;
+}
+
+void XI(state_publish)(X(state) *st)
+{
+    int nonfinite;
+    st->bound = scan_sum(st->acc, 1, NULL, 0, state_len(st->plan), &nonfinite);
+    st->poisoned = nonfinite;
+    publish(st);
+}
+
+int X(state_create)(X(state) **state, const X(plan) *plan)
+{
+    if (!state)
+        return -1;
+    if (!plan)
+        return -2;
+    X(state) *st = malloc(sizeof *st);
+    void *mem = malloc(XI(state_bytes)(plan));
+    if (!st || !mem) {
+        free(st);
+        free(mem);
+        return LINATTN_ENOMEM;
+    }
+    XI(state_init)(st, plan, mem);
+    *state = st;
+    return 0;
+}
+
+void X(state_destroy)(X(state) *state)
+{
+    if (!state)
+        return;
+    free(state->acc);
+    free(state);
+}
+
+int X(state_reset)(X(state) *state)
+{
+    if (!state)
+        return -1;
+    memset(state->acc, 0, XI(state_bytes)(state->plan));
+    state->tokens = 0;
+    state->shift = 0;
+    state->poisoned = 0;
+    state->bound = 0;
+    return 0;
+}
+
+double XI(next_shift)(double shift, int has, double bmax)
+{
+    /* The shift stays finite: a NaN or infinite key exponent poisons the
+     * features it belongs to (and through them the state), not the shift,
+     * so every state can be checkpointed (the format requires a finite
+     * shift); a block whose features all underflow (-Inf) leaves it. */
+    if (!isfinite(bmax))
+        return shift;
+    return !has || bmax > shift ? bmax : shift;
+}
+
+double XI(raise_shift)(acc_t *acc, int64_t len, double *shift, int has,
+                       double bmax)
+{
+    double to = XI(next_shift)(*shift, has, bmax);
+    if (!has || to == *shift) {
+        *shift = to; /* acc is still zero, or keeps its shift */
+        return 1;
+    }
+    double f = exp(*shift - to);
+    for (int64_t i = 0; i < len; i++)
+        acc[i] *= f;
+    *shift = to;
+    return f;
+}
+
+void XI(shift_factors)(const X(plan) *plan, double *dst_shift, int dst_has,
+                       double src_shift, int src_has, acc_t *a, acc_t *b)
+{
+    *a = *b = 1;
+    /* the exact maps never read a shift (a restored checkpoint may still
+     * carry one); src without tokens holds zeros */
+    if (!plan->shifted || !src_has)
+        return;
+    if (!dst_has) {
+        *dst_shift = src_shift; /* dst holds zeros */
+    } else if (src_shift > *dst_shift) {
+        *a = exp(*dst_shift - src_shift);
+        *dst_shift = src_shift;
+    } else if (src_shift != *dst_shift) { /* smaller, or NaN */
+        *b = exp(src_shift - *dst_shift);
+    }
+}
+
+void XI(acc_add)(const X(plan) *plan, acc_t *dst, double *dst_shift,
+                 int dst_has, const acc_t *src, double src_shift, int src_has,
+                 int64_t len)
+{
+    acc_t a, b;
+    XI(shift_factors)(plan, dst_shift, dst_has, src_shift, src_has, &a, &b);
+    if (a == 1 && b == 1) {
+        for (int64_t i = 0; i < len; i++)
+            dst[i] += src[i];
+        return;
+    }
+    for (int64_t i = 0; i < len; i++)
+        dst[i] = a * dst[i] + b * src[i];
+}
+
+static int compatible(const X(state) *a, const X(state) *b)
+{
+    return a->plan->fingerprint == b->plan->fingerprint &&
+           a->plan->map == b->plan->map && a->plan->d == b->plan->d &&
+           a->plan->m == b->plan->m && a->plan->e == b->plan->e;
+}
+
+int X(state_merge)(X(state) *dst, const X(state) *src)
+{
+    if (!dst)
+        return -1;
+    if (!src || !compatible(dst, src))
+        return -2;
+    if (src->tokens > INT64_MAX - dst->tokens)
+        return LINATTN_ESIZE; /* the token count would pass int64 */
+    const X(plan) *plan = dst->plan;
+    int64_t len = state_len(plan);
+    acc_t a, b;
+    double shift = dst->shift;
+    XI(shift_factors)(plan, &shift, dst->tokens > 0, src->shift,
+                      src->tokens > 0, &a, &b);
+    /* The sum is looked at before it is taken: finite states whose sum
+     * overflows are refused, dst unchanged. */
+    int nonfinite;
+    double mx = scan_sum(dst->acc, a, src->acc, b, len, &nonfinite);
+    if (!(mx <= REAL_MAX) && !dst->poisoned && !src->poisoned)
+        return LINATTN_EOVERFLOW;
+    for (int64_t i = 0; i < len; i++)
+        dst->acc[i] = a * dst->acc[i] + b * src->acc[i];
+    dst->shift = shift;
+    dst->tokens += src->tokens;
+    dst->poisoned |= src->poisoned;
+    dst->bound = mx;
+    publish(dst);
+    return 0;
+}
+
+int X(state_copy)(X(state) *dst, const X(state) *src)
+{
+    if (!dst)
+        return -1;
+    if (!src || !compatible(dst, src))
+        return -2;
+    if (dst != src)
+        memcpy(dst->acc, src->acc, XI(state_bytes)(dst->plan));
+    dst->tokens = src->tokens;
+    dst->shift = src->shift;
+    dst->poisoned = src->poisoned;
+    dst->bound = src->bound;
+    return 0;
+}
+
+int X(state_get)(const X(state) *state, int layout, real *s, int64_t lds,
+                 real *z, int64_t *tokens)
+{
+    if (!state)
+        return -1;
+    if (!linattn_i_layout_ok(layout))
+        return -2;
+    int64_t m = state->plan->m, e = state->plan->e;
+    /* z (m entries) as an m x 1 matrix, only for its address range */
+    const linattn_i_mat mats[] = {{m, e, s, lds, 3, 1},
+                                  {m, 1, z, layout == LINATTN_ROW_MAJOR ? 1 : m,
+                                   5, 1}};
+    int st = linattn_i_check_mats_io(layout, sizeof(real), mats, 2, 0);
+    if (st)
+        return st;
+    for (int64_t i = 0; s && i < m; i++)
+        for (int64_t j = 0; j < e; j++) {
+            real v = state->sz[i * (e + 1) + j];
+            if (layout == LINATTN_COL_MAJOR)
+                s[i + j * lds] = v;
+            else
+                s[i * lds + j] = v;
+        }
+    for (int64_t i = 0; z && i < m; i++)
+        z[i] = state->sz[i * (e + 1) + e];
+    if (tokens)
+        *tokens = state->tokens;
+    return 0;
+}
+
+int X(state_shift)(const X(state) *state, double *shift)
+{
+    if (!state)
+        return -1;
+    if (!shift)
+        return -2;
+    *shift = state->shift;
+    return 0;
+}
+
+/* Workspace of an update: phi of one block (none for the identity unless
+ * K's leading dimension is beyond BLAS), a copy of the block of V (only
+ * when V's is), the column sums z_b of phi and their per-chunk partials,
+ * and in float the block's partial S before it is added to the double
+ * accumulator. */
+typedef struct {
+    real *phi, *vcopy, *part;
+    acc_t *zsum, *partial;
+    double *rexp; /* the rows' largest exponents (shifted maps) */
+} update_ws;
+
+static void free_update_ws(update_ws *w)
+{
+    free(w->rexp);
+    free(w->phi);
+    free(w->vcopy);
+    free(w->part);
+    free(w->zsum);
+    free(w->partial);
+}
+
+static int alloc_update_ws(update_ws *w, const X(plan) *plan, int64_t rows,
+                           XI(view) k, XI(view) v)
+{
+    int64_t m = plan->m, e = plan->e;
+    int need_phi = !XI(map_is_identity)(plan) || !linattn_i_ld_fits(k.ld);
+    int need_v = !linattn_i_ld_fits(v.ld);
+    *w = (update_ws){NULL, NULL, NULL, NULL, NULL, NULL};
+    if (need_phi)
+        w->phi = linattn_i_alloc(rows * m, sizeof(real));
+    if (plan->shifted)
+        w->rexp = linattn_i_alloc(rows, sizeof(double));
+    if (need_v)
+        w->vcopy = linattn_i_alloc(rows * e, sizeof(real));
+    if (LINATTN_ACC_WIDER)
+        w->part = linattn_i_alloc(m * e, sizeof(real));
+    w->zsum = linattn_i_alloc(m, sizeof(acc_t));
+    w->partial = linattn_i_alloc(XI(stats_partial_len)(plan, rows), sizeof(acc_t));
+    if ((need_phi && !w->phi) || (need_v && !w->vcopy) ||
+        (LINATTN_ACC_WIDER && !w->part) || !w->zsum || !w->partial ||
+        (plan->shifted && !w->rexp)) {
+        free_update_ws(w);
+        return LINATTN_ENOMEM;
+    }
+    memset(w->zsum, 0, (size_t)m * sizeof(acc_t));
+    return 0;
+}
+
+/* phi(K_b) of the shifted maps into w->phi with its column sums: the
+ * features carry exp(-*shift), the largest exponent seen so far; when
+ * the block raises it, the state accumulated before (acc, and the column
+ * sums of earlier blocks) is rescaled first, as online softmax does. */
+static void shifted_keys(const X(plan) *plan, update_ws *w, acc_t *acc,
+                         double *shift, int *has, XI(view) kb, int64_t rows,
+                         const XI(stats) *zs)
+{
+    int64_t m = plan->m;
+    double bmax = XI(phi_pre)(plan, kb, rows, w->phi, w->rexp);
+    double f = XI(raise_shift)(acc, m * (plan->e + 1), shift, *has, bmax);
+    for (int64_t i = 0; f != 1 && i < m; i++)
+        w->zsum[i] *= f;
+    *has = 1;
+    XI(phi_post)(plan, w->phi, rows, w->rexp, NULL, *shift, zs);
+}
+
+/* acc (at *shift; has: it holds tokens) += the state of rows [0, n) of
+ * (k, v), on this thread. */
+static int update_serial(const X(plan) *plan, acc_t *acc, double *shift,
+                         int has, XI(view) k, XI(view) v, int64_t n)
+{
+    int64_t m = plan->m, e = plan->e, ld = e + 1;
+    int64_t block = XI(block_rows)(plan);
+    update_ws w;
+    if (alloc_update_ws(&w, plan, n < block ? n : block, k, v))
+        return LINATTN_ENOMEM;
+    XI(stats) zs = {NULL, NULL, w.zsum, w.partial};
+    for (int64_t r = 0; r < n; r += block) {
+        int64_t rows = n - r < block ? n - r : block;
+        XI(view) kb = XI(view_rows)(k, r), vb = XI(view_rows)(v, r), pk = kb;
+        if (w.phi) {
+            /* phi and its column sums in one pass over the block. */
+            if (plan->shifted)
+                shifted_keys(plan, &w, acc, shift, &has, kb, rows, &zs);
+            else
+                XI(phi_rows)(plan, kb, rows, w.phi, &zs);
+            pk = (XI(view)){w.phi, m, 0};
+        }
+        if (w.vcopy) {
+            XI(copy_rows)(vb, 0, rows, e, w.vcopy);
+            vb = (XI(view)){w.vcopy, e, 0};
+        }
+#if LINATTN_ACC_WIDER
+        XI(gemm)(1, 0, m, e, rows, 1, pk, vb, 0, w.part, e);
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < e; j++)
+                acc[i * ld + j] += w.part[i * e + j];
+#else
+        XI(gemm)(1, 0, m, e, rows, 1, pk, vb, 1, acc, ld);
+#endif
+        /* Identity: the column sums of K_b after the GEMM, from cache. */
+        if (!w.phi)
+            XI(phi_rows)(plan, kb, rows, NULL, &zs);
+    }
+    for (int64_t i = 0; i < m; i++)
+        acc[i * ld + e] += w.zsum[i];
+    free_update_ws(&w);
+    return 0;
+}
+
+typedef struct {
+    const X(plan) *plan;
+    acc_t *parts;
+    double *shifts;
+    int64_t len;
+    XI(view) k, v;
+} update_job;
+
+static int64_t update_range(void *ctx, int t, int64_t lo, int64_t hi)
+{
+    update_job *j = ctx;
+    int st = update_serial(j->plan, j->parts + t * j->len, &j->shifts[t], 0,
+                           XI(view_rows)(j->k, lo), XI(view_rows)(j->v, lo),
+                           hi - lo);
+    return st ? 0 : 1;
+}
+
+/* st += delta (at dshift: the sums of rows [0, n) of k and v, built from
+ * zero), after settle's verdict on the result. */
+static int commit(X(state) *st, const acc_t *delta, double dshift,
+                  XI(view) k, XI(view) v, int64_t n, int strict)
+{
+    int64_t len = state_len(st->plan);
+    acc_t a, b;
+    double shift = st->shift;
+    XI(shift_factors)(st->plan, &shift, st->tokens > 0, dshift, 1, &a, &b);
+    int nonfinite;
+    double mx = scan_sum(st->acc, a, delta, b, len, &nonfinite);
+    int status = settle(st, mx, nonfinite, k, v, n, strict);
+    if (status)
+        return status;
+    for (int64_t i = 0; i < len; i++)
+        st->acc[i] = a * st->acc[i] + b * delta[i];
+    st->shift = shift;
+    return 0;
+}
+
+/* st += the state of rows [0, n) of (k, v).  strict (the public update):
+ * a sum that finite inputs push beyond the range is refused with
+ * LINATTN_EOVERFLOW and st is unchanged; otherwise it is kept (the
+ * one-call paths, whose queries then report the rows it reaches). */
+static int update_run(X(state) *st, XI(view) k, XI(view) v, int64_t n,
+                      int strict)
+{
+    const X(plan) *plan = st->plan;
+    int64_t len = state_len(plan);
+    int status;
+    if (n == 0)
+        return 0;
+    int nt = linattn_i_threads(n, XI(block_rows)(plan));
+    if (XI(small_ok)(plan, n) && XI(state_update_small)(st, k, v, n)) {
+        /* taken in place: its sums could not leave the range */
+    } else if (nt == 1 && st->bound == 0 && !st->poisoned) {
+        /* acc holds zeros (a new state, the one-call paths): accumulate in
+         * place, and a refusal puts the zeros back.  Workspace comes first
+         * inside: ENOMEM leaves acc unchanged. */
+        double shift = st->shift;
+        status = update_serial(plan, st->acc, &st->shift, st->tokens > 0, k,
+                               v, n);
+        int nonfinite;
+        double mx = scan_sum(st->acc, 1, NULL, 0, len, &nonfinite);
+        if (!status)
+            status = settle(st, mx, nonfinite, k, v, n, strict);
+        if (status) {
+            memset(st->acc, 0, (size_t)len * sizeof(acc_t));
+            st->shift = shift;
+            return status;
+        }
+    } else {
+        /* The increment is built aside from zero (per thread, added in
+         * thread order) and taken by commit once all has succeeded.  Its
+         * shift starts at the state's, so that keys whose features all
+         * underflow leave the state's shift alone. */
+        acc_t *parts = linattn_i_alloc(nt * len, sizeof(acc_t));
+        if (!parts)
+            return LINATTN_ENOMEM;
+        memset(parts, 0, (size_t)(nt * len) * sizeof(acc_t));
+        double shifts[LINATTN_MAX_THREADS];
+        for (int t = 0; t < nt; t++)
+            shifts[t] = st->shift;
+        update_job job = {plan, parts, shifts, len, k, v};
+        int ok = linattn_i_parallel_ranges(nt, n, update_range, &job) != 0;
+        for (int64_t t = 1; ok && t < nt; t++)
+            XI(acc_add)(plan, parts, &shifts[0], 1, parts + t * len, shifts[t],
+                        1, len);
+        status = ok ? commit(st, parts, shifts[0], k, v, n, strict)
+                    : LINATTN_ENOMEM;
+        free(parts);
+        if (status)
+            return status;
+    }
+    st->tokens += n;
+    publish(st);
+    return 0;
+}
+
+int XI(state_update_checked)(X(state) *st, XI(view) k, XI(view) v, int64_t n)
+{
+    return update_run(st, k, v, n, 0);
+}
+
+/* Workspace of a query on one thread: phi of one block (none for the
+ * identity), the block's normalizers and their reciprocals, z contiguous. */
+typedef struct {
+    real *phi, *dd, *y;
+    int64_t rows; /* capacity in rows: dd holds den[rows], inv[rows], z[m] */
+} query_ws;
+
+/* need_phi: phi must be materialized (any map but the identity, or Q's
+ * leading dimension beyond BLAS); need_y: an output's is (write_rows). */
+static int alloc_query_ws(query_ws *w, const X(state) *st, int64_t rows,
+                          int need_phi, int need_y)
+{
+    const X(plan) *plan = st->plan;
+    int64_t m = plan->m, e = plan->e;
+    w->rows = rows;
+    w->phi = need_phi ? linattn_i_alloc(rows * m, sizeof(real)) : NULL;
+    w->y = need_y ? linattn_i_alloc(rows * e, sizeof(real)) : NULL;
+    w->dd = linattn_i_alloc(2 * rows + m, sizeof(real));
+    if ((need_phi && !w->phi) || (need_y && !w->y) || !w->dd) {
+        free(w->phi);
+        free(w->y);
+        free(w->dd);
+        w->phi = w->dd = w->y = NULL;
+        return LINATTN_ENOMEM;
+    }
+    for (int64_t i = 0; i < m; i++)
+        w->dd[2 * rows + i] = st->sz[i * (e + 1) + e];
+    return 0;
+}
+
+/* Rows [0, n) of a query, on this thread with workspace w (for up to
+ * min(n, block) rows), written at row offset r0 of the outputs.  Returns 0,
+ * or LINATTN_EDENOM or LINATTN_EOVERFLOW with *bad the first offending row
+ * of the outputs. */
+static int query_serial(const X(state) *st, query_ws *w, int layout,
+                        int64_t r0, int64_t n, XI(view) q, real *out,
+                        int64_t ldout, real *num, int64_t ldnum, real *den,
+                        int64_t *bad)
+{
+    const X(plan) *plan = st->plan;
+    int64_t m = plan->m, e = plan->e;
+    int64_t block = w->rows; /* never more than the plan's block */
+    real *inv = w->dd + w->rows, *z = w->dd + 2 * w->rows;
+    XI(view) s = {st->sz, e + 1, 0};
+    XI(stats) ds = {z, w->dd, NULL, NULL};
+    XI(origin) origin = {q, {0}, {0}, plan->d, e, 0, 0, st, -1};
+    int cm = layout == LINATTN_COL_MAJOR;
+    for (int64_t r = 0; r < n; r += block) {
+        int64_t rows = n - r < block ? n - r : block;
+        XI(view) pq = XI(view_rows)(q, r);
+        /* phi and the normalizers phi . z in one pass, before anything is
+         * written, so that a bad normalizer stops the block cleanly. */
+        XI(phi_rows)(plan, pq, rows, w->phi, &ds);
+        if (w->phi)
+            pq = (XI(view)){w->phi, m, 0};
+        int64_t good = XI(good_rows)(plan, w->dd, rows, out != NULL,
+                                      st->tokens, 0);
+        int64_t r1 = r0 + r;
+        if (XI(write_rows)(plan, pq, s, m, w->dd, good, layout, r1, out,
+                           ldout, num, ldnum, den, inv, w->y)) {
+            int64_t over = XI(first_overflow)(
+                layout, good, e, out ? (cm ? out + r1 : out + r1 * ldout) : NULL,
+                ldout, num ? (cm ? num + r1 : num + r1 * ldnum) : NULL, ldnum,
+                den ? den + r1 : NULL, &origin, r);
+            if (over < good) {
+                *bad = r1 + over;
+                return LINATTN_EOVERFLOW;
+            }
+        }
+        if (good < rows) {
+            *bad = r1 + good;
+            return LINATTN_EDENOM;
+        }
+    }
+    return 0;
+}
+
+typedef struct {
+    const X(state) *st;
+    query_ws *ws;
+    int layout;
+    XI(view) q;
+    real *out, *num, *den;
+    int64_t ldout, ldnum;
+    int status[LINATTN_MAX_THREADS]; /* range t's, with its first bad row */
+} query_job;
+
+static int64_t query_range(void *ctx, int t, int64_t lo, int64_t hi)
+{
+    query_job *j = ctx;
+    int64_t bad = INT64_MAX;
+    j->status[t] = query_serial(j->st, &j->ws[t], j->layout, lo, hi - lo,
+                                XI(view_rows)(j->q, lo), j->out, j->ldout,
+                                j->num, j->ldnum, j->den, &bad);
+    return bad;
+}
+
+int XI(state_query_checked)(const X(state) *st, int layout, int64_t n,
+                            XI(view) q, real *out, int64_t ldout, real *num,
+                            int64_t ldnum, real *den, int64_t *bad_row)
+{
+    if (n == 0)
+        return 0;
+    if (XI(small_ok)(st->plan, n))
+        return XI(state_query_small)(st, layout, n, q, out, ldout, num, ldnum,
+                                     den, bad_row);
+    int64_t block = XI(block_rows)(st->plan);
+    int nt = linattn_i_threads(n, block);
+    /* Every thread's workspace before any output is written, so that
+     * LINATTN_ENOMEM writes nothing. */
+    query_ws ws[LINATTN_MAX_THREADS];
+    int64_t per = (n + nt - 1) / nt;
+    int have = 0;
+    int need_phi = !XI(map_is_identity)(st->plan) || !linattn_i_ld_fits(q.ld);
+    int need_y = XI(write_needs_y)(out, ldout, num, ldnum);
+    while (have < nt && !alloc_query_ws(&ws[have], st, per < block ? per : block,
+                                        need_phi, need_y))
+        have++;
+    int status = LINATTN_ENOMEM;
+    if (have == nt) {
+        /* Each thread answers a contiguous range of rows; the first bad
+         * row over all ranges is the one reported. */
+        query_job job = {st, ws, layout, q, out, num, den, ldout, ldnum, {0}};
+        int64_t bad = linattn_i_parallel_ranges(nt, n, query_range, &job);
+        status = bad < n ? job.status[linattn_i_range_of(n, nt, bad)] : 0;
+        if (bad < n && bad_row)
+            *bad_row = bad;
+    }
+    for (int t = 0; t < have; t++) {
+        free(ws[t].phi);
+        free(ws[t].dd);
+        free(ws[t].y);
+    }
+    return status;
+}
+
+/* The checks the public update and query share: state, layout, n. */
+static int state_call_args(const X(state) *state, int layout, int64_t n)
+{
+    if (!state)
+        return -1;
+    if (!linattn_i_layout_ok(layout))
+        return -2;
+    return n < 0 ? -3 : 0;
+}
+
+int X(state_update)(X(state) *state, int layout, int64_t n, const real *k,
+                    int64_t ldk, const real *v, int64_t ldv)
+{
+    int st = state_call_args(state, layout, n);
+    if (st)
+        return st;
+    const X(plan) *plan = state->plan;
+    const linattn_i_mat mats[] = {{n, plan->d, k, ldk, 4, 0},
+                                  {n, plan->e, v, ldv, 6, 0}};
+    st = linattn_i_check_mats(layout, mats, 2);
+    if (st)
+        return st;
+    if (n > INT64_MAX - state->tokens)
+        return LINATTN_ESIZE; /* the token count would pass int64 */
+    int cm = layout == LINATTN_COL_MAJOR;
+    XI(view) kv = {k, ldk, cm}, vv = {v, ldv, cm};
+    if (plan->check_finite && !keys_finite(plan, kv, vv, n))
+        return LINATTN_ENONFINITE;
+    return update_run(state, kv, vv, n, 1);
+}
+
+int X(state_query)(const X(state) *state, int layout, int64_t n,
+                   const real *q, int64_t ldq, real *out, int64_t ldout,
+                   real *num, int64_t ldnum, real *den, int64_t *bad_row)
+{
+    int st = state_call_args(state, layout, n);
+    if (st)
+        return st;
+    const X(plan) *plan = state->plan;
+    /* out and num are optional: a NULL one is skipped, ld and all; but at
+     * least one of out, num, den must be asked for. */
+    const linattn_i_mat mats[] = {{n, plan->d, q, ldq, 4, 0},
+                                  {n, plan->e, out, ldout, 6, 1},
+                                  {n, plan->e, num, ldnum, 8, 1},
+                                  /* den (n entries) only for its range */
+                                  {n, 1, den, linattn_i_vector_ld(layout, n),
+                                   10, 1}};
+    st = linattn_i_check_mats_io(layout, sizeof(real), mats, 4, 1);
+    /* An argument error (negative) outranks a size condition (positive). */
+    if (st >= 0 && !out && !num && !den)
+        st = -10;
+    if (st)
+        return st;
+    XI(view) qv = {q, ldq, layout == LINATTN_COL_MAJOR};
+    if (plan->check_finite && !XI(all_finite)(qv, n, plan->d))
+        return LINATTN_ENONFINITE;
+    return XI(state_query_checked)(state, layout, n, qv, out, ldout, num,
+                                   ldnum, den, bad_row);
+}

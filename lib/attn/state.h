@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * attn/state.h -- the object behind a state handle, and the state's
+ * internals shared by the paths (attn/state.c, attn/state_small.c).
+ * Not installed.
+ */
+#ifndef LINATTN_ATTN_STATE_H
+#define LINATTN_ATTN_STATE_H
+
+#include "attn/plan.h"
+
+struct X(state_s) {
+    const X(plan) *plan;
+    int64_t tokens;
+    /* Stabilizing shift of the exponential feature maps: the stored S and
+     * z are the true sums times exp(-shift).  Always 0 for the maps that
+     * need none (identity, elu+1, ReLU). */
+    double shift;
+    acc_t *acc;  /* m x (e+1), row major: [S | z], accumulated            */
+    real *sz;    /* the same in the working precision (aliases acc in     */
+                 /* double); queries read only this                       */
+    /* Overflow bookkeeping (state.c): poisoned when a NaN or Inf reached
+     * acc from non-finite input (or a restored checkpoint), so that its
+     * queries let them propagate instead of reporting an overflow; bound
+     * >= max |acc| (+Inf when unknown), which lets a few-row update skip
+     * its overflow check when the sum cannot leave the range. */
+    int poisoned;
+    double bound;
+};
+
+/* ---- state internals (state.c) ---- */
+
+/* A zero state for plan whose arrays live in caller-provided memory of
+ * XI(state_bytes)(plan) bytes (used by the one-call paths). */
+size_t XI(state_bytes)(const X(plan) *plan);
+void XI(state_init)(X(state) *st, const X(plan) *plan, void *mem);
+
+/* The shift of an accumulator (len entries at *shift; has: it holds
+ * tokens) about to absorb keys whose largest exponent is bmax: raised to
+ * bmax when that is larger, the accumulator rescaled by the returned
+ * factor exp(old - bmax) (1 when nothing changed); set to bmax when it
+ * holds nothing. */
+double XI(raise_shift)(acc_t *acc, int64_t len, double *shift, int has,
+                       double bmax);
+
+/* The shift raise_shift would give: bmax when it is finite and larger (or
+ * the accumulator holds nothing), else shift. */
+double XI(next_shift)(double shift, int has, double bmax);
+
+/* The factors a, b that bring an accumulator dst (at *dst_shift) and src
+ * (at src_shift) to the larger shift, which *dst_shift becomes: dst =
+ * a dst + b src is then their sum.  An accumulator without tokens (has
+ * 0) holds zeros and its shift is meaningless; maps without shifts get
+ * 1, 1 and leave *dst_shift alone. */
+void XI(shift_factors)(const X(plan) *plan, double *dst_shift, int dst_has,
+                       double src_shift, int src_has, acc_t *a, acc_t *b);
+
+/* dst (at *dst_shift) += src (at src_shift), both brought to the larger
+ * shift first (the accumulators hold their sums times exp(-shift));
+ * dst_has, src_has: the accumulator holds tokens (an empty one's shift
+ * is meaningless). */
+void XI(acc_add)(const X(plan) *plan, acc_t *dst, double *dst_shift,
+                 int dst_has, const acc_t *src, double src_shift, int src_has,
+                 int64_t len);
+
+/* Republishes the working-precision copy sz from acc, after acc was
+ * written directly (a restored checkpoint). */
+void XI(state_publish)(X(state) *st);
+
+/* update and query after argument checks (same meaning as the public
+ * functions); both return 0, LINATTN_ENOMEM or LINATTN_EDENOM. */
+int XI(state_update_checked)(X(state) *st, XI(view) k, XI(view) v, int64_t n);
+int XI(state_query_checked)(const X(state) *st, int layout, int64_t n,
+                            XI(view) q, real *out, int64_t ldout, real *num,
+                            int64_t ldnum, real *den, int64_t *bad_row);
+
+/* ---- a few rows at a time (state_small.c) ---- */
+
+/* Nonzero when an update or query of n rows takes the small path: plain
+ * loops on stack workspace, no allocation, no BLAS. */
+int XI(small_ok)(const X(plan) *plan, int64_t n);
+/* As state_update_checked / state_query_checked, for small_ok sizes.  The
+ * update does not count the tokens nor publish; it returns 1 when done, 0
+ * (state unchanged) when its sums could leave the range or the inputs are
+ * not finite: the blocked path then decides. */
+int XI(state_update_small)(X(state) *st, XI(view) k, XI(view) v, int64_t n);
+int XI(state_query_small)(const X(state) *st, int layout, int64_t n,
+                          XI(view) q, real *out, int64_t ldout, real *num,
+                          int64_t ldnum, real *den, int64_t *bad_row);
+
+#endif

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * state_small.c -- updates and queries of a few rows (token-by-token
+ * decoding) without workspace allocation or BLAS.
+ *
+ * For one token the blocked path spends most of its time outside the
+ * arithmetic: five allocations, GEMM's packing of 1 x m operands and the
+ * OpenMP fork checks cost several times the 2 m (e + 1) flops of a rank-one
+ * update.  Here phi of the rows lives on the stack and the update and the
+ * query are plain loops over the m x (e + 1) state, which stays in cache
+ * between tokens: constant time and memory per token whatever the context.
+ */
+#include <math.h>
+#include <string.h>
+#include "attn/paths.h"
+#include "attn/output_rows.h"
+#include "maps/features.h"
+#include "kernels/kern.h"
+#include "common/simd.h"
+
+/* Stack budget: phi of the rows and one row of values or numerators. */
+#define SMALL_ROWS 4
+#define SMALL_WIDTH 512
+
+int XI(small_ok)(const X(plan) *plan, int64_t n)
+{
+    return n <= SMALL_ROWS && plan->m <= SMALL_WIDTH && plan->e < SMALL_WIDTH;
+}
+
+/* The largest |x_i| over count values, or +Inf when one is NaN or Inf.
+ * The bits of |x| (sign cleared) order as the values do, and NaN and Inf
+ * (exponent all ones) above every finite value: one integer maximum,
+ * which vectorizes in any order (a floating-point sum or maximum may not
+ * be reordered, and the serial chains cost a decoding step about a
+ * tenth of its time). */
+static double max_abs(const real *x, int64_t count)
+{
+    real_bits top = 0;
+    LINATTN_SIMD_REDUCE(max, top)
+    for (int64_t i = 0; i < count; i++) {
+        real_bits u;
+        memcpy(&u, x + i, sizeof u);
+        u &= ~REAL_SIGN_BIT;
+        top = u > top ? u : top;
+    }
+    if (top >= REAL_EXP_BITS)
+        return INFINITY;
+    real mx;
+    memcpy(&mx, &top, sizeof mx);
+    return mx;
+}
+
+int XI(state_update_small)(X(state) *st, XI(view) k, XI(view) v, int64_t n)
+{
+    const X(plan) *plan = st->plan;
+    int64_t m = plan->m, e = plan->e;
+    real phi[SMALL_ROWS * SMALL_WIDTH], vrow[SMALL_ROWS * SMALL_WIDTH];
+    double rexp[SMALL_ROWS], shift = st->shift, f = 1;
+    if (plan->shifted) { /* keys share the state's shift (state.c) */
+        double bmax = XI(phi_pre)(plan, k, n, phi, rexp);
+        shift = XI(next_shift)(st->shift, st->tokens > 0, bmax);
+        if (st->tokens > 0 && shift != st->shift)
+            f = exp(st->shift - shift);
+        XI(phi_post)(plan, phi, n, rexp, NULL, shift, NULL);
+    } else {
+        XI(phi_rows)(plan, k, n, phi, NULL);
+    }
+    XI(copy_rows)(v, 0, n, e, vrow);
+    if (!st->poisoned) {
+        /* Every new entry is at most f bound + n max|phi| max(|v|, 1) in
+         * magnitude: when that is well inside the range no sum can
+         * overflow, and the update needs no check.  Else (values near the
+         * range's end, or NaN and Inf) the blocked path decides. */
+        double vmax = max_abs(vrow, n * e);
+        double grow = (double)n * max_abs(phi, n * m) * (vmax > 1 ? vmax : 1);
+        double bound = f * st->bound + grow;
+        if (!(bound <= REAL_MAX / 4))
+            return 0;
+        st->bound = bound;
+    }
+    if (f != 1)
+        for (int64_t i = 0; i < m * (e + 1); i++)
+            st->acc[i] *= f;
+    st->shift = shift;
+    const XI(kern) *kn = XI(kern_now)();
+    for (int64_t r = 0; r < n; r++)
+        kn->rank1(st->acc, m, e, phi + r * m, vrow + r * e);
+    return 1;
+}
+
+int XI(state_query_small)(const X(state) *st, int layout, int64_t n,
+                          XI(view) q, real *out, int64_t ldout, real *num,
+                          int64_t ldnum, real *den, int64_t *bad_row)
+{
+    const X(plan) *plan = st->plan;
+    int64_t m = plan->m, e = plan->e;
+    int cm = layout == LINATTN_COL_MAJOR;
+    real phi[SMALL_ROWS * SMALL_WIDTH], y[SMALL_WIDTH + 1];
+    XI(origin) origin = {q, {0}, {0}, plan->d, e, 0, 0, st, -1};
+    XI(phi_rows)(plan, q, n, phi, NULL);
+    const XI(kern) *kn = XI(kern_now)();
+    for (int64_t r = 0; r < n; r++) {
+        kn->row_times(y, st->sz, m, e, phi + r * m);
+        real dr = y[e], inv;
+        if (XI(good_rows)(plan, &dr, 1, out != NULL, st->tokens, 0) == 0) {
+            if (bad_row)
+                *bad_row = r;
+            return LINATTN_EDENOM;
+        }
+        real *num_r = num ? (cm ? num + r : num + r * ldnum) : NULL;
+        real *out_r = out ? (cm ? out + r : out + r * ldout) : NULL;
+        int bad = 0;
+        if (num)
+            bad |= XI(put_rows)(num_r, cm, ldnum, y, 0, e, 1, e, NULL);
+        if (out)
+            bad |= XI(divide_rows)(out_r, cm, ldout, y, 0, e, 1, e, &dr, &inv);
+        if (den) {
+            den[r] = dr;
+            bad |= LINATTN_NOT_FINITE(dr);
+        }
+        if (bad && XI(first_overflow)(layout, 1, e, out_r, ldout, num_r, ldnum,
+                                      den ? den + r : NULL, &origin, r) == 0) {
+            if (bad_row)
+                *bad_row = r;
+            return LINATTN_EOVERFLOW;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * backward.c -- gradients of non-causal linear attention, and the forward
+ * call that hands back the normalizers they need.
+ *
+ * With [g h]_i = [G_i / den_i, -(G_i . out_i) / den_i] (the adjoints of
+ * num_i and den_i) and [S z] the state of all keys:
+ *
+ *     dphi(Q) = [g h] [S z]^T         d[S z] = phi(Q)^T [g h]
+ *     dphi(K) = [V 1] d[S z]^T        dV = phi(K) dS
+ *
+ * then the feature maps' Jacobians (featgrad.c).  Three passes of row
+ * blocks, each a GEMM or two per block, never a copy of phi for all rows:
+ *
+ *   1. the state [S z] over the keys (the forward's own update);
+ *   2. over the queries: phi(Q_b), [g h]_b, d[S z] += phi(Q_b)^T [g h]_b,
+ *      dphi(Q_b) = [g h]_b [S z]^T, then dQ_b;
+ *   3. over the keys: phi(K_b), dphi(K_b) = V_b dS^T + 1 dz^T, dV_b =
+ *      phi(K_b) dS, then dK_b.
+ *
+ * The keys' features are computed twice (passes 1 and 3): keeping them
+ * would cost n m memory.  Saved from the forward: out and den (n
+ * numbers), which give [g h] without recomputing num.  Shifted maps: the
+ * queries' features carry exp(-c_i), the keys' exp(-C) with C the state's
+ * shift, and den (as the forward wrote it) both factors: g and h then
+ * carry exp(c_i + C), d[S z] exp(C), and the adjoints of the features are
+ * those of the scaled features (grad.h), so nothing overflows and the
+ * shifts cancel.  Rows split over threads as in the forward; partial
+ * d[S z], dW and db add in thread order.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "grad/grad.h"
+#include "kernels/kern.h"
+#include "common/simd.h"
+#include "common/threads.h"
+#include "common/validate.h"
+
+/* One thread's workspace for blocks of up to rows rows. */
+typedef struct {
+    real *f, *a, *gh, *vc, *y;
+    double *rexp;
+    XI(fgrad_ws) fw;
+    XI(accum) ds; /* this thread's part of d[S z] */
+} bwd_ws;
+
+static void free_bwd_ws(bwd_ws *w)
+{
+    free(w->f), free(w->a), free(w->gh), free(w->vc), free(w->y);
+    free(w->rexp);
+    XI(fgrad_free)(&w->fw);
+    XI(accum_free)(&w->ds);
+}
+
+static int alloc_bwd_ws(bwd_ws *w, const X(plan) *plan, int64_t rows)
+{
+    int64_t m = plan->m, e = plan->e;
+    memset(w, 0, sizeof *w);
+    w->f = linattn_i_alloc(rows * m, sizeof(real));
+    w->a = linattn_i_alloc(rows * m, sizeof(real));
+    w->gh = linattn_i_alloc(rows * (e + 1), sizeof(real));
+    w->vc = linattn_i_alloc(rows * e, sizeof(real));
+    w->y = linattn_i_alloc(rows * e, sizeof(real));
+    w->rexp = linattn_i_alloc(rows, sizeof(double));
+    int bad = !w->f || !w->a || !w->gh || !w->vc || !w->y || !w->rexp;
+    bad = bad || XI(fgrad_alloc)(&w->fw, plan, rows);
+    bad = bad || XI(accum_alloc)(&w->ds, m * (e + 1));
+    if (bad) {
+        free_bwd_ws(w);
+        return LINATTN_ENOMEM;
+    }
+    return 0;
+}
+
+typedef struct {
+    const X(plan) *plan;
+    bwd_ws *ws;
+    XI(pgrad) *pg; /* per thread (or one, the caller's) */
+    int cm;
+    XI(view) q, k, v, out, g;
+    const real *den;
+    real *dq, *dk, *dv;
+    int64_t lddq, lddk, lddv;
+    const real *st;  /* [S z]^T, (e + 1) x m: the products below then   */
+    const real *dsz; /* take their right operands untransposed (the    */
+    const real *dst; /* kernels' micro-kernel); d[S z] and its transpose */
+    double shift;    /* the keys' shift C */
+} bwd_job;
+
+static real *rows_at(real *p, int cm, int64_t ld, int64_t r)
+{
+    return cm ? p + r : p + r * ld;
+}
+
+/* Pass 2 on query rows [lo, hi); lo when a value written to dq is not
+ * finite, else INT64_MAX. */
+static int64_t query_pass(void *ctx, int t, int64_t lo, int64_t hi)
+{
+    bwd_job *j = ctx;
+    const X(plan) *plan = j->plan;
+    bwd_ws *w = &j->ws[t];
+    int64_t m = plan->m, e = plan->e, block = XI(block_rows)(plan);
+    int bad = 0;
+    for (int64_t r = lo; r < hi; r += block) {
+        int64_t rows = hi - r < block ? hi - r : block;
+        XI(view) qb = XI(view_rows)(j->q, r);
+        XI(phi_rows)(plan, qb, rows, w->f, NULL);
+        XI(gh_rows)(plan, XI(view_rows)(j->g, r), XI(view_rows)(j->out, r),
+                    j->den + r, rows, w->gh);
+        XI(view) fv = {w->f, m, 0}, ghv = {w->gh, e + 1, 0};
+        XI(accum_gemm)(&w->ds, 1, 0, m, e + 1, rows, fv, ghv);
+        XI(gemm)(0, 0, rows, m, e + 1, 1, ghv, (XI(view)){j->st, m, 0}, 0,
+                 w->a, m);
+        bad |= XI(phi_backward)(plan, qb, rows, w->f, w->a, j->cm,
+                                rows_at(j->dq, j->cm, j->lddq, r), j->lddq,
+                                &w->fw, &j->pg[t]);
+    }
+    return bad ? lo : INT64_MAX;
+}
+
+/* Pass 3 on key rows [lo, hi); lo when a value written to dk or dv is
+ * not finite, else INT64_MAX. */
+static int64_t key_pass(void *ctx, int t, int64_t lo, int64_t hi)
+{
+    bwd_job *j = ctx;
+    const X(plan) *plan = j->plan;
+    bwd_ws *w = &j->ws[t];
+    int64_t m = plan->m, e = plan->e, block = XI(block_rows)(plan);
+    int bad = 0;
+    XI(view) ds = {j->dsz, e + 1, 0}, fv = {w->f, m, 0};
+    for (int64_t r = lo; r < hi; r += block) {
+        int64_t rows = hi - r < block ? hi - r : block;
+        XI(view) kb = XI(view_rows)(j->k, r);
+        if (plan->shifted) { /* at the state's shift, as the forward */
+            XI(phi_pre)(plan, kb, rows, w->f, w->rexp);
+            XI(phi_post)(plan, w->f, rows, w->rexp, NULL, j->shift, NULL);
+        } else {
+            XI(phi_rows)(plan, kb, rows, w->f, NULL);
+        }
+        XI(view) vb = XI(fit_view)(XI(view_rows)(j->v, r), rows, e, w->vc);
+        /* dphi(K_b) = V_b dS^T + 1 dz^T */
+        XI(gemm)(0, 0, rows, m, e, 1, vb, (XI(view)){j->dst, m, 0}, 0, w->a,
+                 m);
+        const real *dz = j->dst + e * m;
+        for (int64_t i = 0; i < rows; i++) {
+            real *ai = w->a + i * m;
+            LINATTN_SIMD
+            for (int64_t c = 0; c < m; c++)
+                ai[c] += dz[c];
+        }
+        bad |= XI(gemm_to_checked)(rows, e, m, fv, ds, j->cm,
+                                   rows_at(j->dv, j->cm, j->lddv, r), j->lddv,
+                                   w->y, w->fw.ones);
+        bad |= XI(phi_backward)(plan, kb, rows, w->f, w->a, j->cm,
+                                rows_at(j->dk, j->cm, j->lddk, r), j->lddk,
+                                &w->fw, &j->pg[t]);
+    }
+    return bad ? lo : INT64_MAX;
+}
+
+int XI(attention_backward_run)(const X(plan) *plan, int layout, int64_t nq,
+                               int64_t nk, XI(view) q, XI(view) k,
+                               XI(view) v, XI(view) out, const real *den,
+                               XI(view) g, real *dq, int64_t lddq, real *dk,
+                               int64_t lddk, real *dv, int64_t lddv,
+                               const XI(pgrad) *pg, const X(state) *given,
+                               int *nonfinite)
+{
+    int64_t m = plan->m, e = plan->e, block = XI(block_rows)(plan);
+    int ntq = linattn_i_threads(nq, block), ntk = linattn_i_threads(nk, block);
+    int nt = ntq > ntk ? ntq : ntk;
+    int64_t most = nq > nk ? nq : nk;
+    int64_t rows = most < block ? (most > 0 ? most : 1) : block;
+    /* Everything before the first write: workspaces, partial gradients
+     * per thread, the state (whose update allocates its own). */
+    bwd_ws ws[LINATTN_MAX_THREADS];
+    XI(pgrad) parts[LINATTN_MAX_THREADS];
+    XI(pgrad) none = {NULL, NULL};
+    const XI(pgrad) *pgv = pg ? pg : &none;
+    int have = 0, st = 0;
+    int split = nt > 1 && (pgv->dw || pgv->db);
+    while (have < nt && !alloc_bwd_ws(&ws[have], plan, rows))
+        have++;
+    void *mem = given ? NULL : malloc(XI(state_bytes)(plan));
+    real *tr = linattn_i_alloc(2 * m * (e + 1), sizeof(real));
+    if (have < nt || (!given && !mem) || !tr ||
+        (split && XI(pgrad_alloc)(parts, nt, plan, pgv)))
+        st = LINATTN_ENOMEM;
+    X(state) state;
+    if (!st && given) {
+        state = *given; /* read only */
+    } else if (!st) {
+        XI(state_init)(&state, plan, mem);
+        st = XI(state_update_checked)(&state, k, v, nk);
+    }
+    if (!st) {
+        const XI(kern) *kn = XI(kern_now)();
+        for (int t = 0; !split && t < nt; t++)
+            parts[t] = *pgv; /* one thread, or nothing to split */
+        kn->transpose(m, e + 1, state.sz, e + 1, tr, m);
+        bwd_job job = {plan, ws, parts, layout == LINATTN_COL_MAJOR, q, k,
+                       v, out, g, den, dq, dk, dv, lddq, lddk, lddv, tr,
+                       NULL, tr + m * (e + 1), state.shift};
+        int64_t qbad = linattn_i_parallel_ranges(ntq, nq, query_pass, &job);
+        /* d[S z] from the threads' parts, in thread order */
+        for (int t = 1; t < ntq; t++)
+            for (int64_t i = 0; i < m * (e + 1); i++)
+                ws[0].ds.acc[i] += ws[t].ds.acc[i];
+        XI(accum_publish)(&ws[0].ds);
+        job.dsz = ws[0].ds.w;
+        kn->transpose(m, e + 1, job.dsz, e + 1, tr + m * (e + 1), m);
+        int64_t kbad = linattn_i_parallel_ranges(ntk, nk, key_pass, &job);
+        *nonfinite = qbad != INT64_MAX || kbad != INT64_MAX;
+        if (split)
+            XI(pgrad_fold)(plan, pgv, parts, nt);
+    }
+    if (split && have == nt && (given || mem) && tr)
+        XI(pgrad_free)(parts, nt);
+    free(tr);
+    for (int t = 0; t < have; t++)
+        free_bwd_ws(&ws[t]);
+    free(mem);
+    return st;
+}
+
+/* ---- public calls ---- */
+
+int X(attention_forward)(const X(plan) *plan, int layout, int64_t nq,
+                         int64_t nk, const real *q, int64_t ldq, const real *k,
+                         int64_t ldk, const real *v, int64_t ldv, real *out,
+                         int64_t ldout, real *den, int64_t *bad_row)
+{
+    int st = XI(attention_den_args)(plan, layout, nq, nk, q, ldq, k, ldk, v,
+                                    ldv, out, ldout, den, 0);
+    if (st < 0)
+        return st;
+    if (!den && nq > 0)
+        return -13;
+    if (st)
+        return st;
+    return XI(attention_run_den)(plan, layout, nq, nk, q, ldq, k, ldk, v, ldv,
+                                 out, ldout, den, bad_row);
+}
+
+int X(attention_backward)(const X(plan) *plan, int layout, int64_t nq,
+                          int64_t nk, const real *q, int64_t ldq,
+                          const real *k, int64_t ldk, const real *v,
+                          int64_t ldv, const real *out, int64_t ldout,
+                          const real *den, const real *g, int64_t ldg,
+                          real *dq, int64_t lddq, real *dk, int64_t lddk,
+                          real *dv, int64_t lddv, real *dw, int64_t lddw,
+                          real *db, const X(state) *state, int64_t *bad_row)
+{
+    return XI(backward_call)(0, plan, layout, nq, nk, q, ldq, k, ldk, v, ldv,
+                             out, ldout, den, g, ldg, dq, lddq, dk, lddk, dv,
+                             lddv, dw, lddw, db, state, bad_row);
+}

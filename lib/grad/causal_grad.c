@@ -1,0 +1,518 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * backward_causal.c -- gradients of causal linear attention, chunked as
+ * the forward (causal.c), and the forward call that hands back the
+ * normalizers they need.
+ *
+ * Row i sees keys j <= i.  With [g h]_i as in backward.c (G_i / den_i,
+ * -(G_i . out_i) / den_i) and P_ij = [g h]_i . [v_j 1]:
+ *
+ *     dphi(q_i) = sum_{j <= i} P_ij phi(k_j)   = [S z]_{<=i} [g h]_i
+ *     dphi(k_j) = sum_{i >= j} P_ij phi(q_i)   = D_{>=j} [v_j 1]
+ *     dv_j      = sum_{i >= j} A_ij g_i,         A_ij = phi(q_i).phi(k_j)
+ *
+ * with the prefix states [S z] of the forward and the suffix sums
+ * D_{>=j} = sum_{i >= j} phi(q_i) [g h]_i^T.  Two sweeps over chunks of C
+ * rows, each with carried m x (e + 1) sums and the chunk's triangles:
+ *
+ *   forward sweep (dQ):  dphi(Q_c) = [g h]_c [S z]^T + tril(P) phi(K_c),
+ *                        then [S z] += phi(K_c)^T [V_c 1];
+ *   reverse sweep (dK, dV, from the last chunk):
+ *                        dphi(K_c) = [V_c 1] D^T + tril(P)^T phi(Q_c),
+ *                        dV_c = phi(K_c) D_S + tril(A)^T g_c,
+ *                        then D += phi(Q_c)^T [g h]_c.
+ *
+ * The triangles read only entries with j <= i (GEMMs below the diagonal
+ * blocks, loops on them), so no gradient of row i's query reads a later
+ * key and no key's gradient reads an earlier row's G, not even as 0 * Inf.
+ * Memory: per thread O(C (m + e + C) + m e), whatever n.  Saved from the
+ * forward: out and den.
+ *
+ * Shifted maps: as in the forward, key j's features carry exp(-m_j), the
+ * running maximum of the key exponents, and entries (i, j) of the
+ * triangles are rescaled by exp(m_j - m_i) <= 1, the carried state's terms
+ * by exp(M - m_i) <= 1.  den_i (as the forward wrote it) carries
+ * exp(-c_i - m_i), so [g h]_i carries exp(c_i + m_i) and D is kept times
+ * exp(R - m_i) for each row it holds, R the smallest m_i among them (the
+ * first row's): every factor is at most 1.  The reverse sweep needs the
+ * running maximum at each chunk's start, which cannot be recovered
+ * backwards; the forward sweep leaves it in dV's first entry of the
+ * chunk's first row, which the reverse sweep reads before it writes that
+ * row (so dV takes no memory beyond its own, and no copy of the shifts
+ * grows with n).
+ *
+ * Threads: as the forward, contiguous ranges.  Range t's forward sweep
+ * starts from the state of the ranges before it (built first); its
+ * reverse sweep from the suffix sums of the ranges after it, which their
+ * forward sweeps computed along the way.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "grad/grad.h"
+#include "kernels/kern.h"
+#include "kernels/kern_grad.h"
+#include "common/simd.h"
+#include "common/threads.h"
+#include "common/validate.h"
+
+/* Rows per diagonal block of the triangle products (as causal.c). */
+#define TRI_BLOCK 16
+
+/* One thread's workspace: the chunk's features, values with ones, [g h],
+ * the squares A and P, the adjoints, dV staging, the running shifts. */
+typedef struct {
+    real *fq, *fk, *gh, *sa, *sp, *a, *y;
+    /* transposes, so that every product's right operand is untransposed
+     * (the kernels' micro-kernel takes those): [V_c 1]^T (built from V
+     * directly), phi(K_c)^T, and dV's later-rows part before it is
+     * turned */
+    real *vt, *kt, *yt;
+    double *rexp, *mrun;
+    XI(fgrad_ws) fw;
+    /* the carried sums, transposed ((e + 1) x m) for the same reason */
+    XI(accum) pre;  /* forward sweep: the state [S z]^T of earlier rows */
+    XI(accum) part; /* forward sweep: this range's D^T (ranges t > 0)   */
+    XI(accum) suf;  /* reverse sweep: D^T of the later rows             */
+} cws;
+
+static void free_cws(cws *w)
+{
+    free(w->fq), free(w->fk), free(w->gh), free(w->sa), free(w->sp);
+    free(w->a), free(w->y), free(w->vt), free(w->kt), free(w->yt);
+    free(w->rexp), free(w->mrun);
+    XI(fgrad_free)(&w->fw);
+    XI(accum_free)(&w->pre);
+    XI(accum_free)(&w->part);
+    XI(accum_free)(&w->suf);
+}
+
+static int alloc_cws(cws *w, const X(plan) *plan, int64_t c)
+{
+    int64_t m = plan->m, e = plan->e, ld = e + 1;
+    memset(w, 0, sizeof *w);
+    w->fq = linattn_i_alloc(c * m, sizeof(real));
+    w->fk = linattn_i_alloc(c * m, sizeof(real));
+    w->a = linattn_i_alloc(c * m, sizeof(real));
+    w->gh = linattn_i_alloc(c * ld, sizeof(real));
+    w->sa = linattn_i_alloc(c * c, sizeof(real));
+    w->sp = linattn_i_alloc(c * c, sizeof(real));
+    w->y = linattn_i_alloc(c * e, sizeof(real));
+    w->vt = linattn_i_alloc(ld * c, sizeof(real));
+    w->kt = linattn_i_alloc(m * c, sizeof(real));
+    w->yt = linattn_i_alloc(e * c, sizeof(real));
+    w->rexp = linattn_i_alloc(c, sizeof(double));
+    w->mrun = linattn_i_alloc(c, sizeof(double));
+    int bad = !w->fq || !w->fk || !w->a || !w->gh || !w->sa || !w->sp ||
+              !w->y || !w->vt || !w->kt || !w->yt || !w->rexp || !w->mrun;
+    bad = bad || XI(fgrad_alloc)(&w->fw, plan, c);
+    bad = bad || XI(accum_alloc)(&w->pre, m * ld);
+    bad = bad || XI(accum_alloc)(&w->part, m * ld);
+    bad = bad || XI(accum_alloc)(&w->suf, m * ld);
+    if (bad) {
+        free_cws(w);
+        return LINATTN_ENOMEM;
+    }
+    return 0;
+}
+
+/* exp(to - from), exactly 1 when they are equal (also both infinite). */
+static double factor(double to, double from)
+{
+    return to == from ? 1 : exp(to - from);
+}
+
+static void scale_row(real *r, int64_t len, double f)
+{
+    if (f == 1)
+        return;
+    real g = (real)f;
+    for (int64_t c = 0; c < len; c++)
+        r[c] *= g;
+}
+
+/* y_j (width w, ldy) += sum_{i >= j} A_ij x_i (x: ldx) for j < rows: the
+ * blocks below the diagonal blocks by GEMM, the diagonal blocks by loops,
+ * so that no entry with i < j is read. */
+static void XI(triangle_t_times)(const real *a, int64_t lda, const real *x,
+                                 int64_t ldx, int64_t rows, int64_t w,
+                                 real *y, int64_t ldy)
+{
+    const XI(gkern) *gk = XI(gkern_now)();
+    for (int64_t j0 = 0; j0 < rows; j0 += TRI_BLOCK) {
+        int64_t j1 = j0 + TRI_BLOCK < rows ? j0 + TRI_BLOCK : rows;
+        if (j1 < rows)
+            XI(gemm)(1, 0, j1 - j0, w, rows - j1, 1,
+                     (XI(view)){a + j1 * lda + j0, lda, 0},
+                     (XI(view)){x + j1 * ldx, ldx, 0}, 1, y + j0 * ldy, ldy);
+        gk->tri_t_diag(a, lda, x, ldx, w, j0, j1, y, ldy);
+    }
+}
+
+/* c (ldc) = a bt for rows i < rows and columns j < the end of i's row
+ * block: every entry j <= i the triangles read, and a quarter less than
+ * the whole square at C = 2 TRI_BLOCK (the entries above are never read). */
+static void XI(lower_square)(XI(view) a, XI(view) bt, int64_t rows,
+                             int64_t k, real *c, int64_t ldc)
+{
+    for (int64_t r0 = 0; r0 < rows; r0 += TRI_BLOCK) {
+        int64_t r1 = r0 + TRI_BLOCK < rows ? r0 + TRI_BLOCK : rows;
+        XI(gemm)(0, 0, r1 - r0, r1, k, 1, XI(view_rows)(a, r0), bt, 0,
+                 c + r0 * ldc, ldc);
+    }
+}
+
+/* vt (e + 1 rows, ld c) = [V_c 1]^T for rows rows of the view v. */
+static void values_t(XI(view) v, int64_t rows, int64_t e, real *vt,
+                     int64_t c)
+{
+    if (v.colmajor)
+        for (int64_t col = 0; col < e; col++)
+            memcpy(vt + col * c, v.p + col * v.ld, (size_t)rows * sizeof(real));
+    else
+        XI(kern_now)()->transpose(rows, e, v.p, v.ld, vt, c);
+    for (int64_t i = 0; i < rows; i++)
+        vt[e * c + i] = 1;
+}
+
+/* dV's entry (r, 0): the reverse sweep's note of a chunk's start shift. */
+static real *note_at(real *dv, int cm, int64_t lddv, int64_t r)
+{
+    return cm ? dv + r : dv + r * lddv;
+}
+
+/* A range of rows, its views and outputs at its first row. */
+typedef struct {
+    int64_t n;
+    XI(view) q, k, v, out, g;
+    const real *den;
+    real *dq, *dk, *dv;
+} range;
+
+typedef struct {
+    const X(plan) *plan;
+    cws *ws;
+    XI(pgrad) *pg;
+    int cm;
+    int64_t c, lddq, lddk, lddv;
+    range all;
+} cjob;
+
+static range range_of(const cjob *j, int64_t lo, int64_t hi)
+{
+    const range *a = &j->all;
+    int cm = j->cm;
+    range r = {hi - lo, XI(view_rows)(a->q, lo), XI(view_rows)(a->k, lo),
+               XI(view_rows)(a->v, lo), XI(view_rows)(a->out, lo),
+               XI(view_rows)(a->g, lo), a->den + lo,
+               cm ? a->dq + lo : a->dq + lo * j->lddq,
+               cm ? a->dk + lo : a->dk + lo * j->lddk,
+               cm ? a->dv + lo : a->dv + lo * j->lddv};
+    return r;
+}
+
+/* The chunk's features, [V 1] and [g h]; shifted maps take the keys at
+ * their running shifts from start (-inf: none yet). */
+static void chunk_inputs(const X(plan) *plan, cws *w, const range *rg,
+                         int64_t r, int64_t rows, int64_t c, double start)
+{
+    XI(phi_rows)(plan, XI(view_rows)(rg->q, r), rows, w->fq, NULL);
+    XI(view) kb = XI(view_rows)(rg->k, r);
+    if (plan->shifted) {
+        XI(phi_pre)(plan, kb, rows, w->fk, w->rexp);
+        double run = start;
+        for (int64_t j = 0; j < rows; j++) {
+            double x = w->rexp[j];
+            run = x > run || x != x ? x : run; /* NaN propagates */
+            w->mrun[j] = run;
+        }
+        XI(phi_post)(plan, w->fk, rows, w->rexp, w->mrun, 0, NULL);
+    } else {
+        XI(phi_rows)(plan, kb, rows, w->fk, NULL);
+    }
+    values_t(XI(view_rows)(rg->v, r), rows, plan->e, w->vt, c);
+    XI(gh_rows)(plan, XI(view_rows)(rg->g, r), XI(view_rows)(rg->out, r),
+                rg->den + r, rows, w->gh);
+}
+
+/* Shifted maps: entries (i, j < i) of the squares times exp(m_j - m_i). */
+static void rescale_squares(const X(plan) *plan, cws *w, int64_t rows,
+                            int64_t c, int both)
+{
+    if (!plan->shifted)
+        return;
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < i; j++) {
+            if (w->mrun[j] == w->mrun[i])
+                continue;
+            real f = (real)exp(w->mrun[j] - w->mrun[i]);
+            w->sp[i * c + j] *= f;
+            if (both)
+                w->sa[i * c + j] *= f;
+        }
+}
+
+/* The forward sweep over a range: dQ, and (part) the range's own D;
+ * nonzero when a value written to dQ is not finite. */
+static int forward_sweep(const X(plan) *plan, cws *w, int64_t c, int cm,
+                          int64_t lddq, int64_t lddv, const range *rg,
+                          int part, const XI(pgrad) *pg)
+{
+    int64_t m = plan->m, e = plan->e, ld = e + 1;
+    XI(accum) *s = &w->pre;
+    XI(view) fq = {w->fq, m, 0}, fk = {w->fk, m, 0}, ghv = {w->gh, ld, 0};
+    XI(view) vt = {w->vt, c, 0};
+    const XI(kern) *kn = XI(kern_now)();
+    int bad = 0;
+    for (int64_t r = 0; r < rg->n; r += c) {
+        int64_t rows = rg->n - r < c ? rg->n - r : c;
+        double start = s->has ? s->shift : -INFINITY;
+        chunk_inputs(plan, w, rg, r, rows, c, start);
+        if (plan->shifted) /* the reverse sweep's note, exact in real */
+            *note_at(rg->dv, cm, lddv, r) = (real)start;
+        XI(lower_square)(ghv, vt, rows, ld, w->sp, c);
+        rescale_squares(plan, w, rows, c, 0);
+        /* dphi(Q_c) = [g h] [S z]^T (row i at exp(M - m_i)) + tril(P) K */
+        if (s->has) {
+            XI(gemm)(0, 0, rows, m, ld, 1, ghv, (XI(view)){s->w, m, 0}, 0,
+                     w->a, m);
+            for (int64_t i = 0; plan->shifted && i < rows; i++)
+                scale_row(w->a + i * m, m, factor(s->shift, w->mrun[i]));
+        } else {
+            memset(w->a, 0, (size_t)(rows * m) * sizeof(real));
+        }
+        if (kn->trimm)
+            kn->trimm(rows, m, w->sp, c, w->fk, m, w->a, m, w->a, m, NULL);
+        else
+            XI(tril_times)(w->sp, c, fk, rows, m, w->a, m);
+        bad |= XI(phi_backward)(plan, XI(view_rows)(rg->q, r), rows, w->fq,
+                                w->a, cm, cm ? rg->dq + r : rg->dq + r * lddq,
+                                lddq, &w->fw, pg);
+        if (part) { /* D of this range at the shift of its first row */
+            XI(accum) *d = &w->part;
+            if (!d->has)
+                d->shift = plan->shifted ? w->mrun[0] : 0;
+            for (int64_t i = 0; plan->shifted && i < rows; i++)
+                scale_row(w->gh + i * ld, ld, factor(d->shift, w->mrun[i]));
+            XI(accum_gemm)(d, 1, 0, ld, m, rows, ghv, fq);
+            d->has = 1;
+        }
+        /* the state moves past the chunk, to its last shift */
+        if (plan->shifted) {
+            double to = w->mrun[rows - 1];
+            for (int64_t j = 0; j < rows; j++)
+                scale_row(w->fk + j * m, m, factor(w->mrun[j], to));
+            if (s->has)
+                XI(accum_scale)(s, factor(s->shift, to));
+            s->shift = to;
+        }
+        XI(accum_gemm)(s, 0, 0, ld, m, rows, vt, fk);
+        s->has = 1;
+    }
+    return bad;
+}
+
+/* The reverse sweep over a range, from the suffix sums in w->suf;
+ * nonzero when a value written to dK or dV is not finite. */
+static int reverse_sweep(const X(plan) *plan, cws *w, int64_t c, int cm,
+                          int64_t lddk, int64_t lddv, const range *rg,
+                          const XI(pgrad) *pg)
+{
+    int64_t m = plan->m, e = plan->e, ld = e + 1;
+    XI(accum) *d = &w->suf;
+    XI(view) fq = {w->fq, m, 0}, ghv = {w->gh, ld, 0};
+    XI(view) vt = {w->vt, c, 0}, kt = {w->kt, c, 0};
+    const XI(kern) *kn = XI(kern_now)();
+    int bad = 0;
+    for (int64_t r = (rg->n - 1) / c * c; rg->n > 0 && r >= 0; r -= c) {
+        int64_t rows = rg->n - r < c ? rg->n - r : c;
+        double start = 0;
+        if (plan->shifted)
+            start = (double)*note_at(rg->dv, cm, lddv, r);
+        chunk_inputs(plan, w, rg, r, rows, c, start);
+        kn->transpose(rows, m, w->fk, m, w->kt, c);
+        XI(lower_square)(fq, kt, rows, m, w->sa, c);
+        XI(lower_square)(ghv, vt, rows, ld, w->sp, c);
+        rescale_squares(plan, w, rows, c, 1);
+        /* the later rows: dphi(K_c) = [V 1] D^T, dV_c = phi(K_c) D_S
+         * (as (D_S^T phi(K_c)^T)^T), row j at exp(m_j - R) */
+        if (d->has) {
+            XI(view) dt = {d->w, m, 0};
+            XI(gemm)(1, 0, rows, m, ld, 1, vt, dt, 0, w->a, m);
+            XI(gemm)(0, 0, e, rows, m, 1, dt, kt, 0, w->yt, c);
+            kn->transpose(e, rows, w->yt, c, w->y, e);
+            for (int64_t j = 0; plan->shifted && j < rows; j++) {
+                double f = factor(w->mrun[j], d->shift);
+                scale_row(w->a + j * m, m, f);
+                scale_row(w->y + j * e, e, f);
+            }
+        } else {
+            memset(w->a, 0, (size_t)(rows * m) * sizeof(real));
+            memset(w->y, 0, (size_t)(rows * e) * sizeof(real));
+        }
+        /* the chunk's own rows i >= j */
+        XI(triangle_t_times)(w->sp, c, w->fq, m, rows, m, w->a, m);
+        XI(triangle_t_times)(w->sa, c, w->gh, ld, rows, e, w->y, e);
+        bad |= XI(put_rows)(cm ? rg->dv + r : rg->dv + r * lddv, cm, lddv,
+                            w->y, 0, e, rows, e, NULL);
+        bad |= XI(phi_backward)(plan, XI(view_rows)(rg->k, r), rows, w->fk,
+                                w->a, cm, cm ? rg->dk + r : rg->dk + r * lddk,
+                                lddk, &w->fw, pg);
+        /* D takes the chunk's rows, at the shift of its first row */
+        if (plan->shifted) {
+            double to = w->mrun[0];
+            if (d->has)
+                XI(accum_scale)(d, factor(to, d->shift));
+            for (int64_t i = 0; i < rows; i++)
+                scale_row(w->gh + i * ld, ld, factor(to, w->mrun[i]));
+            d->shift = to;
+        }
+        XI(accum_gemm)(d, 1, 0, ld, m, rows, ghv, fq);
+        d->has = 1;
+    }
+    return bad;
+}
+
+static int64_t forward_range(void *ctx, int t, int64_t lo, int64_t hi)
+{
+    cjob *j = ctx;
+    range rg = range_of(j, lo, hi);
+    int bad = forward_sweep(j->plan, &j->ws[t], j->c, j->cm, j->lddq, j->lddv,
+                            &rg, t > 0, &j->pg[t]);
+    return bad ? lo : INT64_MAX;
+}
+
+static int64_t reverse_range(void *ctx, int t, int64_t lo, int64_t hi)
+{
+    cjob *j = ctx;
+    range rg = range_of(j, lo, hi);
+    int bad = reverse_sweep(j->plan, &j->ws[t], j->c, j->cm, j->lddk, j->lddv,
+                            &rg, &j->pg[t]);
+    return bad ? lo : INT64_MAX;
+}
+
+/* The start states of ranges 1 .. nt-1: the states of the ranges before,
+ * built one after another (each update threaded), then added up. */
+static int prefix_states(const X(plan) *plan, cws *ws, int nt, int64_t n,
+                         XI(view) k, XI(view) v)
+{
+    size_t bytes = XI(state_bytes)(plan);
+    char *mem = malloc((size_t)(nt - 1) * bytes);
+    if (!mem)
+        return LINATTN_ENOMEM;
+    int st = 0;
+    for (int t = 1; !st && t < nt; t++) {
+        int64_t lo = linattn_i_range_start(n, nt, t - 1);
+        int64_t hi = linattn_i_range_start(n, nt, t);
+        X(state) s;
+        XI(state_init)(&s, plan, mem + (size_t)(t - 1) * bytes);
+        st = XI(state_update_checked)(&s, XI(view_rows)(k, lo),
+                                      XI(view_rows)(v, lo), hi - lo);
+        if (st)
+            break;
+        XI(accum) *to = &ws[t].pre, *from = &ws[t - 1].pre;
+        acc_t a, b;
+        to->shift = from->shift;
+        XI(shift_factors)(plan, &to->shift, from->has, s.shift, s.tokens > 0,
+                          &a, &b);
+        to->has = from->has || s.tokens > 0;
+        int64_t m = plan->m, ld = plan->e + 1; /* acc: [S z]^T */
+        for (int64_t i = 0; i < ld; i++)
+            for (int64_t j = 0; j < m; j++)
+                to->acc[i * m + j] =
+                    a * from->acc[i * m + j] + b * s.acc[j * ld + i];
+        XI(accum_publish)(to);
+    }
+    free(mem);
+    return st;
+}
+
+/* Range t's suffix: range t + 1's own D and its suffix, at the shift of
+ * range t + 1's first row (the smaller). */
+static void suffix_sums(cws *ws, int nt)
+{
+    for (int t = nt - 2; t >= 0; t--) {
+        XI(accum) *to = &ws[t].suf, *own = &ws[t + 1].part;
+        const XI(accum) *after = &ws[t + 1].suf;
+        acc_t f = after->has ? (acc_t)factor(own->shift, after->shift) : 0;
+        for (int64_t i = 0; i < to->len; i++)
+            to->acc[i] = own->acc[i] + (after->has ? f * after->acc[i] : 0);
+        to->shift = own->shift;
+        to->has = own->has || after->has;
+        XI(accum_publish)(to);
+    }
+}
+
+int XI(causal_backward_run)(const X(plan) *plan, int layout, int64_t n,
+                            XI(view) q, XI(view) k, XI(view) v, XI(view) out,
+                            const real *den, XI(view) g, real *dq,
+                            int64_t lddq, real *dk, int64_t lddk, real *dv,
+                            int64_t lddv, const XI(pgrad) *pg, int *nonfinite)
+{
+    if (n == 0)
+        return 0;
+    int64_t c = plan->chunk < n ? plan->chunk : n;
+    int64_t min_rows = plan->block > c ? plan->block : c;
+    int nt = linattn_i_threads(n, min_rows);
+    cws ws[LINATTN_MAX_THREADS];
+    XI(pgrad) parts[LINATTN_MAX_THREADS];
+    XI(pgrad) none = {NULL, NULL};
+    const XI(pgrad) *pgv = pg ? pg : &none;
+    int split = nt > 1 && (pgv->dw || pgv->db);
+    int have = 0, st = 0;
+    while (have < nt && !alloc_cws(&ws[have], plan, c))
+        have++;
+    if (have < nt || (split && XI(pgrad_alloc)(parts, nt, plan, pgv)))
+        st = LINATTN_ENOMEM;
+    else if (nt > 1)
+        st = prefix_states(plan, ws, nt, n, k, v);
+    if (!st) {
+        for (int t = 0; !split && t < nt; t++)
+            parts[t] = *pgv;
+        cjob job = {plan, ws, parts, layout == LINATTN_COL_MAJOR, c, lddq,
+                    lddk, lddv, {n, q, k, v, out, g, den, dq, dk, dv}};
+        int64_t qbad = linattn_i_parallel_ranges(nt, n, forward_range, &job);
+        suffix_sums(ws, nt);
+        int64_t kbad = linattn_i_parallel_ranges(nt, n, reverse_range, &job);
+        *nonfinite = qbad != INT64_MAX || kbad != INT64_MAX;
+        if (split)
+            XI(pgrad_fold)(plan, pgv, parts, nt);
+    }
+    if (split && have == nt)
+        XI(pgrad_free)(parts, nt);
+    for (int t = 0; t < have; t++)
+        free_cws(&ws[t]);
+    return st;
+}
+
+/* ---- public calls ---- */
+
+int X(causal_forward)(const X(plan) *plan, int layout, int64_t n,
+                      const real *q, int64_t ldq, const real *k, int64_t ldk,
+                      const real *v, int64_t ldv, real *out, int64_t ldout,
+                      real *den, int64_t *bad_row)
+{
+    int st = XI(causal_den_args)(plan, layout, n, q, ldq, k, ldk, v, ldv, out,
+                                 ldout, den, 0);
+    if (st < 0)
+        return st;
+    if (!den && n > 0)
+        return -12;
+    if (st)
+        return st;
+    return XI(causal_run_den)(plan, layout, n, q, ldq, k, ldk, v, ldv, out,
+                              ldout, den, bad_row);
+}
+
+int X(causal_backward)(const X(plan) *plan, int layout, int64_t n,
+                       const real *q, int64_t ldq, const real *k, int64_t ldk,
+                       const real *v, int64_t ldv, const real *out,
+                       int64_t ldout, const real *den, const real *g,
+                       int64_t ldg, real *dq, int64_t lddq, real *dk,
+                       int64_t lddk, real *dv, int64_t lddv, real *dw,
+                       int64_t lddw, real *db, int64_t *bad_row)
+{
+    return XI(backward_call)(1, plan, layout, n, n, q, ldq, k, ldk, v, ldv,
+                             out, ldout, den, g, ldg, dq, lddq, dk, lddk, dv,
+                             lddv, dw, lddw, db, NULL, bad_row);
+}

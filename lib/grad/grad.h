@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * grad.h -- what the gradient files share (featgrad.c, gradutil.c,
+ * backward.c, backward_causal.c, batched_grad.c).  Not installed.
+ *
+ * Notation (doc/gradients.md).  The attention paths compute features with
+ * a positive factor per row that cancels in out_i = num_i / den_i (the
+ * stabilizing shifts of doc/maps.md): f_i = phi(x_i) exp(-c_i).  The
+ * backward passes work in the same scaled quantities the forward used, so
+ * the adjoint they form for row i, a~_i = dL/df_i, is exp(c_i) dL/dphi_i,
+ * and the product a~_i * f_i (entrywise) equals dL/dphi_i * phi(x_i): the
+ * shift cancels exactly, and the map's Jacobian is applied to that
+ * product (featgrad.c).
+ */
+#ifndef LINATTN_GRAD_H
+#define LINATTN_GRAD_H
+
+#include "attn/paths.h"
+#include "attn/output_rows.h"
+#include "maps/features.h"
+#include "common/validate.h"
+
+/* Accumulators of the projection's gradients, added to by the backward
+ * passes: dw (wrows x d, row major, ld d) and db (wrows); either NULL
+ * when not asked for. */
+typedef struct {
+    acc_t *dw, *db;
+} XI(pgrad);
+
+/* Workspace of phi_backward for blocks of up to rows rows. */
+typedef struct {
+    real *y;    /* rows x d: dx staged before it goes to the caller      */
+    real *xc;   /* rows x d: x copied when its ld is beyond BLAS         */
+    real *rho;  /* rows: the coefficients of the norm terms              */
+    real *part; /* wrows x d: a block's dW before it is added (float)    */
+    real *ones; /* rows ones: gemm_to_checked's row scales               */
+} XI(fgrad_ws);
+
+int XI(fgrad_alloc)(XI(fgrad_ws) *w, const X(plan) *plan, int64_t rows);
+void XI(fgrad_free)(XI(fgrad_ws) *w);
+
+/* dx = J^T a for rows [0, rows) of x: f (rows x m, row major, ld m) are
+ * the rows' features times positive per-row factors, a (same shape) the
+ * adjoints with respect to f; a is overwritten.  dx (rows x d) goes to
+ * (cm, dx, lddx) at its first row; pg's accumulators (if any) get the
+ * rows' dW and db added.  Returns nonzero when a value written to dx is
+ * not finite. */
+int XI(phi_backward)(const X(plan) *plan, XI(view) x, int64_t rows,
+                     const real *f, real *a, int cm, real *dx, int64_t lddx,
+                     XI(fgrad_ws) *w, const XI(pgrad) *pg);
+
+/* ---- gradutil.c ---- */
+
+/* Nonzero when den (as the forward calls write it, eps included)
+ * satisfies the plan's normalizer policy. */
+int XI(den_ok)(const X(plan) *plan, real den);
+
+/* The first of den[0, n) that breaks the policy, or n. */
+int64_t XI(den_first_bad)(const X(plan) *plan, const real *den, int64_t n);
+
+/* gh (rows x (e + 1), row major, ld e + 1) = [G_i / den_i,
+ * -(G_i . out_i) / den_i]: the adjoints of the numerators and of the
+ * normalizer of row i. */
+void XI(gh_rows)(const X(plan) *plan, XI(view) g, XI(view) out,
+                 const real *den, int64_t rows, real *gh);
+
+/* The view v of a rows x cols matrix when BLAS can take its leading
+ * dimension, else its rows copied into buf (row major, ld cols). */
+XI(view) XI(fit_view)(XI(view) v, int64_t rows, int64_t cols, real *buf);
+
+/* dst (rows x cols at (cm, dst, ld)) = op(A) op(B) (inner dimension
+ * inner), by GEMM straight into dst, or through y (rows x cols) when ld
+ * is beyond BLAS. */
+void XI(gemm_to)(int trans_a, int trans_b, int64_t rows, int64_t cols,
+                 int64_t inner, XI(view) a, XI(view) b, int cm, real *dst,
+                 int64_t ld, real *y);
+
+/* gemm_to with A and B untransposed, and nonzero when a value written is
+ * not finite: noted by the micro-kernel in its stores where it takes the
+ * shape (rows scaled by ones, rows entries of 1), else by a pass over
+ * the block. */
+int XI(gemm_to_checked)(int64_t rows, int64_t cols, int64_t inner,
+                        XI(view) a, XI(view) b, int cm, real *dst, int64_t ld,
+                        real *y, const real *ones);
+
+/* A sum of m x (e + 1) GEMM products accumulated in acc_t, with a working-
+ * precision copy w that GEMMs read (w aliases acc in double; part is the
+ * float GEMM's target before it is folded in).  Shifted maps: the sum is
+ * stored times exp(-shift), meaningful when has. */
+typedef struct {
+    acc_t *acc;
+    real *w, *part;
+    int64_t len;
+    double shift;
+    int has;
+} XI(accum);
+
+int XI(accum_alloc)(XI(accum) *s, int64_t len);
+void XI(accum_free)(XI(accum) *s);
+void XI(accum_zero)(XI(accum) *s);
+/* acc += op(A) op(B), an m x cols product (cols = len / m). */
+void XI(accum_gemm)(XI(accum) *s, int trans_a, int trans_b, int64_t m,
+                    int64_t cols, int64_t inner, XI(view) a, XI(view) b);
+/* acc *= f, and the working copy with it. */
+void XI(accum_scale)(XI(accum) *s, acc_t f);
+/* w = acc (after acc was written directly). */
+void XI(accum_publish)(XI(accum) *s);
+
+/* pg = zeroed accumulators for dw and/or db (NULL members otherwise);
+ * pgrad_free(pg, 1) releases them. */
+int XI(pgrad_open)(XI(pgrad) *pg, const X(plan) *plan, int want_dw,
+                   int want_db);
+/* Per-thread gradient accumulators: nt sets of (dw, db) for a plan,
+ * zeroed (NULL members where pg has none). */
+int XI(pgrad_alloc)(XI(pgrad) *parts, int nt, const X(plan) *plan,
+                    const XI(pgrad) *pg);
+void XI(pgrad_free)(XI(pgrad) *parts, int nt);
+/* pg += parts[0] + ... + parts[nt - 1], in that order. */
+void XI(pgrad_fold)(const X(plan) *plan, const XI(pgrad) *pg,
+                    const XI(pgrad) *parts, int nt);
+/* The caller's dw (layout, ldw; may be NULL) and db (may be NULL) from
+ * pg's accumulators. */
+void XI(pgrad_write)(const X(plan) *plan, const XI(pgrad) *pg, int layout,
+                     real *dw, int64_t lddw, real *db);
+
+/* ---- the one-call paths after their checks (backward.c,
+ * backward_causal.c); den is valid.  They add to pg's accumulators and
+ * return 0, or LINATTN_ENOMEM or LINATTN_EOVERFLOW (the keys' sums built
+ * before the passes left the range) with no gradient written; *nonfinite
+ * (set on status 0) tells whether a value written to dq, dk or dv is not
+ * finite (the verdict is grad_overflow's). ---- */
+
+/* state: NULL, or the state of K, V to use instead of rebuilding it. */
+int XI(attention_backward_run)(const X(plan) *plan, int layout, int64_t nq,
+                               int64_t nk, XI(view) q, XI(view) k,
+                               XI(view) v, XI(view) out, const real *den,
+                               XI(view) g, real *dq, int64_t lddq, real *dk,
+                               int64_t lddk, real *dv, int64_t lddv,
+                               const XI(pgrad) *pg, const X(state) *state,
+                               int *nonfinite);
+int XI(causal_backward_run)(const X(plan) *plan, int layout, int64_t n,
+                            XI(view) q, XI(view) k, XI(view) v, XI(view) out,
+                            const real *den, XI(view) g, real *dq,
+                            int64_t lddq, real *dk, int64_t lddk, real *dv,
+                            int64_t lddv, const XI(pgrad) *pg, int *nonfinite);
+
+/* ---- finite inputs, finite gradients (gradutil.c) ---- */
+
+/* One backward problem as the checks and the verdict see it: its inputs
+ * (den NULL: a forward problem, whose inputs are q, k, v only; state:
+ * NULL or the one given) and the gradients written. */
+typedef struct {
+    int64_t nq, nk;
+    XI(view) q, k, v, out, g, dq, dk, dv;
+    const real *den;
+    const X(state) *state;
+} XI(bwd_io);
+
+/* Nonzero when the problem's input arrays hold no NaN or Inf (the
+ * state's contents are not looked at). */
+int XI(bwd_inputs_finite)(const X(plan) *plan, const XI(bwd_io) *io);
+
+/* The verdict on a problem whose dq, dk, dv (or dw, db) hold a value that
+ * is not finite: 0 when its inputs (the given state included) hold NaN or
+ * Inf, which propagate; else LINATTN_EOVERFLOW with *bad_row (if not
+ * NULL) the first row of dq holding a non-finite value, else the first of
+ * dk and dv, else -1. */
+int XI(grad_overflow)(const X(plan) *plan, const XI(bwd_io) *io,
+                      int64_t *bad_row);
+
+/* Nonzero when pg's sums are finite in the working precision (what
+ * pgrad_write would write). */
+int XI(pgrad_finite)(const X(plan) *plan, const XI(pgrad) *pg);
+
+/* The public backward calls (causal: nk = nq = n, positions one less from
+ * q on, no state): the checks of positions 1-4, backward_args, the
+ * state's, then the run with dW and db accumulated and written on
+ * success. */
+int XI(backward_call)(int causal, const X(plan) *plan, int layout,
+                      int64_t nq, int64_t nk, const real *q, int64_t ldq,
+                      const real *k, int64_t ldk, const real *v, int64_t ldv,
+                      const real *out, int64_t ldout, const real *den,
+                      const real *g, int64_t ldg, real *dq, int64_t lddq,
+                      real *dk, int64_t lddk, real *dv, int64_t lddv,
+                      real *dw, int64_t lddw, real *db, const X(state) *state,
+                      int64_t *bad_row);
+
+/* The argument checks the backward calls share, from the matrices on:
+ * Q (nq x d), K, V (nk x d, nk x e), out (nq x e) at positions pos,
+ * pos + 2, ..., den (nq) at pos + 8, G (nq x e) at pos + 9, dq, dk, dv at
+ * pos + 11, pos + 13, pos + 15, dw and its ld at pos + 17, db at pos + 19,
+ * the state to use (NULL: none) at pos + 20; then the sizes, the
+ * finiteness scan, and den against the policy (LINATTN_EDENOM with
+ * *bad_row).  Positions follow the prototypes. */
+int XI(backward_args)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
+                      const real *q, int64_t ldq, const real *k, int64_t ldk,
+                      const real *v, int64_t ldv, const real *out,
+                      int64_t ldout, const real *den, const real *g,
+                      int64_t ldg, const real *dq, int64_t lddq,
+                      const real *dk, int64_t lddk, const real *dv,
+                      int64_t lddv, const real *dw, int64_t lddw,
+                      const real *db, const X(state) *state, int pos,
+                      int64_t *bad_row);
+
+/* The checks of dw (rows of W x d, pos) and db (pos + 2) alone. */
+int XI(pgrad_args)(const X(plan) *plan, int layout, const real *dw,
+                   int64_t lddw, const real *db, int pos);
+
+/* dw and db as two optional output matrices (validate.h) for the overlap
+ * checks, once pgrad_args has passed. */
+void XI(pgrad_mats)(const X(plan) *plan, int layout, const real *dw,
+                    int64_t lddw, const real *db, int pos, linattn_i_mat *two);
+
+#endif
