@@ -16,7 +16,7 @@ static int any_failed(const MI(work) *w, double *set, int64_t count)
 
 /* After the agreement: the work, then the final agreement (the failing
  * problem and global row into *problem, *grow). */
-static int attention_work(const MI(job) *j, MPI_Comm comm, MI(work) *w,
+static int attention_work(const XI(problem) *j, MPI_Comm comm, MI(work) *w,
                           int64_t *problem, int64_t *grow)
 {
     int status = 0;
@@ -25,9 +25,9 @@ static int attention_work(const MI(job) *j, MPI_Comm comm, MI(work) *w,
         return LINATTN_EMPI;
     /* A rank that could not build its state stops everyone before any
      * output is written; the sum is the same everywhere, so are these. */
-    for (int64_t i = 0; !status && !any_failed(w, w->elems, j->problems) &&
-                        i < j->problems;
-         i++) {
+    int64_t problems = MI(problems)(j);
+    for (int64_t i = 0;
+         !status && !any_failed(w, w->elems, problems) && i < problems; i++) {
         const double *el = MI(elem)(w, w->elems, i);
         int st = 0;
         if (MI(overflowed)(el)) {
@@ -37,15 +37,15 @@ static int attention_work(const MI(job) *j, MPI_Comm comm, MI(work) *w,
             if (j->nq > 0)
                 st = LINATTN_EOVERFLOW, row = 0;
         } else {
+            XI(problem) one = XI(problem_one)(j, i);
             st = MI(unpack)(w->state, el, 0);
             /* no queries here: nothing to ask (out may be NULL, which
              * state_query refuses) */
             if (!st && j->nq > 0)
-                st = X(state_query)(
-                    w->state, j->layout, j->nq,
-                    MI(at)(j, j->q, &j->sq, j->nq, i), j->sq.ld,
-                    (real *)MI(at)(j, j->out, &j->sout, j->nq, i), j->sout.ld,
-                    NULL, 0, NULL, &row);
+                st = X(state_query)(w->state, j->layout, j->nq,
+                                    MI_IN(one, LINATTN_I_Q),
+                                    MI_OUT(one, LINATTN_I_OUT), NULL, 0, NULL,
+                                    &row);
         }
         if (st)
             status = st, first = i;
@@ -61,8 +61,8 @@ int MX(attention)(const X(plan) *plan, MPI_Comm comm, int layout, int64_t nq,
 {
     int st = X(attention_check)(plan, layout, nq, nk, q, ldq, k, ldk, v, ldv,
                                 out, ldout);
-    MI(job) j = {plan, layout, 1, 1, 1, nq, nk, q, k, v, out,
-                 {ldq, 0, 0}, {ldk, 0, 0}, {ldv, 0, 0}, {ldout, 0, 0}};
+    XI(problem) j = MI(problem)(plan, layout, 1, 1, nq, nk);
+    XI(problem_qkvo)(&j, q, ldq, k, ldk, v, ldv, out, ldout);
     return MI(run)(&j, comm, st, LINATTN_MPI_CALL_ATTENTION, attention_work,
                    bad_row, NULL);
 }
@@ -76,8 +76,8 @@ int MX(batched_attention)(const X(plan) *plan, MPI_Comm comm, int layout,
 {
     int st = X(batched_attention_check)(plan, layout, batch, heads, nq, nk, q,
                                         sq, k, sk, v, sv, out, sout);
-    MI(job) j = MI(batched_job)(st, plan, layout, batch, heads, nq, nk, q, sq,
-                                k, sk, v, sv, out, sout);
+    XI(problem) j = MI(batched_problem)(st, plan, layout, batch, heads, nq,
+                                        nk, q, sq, k, sk, v, sv, out, sout);
     return MI(run)(&j, comm, st, LINATTN_MPI_CALL_ATTENTION, attention_work,
                    NULL, bad);
 }

@@ -16,7 +16,7 @@
  */
 #include "mprec.h"
 
-static int causal_work(const MI(job) *j, MPI_Comm comm, MI(work) *w,
+static int causal_work(const XI(problem) *j, MPI_Comm comm, MI(work) *w,
                        int64_t *problem, int64_t *grow)
 {
     int rank, size;
@@ -30,10 +30,10 @@ static int causal_work(const MI(job) *j, MPI_Comm comm, MI(work) *w,
         return LINATTN_EMPI;
     /* A failure before this rank (in its prefix) or here: no rows. */
     int skip = status != 0;
-    for (int64_t i = 0; i < j->problems; i++)
+    for (int64_t i = 0; i < MI(problems)(j); i++)
         skip |= (linattn_mpi_i_flags(MI(elem)(w, w->prefix, i)) &
                  LINATTN_MPI_F_FAIL) != 0;
-    for (int64_t i = 0; !skip && !status && i < j->problems; i++) {
+    for (int64_t i = 0; !skip && !status && i < MI(problems)(j); i++) {
         const double *pre = MI(elem)(w, w->prefix, i);
         int st = 0;
         if (MI(overflowed)(pre)) {
@@ -47,14 +47,14 @@ static int causal_work(const MI(job) *j, MPI_Comm comm, MI(work) *w,
         } else {
             /* This rank's own sums may overflow (F_OVER in what it sent):
              * its rows report where, as the serial call's do. */
+            XI(problem) one = XI(problem_one)(j, i);
             st = MI(unpack)(w->state, pre, n);
             if (!st)
                 st = X(state_causal)(w->state, j->layout, n,
-                                     MI(at)(j, j->q, &j->sq, n, i), j->sq.ld,
-                                     MI(at)(j, j->k, &j->sk, n, i), j->sk.ld,
-                                     MI(at)(j, j->v, &j->sv, n, i), j->sv.ld,
-                                     (real *)MI(at)(j, j->out, &j->sout, n, i),
-                                     j->sout.ld, 0, &row);
+                                     MI_IN(one, LINATTN_I_Q),
+                                     MI_IN(one, LINATTN_I_K),
+                                     MI_IN(one, LINATTN_I_V),
+                                     MI_OUT(one, LINATTN_I_OUT), 0, &row);
         }
         if (st)
             status = st, first = i;
@@ -70,8 +70,8 @@ int MX(causal)(const X(plan) *plan, MPI_Comm comm, int layout, int64_t n,
 {
     int st = X(causal_check)(plan, layout, n, q, ldq, k, ldk, v, ldv, out,
                              ldout);
-    MI(job) j = {plan, layout, 1, 1, 1, n, n, q, k, v, out,
-                 {ldq, 0, 0}, {ldk, 0, 0}, {ldv, 0, 0}, {ldout, 0, 0}};
+    XI(problem) j = MI(problem)(plan, layout, 1, 1, n, n);
+    XI(problem_qkvo)(&j, q, ldq, k, ldk, v, ldv, out, ldout);
     return MI(run)(&j, comm, st, LINATTN_MPI_CALL_CAUSAL, causal_work,
                    bad_row, NULL);
 }
@@ -85,8 +85,8 @@ int MX(batched_causal)(const X(plan) *plan, MPI_Comm comm, int layout,
 {
     int st = X(batched_causal_check)(plan, layout, batch, heads, n, q, sq, k,
                                      sk, v, sv, out, sout);
-    MI(job) j = MI(batched_job)(st, plan, layout, batch, heads, n, n, q, sq, k,
-                                sk, v, sv, out, sout);
+    XI(problem) j = MI(batched_problem)(st, plan, layout, batch, heads, n, n,
+                                        q, sq, k, sk, v, sv, out, sout);
     return MI(run)(&j, comm, st, LINATTN_MPI_CALL_CAUSAL, causal_work, NULL,
                    bad);
 }

@@ -27,7 +27,7 @@ static double *alloc_set(int64_t count, int64_t stride)
     return malloc(n * sizeof(double));
 }
 
-int MI(begin)(const MI(job) *j, MPI_Comm comm, int status, int kind,
+int MI(begin)(const XI(problem) *j, MPI_Comm comm, int status, int kind,
               MI(work) *w)
 {
     memset(w, 0, sizeof *w);
@@ -41,17 +41,17 @@ int MI(begin)(const MI(job) *j, MPI_Comm comm, int status, int kind,
         X(plan_fingerprint)(j->plan, &keys[1]);
         w->len = m * (e + 1);
         /* MPI counts are int: one element, and the number of them */
-        if (w->len > INT_MAX - LINATTN_MPI_HEAD || j->problems > INT_MAX ||
-            (uint64_t)j->problems > SIZE_MAX / sizeof(double) /
+        if (w->len > INT_MAX - LINATTN_MPI_HEAD || MI(problems)(j) > INT_MAX ||
+            (uint64_t)MI(problems)(j) > SIZE_MAX / sizeof(double) /
                                         (uint64_t)(w->len + LINATTN_MPI_HEAD))
             status = LINATTN_ESIZE;
     }
     if (!status) {
         int64_t stride = LINATTN_MPI_HEAD + w->len;
-        w->elems = alloc_set(j->problems, stride);
+        w->elems = alloc_set(MI(problems)(j), stride);
         if (prefix) {
-            w->prefix = alloc_set(j->problems, stride);
-            w->recv = alloc_set(j->problems, stride);
+            w->prefix = alloc_set(MI(problems)(j), stride);
+            w->recv = alloc_set(MI(problems)(j), stride);
             status = linattn_mpi_i_private_prepare(comm, &w->holder);
         }
         if (!status && (!w->elems || (prefix && (!w->prefix || !w->recv)) ||
@@ -132,7 +132,7 @@ int MI(unpack)(X(state) *state, const double *el, int64_t more)
     return 0;
 }
 
-int MI(run)(const MI(job) *j, MPI_Comm comm, int status, int kind,
+int MI(run)(const XI(problem) *j, MPI_Comm comm, int status, int kind,
             MI(work_fn) f, int64_t *bad_row, linattn_where *bad)
 {
     /* LAPACKE's order: the plan (argument 1) before the communicator */
@@ -154,33 +154,36 @@ int MI(run)(const MI(job) *j, MPI_Comm comm, int status, int kind,
     return st;
 }
 
-MI(job) MI(batched_job)(int status, const X(plan) *plan, int layout,
-                        int64_t batch, int64_t heads, int64_t nq, int64_t nk,
-                        const real *q, const linattn_strides *sq,
-                        const real *k, const linattn_strides *sk,
-                        const real *v, const linattn_strides *sv, real *out,
-                        const linattn_strides *sout)
+XI(problem) MI(batched_problem)(int status, const X(plan) *plan, int layout,
+                                int64_t batch, int64_t heads, int64_t nq,
+                                int64_t nk, const real *q,
+                                const linattn_strides *sq, const real *k,
+                                const linattn_strides *sk, const real *v,
+                                const linattn_strides *sv, real *out,
+                                const linattn_strides *sout)
 {
-    MI(job) j = {plan, layout, batch, heads, 0, nq, nk, q, k, v, out,
-                 {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
+    XI(problem) j = MI(problem)(plan, layout, batch, heads, nq, nk);
     if (!status) {
-        j.problems = batch * heads;
-        j.sq = *sq, j.sk = *sk, j.sv = *sv, j.sout = *sout;
+        j.part[LINATTN_I_Q] = XI(part_batched)(q, sq);
+        j.part[LINATTN_I_K] = XI(part_batched)(k, sk);
+        j.part[LINATTN_I_V] = XI(part_batched)(v, sv);
+        j.part[LINATTN_I_OUT] = XI(part_batched)(out, sout);
     }
     return j;
 }
 
-int MI(reduce_local)(const MI(job) *j, MPI_Comm comm, MI(work) *w, int skip,
-                     int exscan, int *status, int64_t *first)
+int MI(reduce_local)(const XI(problem) *j, MPI_Comm comm, MI(work) *w,
+                     int skip, int exscan, int *status, int64_t *first)
 {
     int64_t n = j->nk;
-    for (int64_t i = 0; i < j->problems; i++) {
+    for (int64_t i = 0; i < MI(problems)(j); i++) {
         int st = 0;
+        XI(problem) one = XI(problem_one)(j, i);
         X(state_reset)(w->state);
         if (!skip)
             st = X(state_update)(w->state, j->layout, n,
-                                 MI(at)(j, j->k, &j->sk, n, i), j->sk.ld,
-                                 MI(at)(j, j->v, &j->sv, n, i), j->sv.ld);
+                                 MI_IN(one, LINATTN_I_K),
+                                 MI_IN(one, LINATTN_I_V));
         unsigned flags = st == LINATTN_EOVERFLOW ? LINATTN_MPI_F_OVER
                          : st                    ? LINATTN_MPI_F_FAIL
                                                  : 0;
@@ -188,10 +191,10 @@ int MI(reduce_local)(const MI(job) *j, MPI_Comm comm, MI(work) *w, int skip,
             *status = st, *first = i;
         MI(pack)(w->state, w->len, flags, MI(elem)(w, w->elems, i));
     }
-    if (j->problems == 0)
+    if (MI(problems)(j) == 0)
         return 0;
     if (exscan)
         return linattn_mpi_i_exscan(w->scan_comm, w->elems, w->prefix,
-                                    w->recv, j->problems, w->len);
-    return linattn_mpi_i_allreduce(comm, w->elems, j->problems, w->len);
+                                    w->recv, MI(problems)(j), w->len);
+    return linattn_mpi_i_allreduce(comm, w->elems, MI(problems)(j), w->len);
 }

@@ -5,7 +5,8 @@
 MPI_GENERIC = mpi/frame.c mpi/attention.c mpi/causal.c mpi/states.c \
 	mpi/checkpoint.c
 MPI_H = mpi/mpi_internal.h mpi/mprec.h
-MPI_CPP = $(AM_CPPFLAGS) -I$(top_srcdir)/mpi $(MPI_CFLAGS) -DLINATTN_MPI_BUILDING
+MPI_CPP = $(AM_CPPFLAGS) -I$(top_srcdir)/mpi -I$(top_srcdir)/lib \
+	$(MPI_CFLAGS) -DLINATTN_MPI_BUILDING
 MPI_LIB_CFLAGS = $(AM_CFLAGS) $(CODEGEN_FLAGS)
 EXTRA_DIST += linattn-mpi.pc.in
 if HAVE_MPI

@@ -8,44 +8,46 @@
 #ifndef LINATTN_MPI_PREC_H
 #define LINATTN_MPI_PREC_H
 
-#include <float.h>
+#include <string.h>
 #include "mpi_internal.h"
+#include "attn/problem.h"
 
+/* The precision switch is the serial library's (common/prec.h: real, X()
+ * for its public API); MX() names this library's API, MI() its
+ * internals. */
 #ifdef LINATTN_SINGLE
-typedef float real;
-#define REAL_MAX FLT_MAX
-#define X(name) linattn_s_##name
 #define MX(name) linattn_mpi_s_##name
 #define MI(name) linattn_mpi_si_##name
 #else
-typedef double real;
-#define REAL_MAX DBL_MAX
-#define X(name) linattn_d_##name
 #define MX(name) linattn_mpi_d_##name
 #define MI(name) linattn_mpi_di_##name
 #endif
 
-/* A distributed call's problems: batch x heads of them (one for the
+/* A distributed call's problems are described as the serial library
+ * describes its own (attn/problem.h: the same struct and accessors,
+ * XI(part_at) for problem i's matrix): batch x heads of them (one for the
  * single calls), each of nq queries and nk keys on this rank (nk = n for
- * the causal ones), matrix (b, h) at p + b s.batch + h s.head. */
-typedef struct {
-    const X(plan) *plan;
-    int layout;
-    int64_t batch, heads, problems, nq, nk;
-    const real *q, *k, *v;
-    real *out;
-    linattn_strides sq, sk, sv, sout;
-} MI(job);
-
-/* Problem i's matrix of rows rows at p (the base pointer when it has no
- * rows: its strides were not checked, as in the serial batched calls). */
-static inline const real *MI(at)(const MI(job) *j, const real *p,
-                                 const linattn_strides *s, int64_t rows,
-                                 int64_t i)
+ * the causal ones).  Only Q, K, V and out are used here; the widths d, m,
+ * e are not (0). */
+static inline XI(problem) MI(problem)(const X(plan) *plan, int layout,
+                                      int64_t batch, int64_t heads,
+                                      int64_t nq, int64_t nk)
 {
-    return rows > 0 ? p + (i / j->heads) * s->batch + (i % j->heads) * s->head
-                    : p;
+    XI(problem) pb;
+    memset(&pb, 0, sizeof pb);
+    pb.plan = plan;
+    pb.layout = layout;
+    pb.batch = batch;
+    pb.heads = heads;
+    pb.nq = nq;
+    pb.nk = nk;
+    return pb;
 }
+
+/* Part i of a single problem as the serial calls take it: pointer and
+ * leading dimension (two arguments), an output's pointer not const. */
+#define MI_IN(one, i) (one).part[i].p, (one).part[i].s.ld
+#define MI_OUT(one, i) XI(part_out)(&(one), i), (one).part[i].s.ld
 
 /* What a distributed call holds: a scratch state, an element per problem
  * (and for the exclusive prefix two more sets, the prefix and the scan's
@@ -65,7 +67,7 @@ typedef struct {
  * every rank on the status, the call's kind, and the plan's fingerprint,
  * batch and heads; a prefix call then gets its private communicator.
  * Returns the agreed status; on a nonzero one nothing is held. */
-int MI(begin)(const MI(job) *j, MPI_Comm comm, int status, int kind,
+int MI(begin)(const XI(problem) *j, MPI_Comm comm, int status, int kind,
               MI(work) *w);
 void MI(end)(MI(work) *w);
 
@@ -100,12 +102,12 @@ int MI(unpack)(X(state) *state, const double *el, int64_t more);
  * (causal) or whose sum is refused (MI(overflowed)).  One whose state
  * could not be built otherwise goes marked failed; the first such is
  * *status, *first.  Returns LINATTN_EMPI when MPI failed, else 0. */
-int MI(reduce_local)(const MI(job) *j, MPI_Comm comm, MI(work) *w, int skip,
-                     int exscan, int *status, int64_t *first);
+int MI(reduce_local)(const XI(problem) *j, MPI_Comm comm, MI(work) *w,
+                     int skip, int exscan, int *status, int64_t *first);
 
 /* The work of a call after the agreement, ending with the final one:
  * returns the agreed status, and the failing problem and global row. */
-typedef int (*MI(work_fn))(const MI(job) *j, MPI_Comm comm, MI(work) *w,
+typedef int (*MI(work_fn))(const XI(problem) *j, MPI_Comm comm, MI(work) *w,
                            int64_t *problem, int64_t *row);
 
 /* A whole distributed call of a kind (LINATTN_MPI_CALL_*): readiness
@@ -115,16 +117,24 @@ typedef int (*MI(work_fn))(const MI(job) *j, MPI_Comm comm, MI(work) *w,
  * the failure's place: the global row into *bad_row on LINATTN_EDENOM
  * and LINATTN_EOVERFLOW (the single calls), the problem and row into
  * *bad (the batched ones); either may be NULL. */
-int MI(run)(const MI(job) *j, MPI_Comm comm, int status, int kind,
+int MI(run)(const XI(problem) *j, MPI_Comm comm, int status, int kind,
             MI(work_fn) f, int64_t *bad_row, linattn_where *bad);
 
-/* The job of a batched call whose checks gave status (strides read only
- * when they passed). */
-MI(job) MI(batched_job)(int status, const X(plan) *plan, int layout,
-                        int64_t batch, int64_t heads, int64_t nq, int64_t nk,
-                        const real *q, const linattn_strides *sq,
-                        const real *k, const linattn_strides *sk,
-                        const real *v, const linattn_strides *sv, real *out,
-                        const linattn_strides *sout);
+/* The problem of a batched call whose checks gave status (strides read
+ * only when they passed; no problems otherwise). */
+XI(problem) MI(batched_problem)(int status, const X(plan) *plan, int layout,
+                                int64_t batch, int64_t heads, int64_t nq,
+                                int64_t nk, const real *q,
+                                const linattn_strides *sq, const real *k,
+                                const linattn_strides *sk, const real *v,
+                                const linattn_strides *sv, real *out,
+                                const linattn_strides *sout);
+
+/* The number of problems of a call whose checks passed (0 when they
+ * did not: batch and heads are not read then). */
+static inline int64_t MI(problems)(const XI(problem) *j)
+{
+    return j->batch > 0 && j->heads > 0 ? j->batch * j->heads : 0;
+}
 
 #endif

@@ -45,8 +45,7 @@ static int collective(X(state) *const *states, int64_t count, MPI_Comm comm,
     const X(plan) *plan;
     X(state_plan)(states[0], &plan);
     /* batch = count, heads = 1: the agreement compares count */
-    MI(job) j = {plan, LINATTN_ROW_MAJOR, count, 1, count, 0, 0, NULL, NULL,
-                 NULL, NULL, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
+    XI(problem) j = MI(problem)(plan, LINATTN_ROW_MAJOR, count, 1, 0, 0);
     MI(work) w;
     st = MI(begin)(&j, comm, 0, kind, &w);
     if (st)

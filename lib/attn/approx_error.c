@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * approx.c -- how far a plan's kernelized attention is from exact softmax
- * attention on given inputs (linattn_d_approx_error): the measuring tool of
- * the approximation study (benchmarks/approx, doc/approximation.md).
+ * approx_error.c -- how far a plan's kernelized attention is from exact
+ * softmax attention on given inputs (linattn_d_approx_error): the measuring
+ * tool of the approximation study (benchmarks/approx, doc/approximation.md).
  *
  * Both attentions are formed from score blocks of the same query rows, so
  * the output, attention-matrix and kernel errors come out of one pass.  The
@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "attn/paths.h"
+#include "attn/problem.h"
 #include "attn/output_rows.h"
 #include "maps/features.h"
 #include "common/validate.h"
@@ -181,54 +182,30 @@ static double rel_fro(acc_t num, acc_t ref)
     return sqrt((double)(num / ref));
 }
 
-static int approx_args(const X(plan) *plan, int layout, int64_t nq,
-                       int64_t nk, const real *q, int64_t ldq, const real *k,
-                       int64_t ldk, const real *v, int64_t ldv, double scale,
-                       int causal, const linattn_approx_stats *stats)
-{
-    if (!plan)
-        return -1;
-    if (!linattn_i_layout_ok(layout))
-        return -2;
-    if (nq < 1)
-        return -3;
-    if (nk < 1 || (causal == 1 && nk != nq))
-        return -4;
-    const linattn_i_mat mats[] = {{nq, plan->d, q, ldq, 5, 0},
-                                  {nk, plan->d, k, ldk, 7, 0},
-                                  {nk, plan->e, v, ldv, 9, 0}};
-    for (int i = 0; i < 3; i++) {
-        int st = linattn_i_matrix_arg(layout, mats[i].rows, mats[i].cols,
-                                      mats[i].p, mats[i].ld, mats[i].pos);
-        if (st)
-            return st;
-    }
-    if (!isfinite(scale) || !isfinite((real)scale))
-        return -11;
-    if (causal != 0 && causal != 1)
-        return -12;
-    if (!stats)
-        return -13;
-    int st = linattn_i_check_mats(layout, mats, 3);
-    if (!st && (linattn_i_blas_fits(nk) || nq > INT64_MAX / nk))
-        st = LINATTN_ESIZE;
-    if (st || !plan->check_finite)
-        return st;
-    int cm = layout == LINATTN_COL_MAJOR;
-    if (!XI(all_finite)((XI(view)){q, ldq, cm}, nq, plan->d) ||
-        !XI(all_finite)((XI(view)){k, ldk, cm}, nk, plan->d) ||
-        !XI(all_finite)((XI(view)){v, ldv, cm}, nk, plan->e))
-        return LINATTN_ENONFINITE;
-    return 0;
-}
+/* linattn_d_approx_error: the keys and the query rows at least one, nk = nq
+ * when causal (at nk's position); scale, causal and stats after the
+ * matrices; the pairs counted in int64 and nk in BLAS. */
+static const linattn_i_signature approx_sig = {
+    .plan = 1, .layout = 2, .nq = 3, .nk = 4, .scale = 11, .causal = 12,
+    .stats = 13, .nq_min = 1, .nk_min = 1,
+    .flags = LINATTN_I_SCAN | LINATTN_I_PAIRS | LINATTN_I_NK_IS_NQ,
+    .part = {[LINATTN_I_Q] = {5, LINATTN_I_NQ, LINATTN_I_D, LINATTN_I_INPUT},
+             [LINATTN_I_K] = {7, LINATTN_I_NK, LINATTN_I_D, LINATTN_I_INPUT},
+             [LINATTN_I_V] = {9, LINATTN_I_NK, LINATTN_I_E, LINATTN_I_INPUT}}};
 
 int X(approx_error)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
                     const real *q, int64_t ldq, const real *k, int64_t ldk,
                     const real *v, int64_t ldv, double scale, int causal,
                     linattn_approx_stats *stats)
 {
-    int st = approx_args(plan, layout, nq, nk, q, ldq, k, ldk, v, ldv, scale,
-                         causal, stats);
+    XI(problem) pb = XI(problem_init)(plan, layout, nq, nk);
+    pb.part[LINATTN_I_Q] = XI(part_single)(q, ldq);
+    pb.part[LINATTN_I_K] = XI(part_single)(k, ldk);
+    pb.part[LINATTN_I_V] = XI(part_single)(v, ldv);
+    pb.scale = scale;
+    pb.causal = causal;
+    pb.stats = stats;
+    int st = XI(problem_check)(&pb, &approx_sig, NULL);
     if (st)
         return st;
     int64_t rows_max = LINATTN_NAIVE_SCORES / nk;

@@ -37,39 +37,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "attn/paths.h"
+#include "attn/problem.h"
 #include "attn/output_rows.h"
 #include "maps/features.h"
 #include "kernels/kern.h"
 #include "common/simd.h"
 #include "common/threads.h"
 #include "common/validate.h"
-
-/* Checks of linattn_d_causal and linattn_d_naive_causal (positions as in
- * their prototypes), as attention's with one sequence for both. */
-int XI(causal_args)(const X(plan) *plan, int layout, int64_t n, const real *q,
-                    int64_t ldq, const real *k, int64_t ldk, const real *v,
-                    int64_t ldv, const real *out, int64_t ldout,
-                    int keys_in_blas)
-{
-    return XI(causal_den_args)(plan, layout, n, q, ldq, k, ldk, v, ldv, out,
-                               ldout, NULL, keys_in_blas);
-}
-
-int XI(causal_den_args)(const X(plan) *plan, int layout, int64_t n,
-                        const real *q, int64_t ldq, const real *k,
-                        int64_t ldk, const real *v, int64_t ldv,
-                        const real *out, int64_t ldout, const real *den,
-                        int keys_in_blas)
-{
-    if (!plan)
-        return -1;
-    if (!linattn_i_layout_ok(layout))
-        return -2;
-    if (n < 0)
-        return -3;
-    return XI(qkvo_args)(plan, layout, n, n, q, ldq, k, ldk, v, ldv, out,
-                         ldout, den, 4, keys_in_blas);
-}
 
 /* The workspace of one causal pass, all allocated up front.
  *
@@ -188,9 +162,6 @@ static void triangle_sums(const real *a, int64_t lda, int64_t rows, real *den)
     }
 }
 
-/* Rows per diagonal block of the triangle product. */
-#define TRIANGLE_BLOCK 16
-
 /* y (rows x e, ldy) += tril(A) V, reading only A[i][j] and row j of v
  * with j <= i: below the diagonal blocks by GEMM, the diagonal blocks by
  * explicit loops.  (A and y may share a buffer, in disjoint columns.) */
@@ -198,8 +169,9 @@ static void triangle_times(const real *a, int64_t lda, XI(view) v,
                            int64_t rows, int64_t e, real *y, int64_t ldy)
 {
     const XI(kern) *kn = XI(kern_now)();
-    for (int64_t i0 = 0; i0 < rows; i0 += TRIANGLE_BLOCK) {
-        int64_t i1 = i0 + TRIANGLE_BLOCK < rows ? i0 + TRIANGLE_BLOCK : rows;
+    for (int64_t i0 = 0; i0 < rows; i0 += LINATTN_TRI_BLOCK) {
+        int64_t i1 = i0 + LINATTN_TRI_BLOCK < rows ? i0 + LINATTN_TRI_BLOCK
+                                                    : rows;
         if (i0 > 0)
             XI(gemm)(0, 0, i1 - i0, e, i0, 1, (XI(view)){a + i0 * lda, lda, 0},
                      v, 1, y + i0 * ldy, ldy);
@@ -207,7 +179,7 @@ static void triangle_times(const real *a, int64_t lda, XI(view) v,
     }
 }
 
-/* The same for other files (backward_causal.c): y (rows x w, ldy) +=
+/* The same for other files (grad/causal_grad.c): y (rows x w, ldy) +=
  * tril(A) X, reading only A[i][j] and rows x_j with j <= i. */
 void XI(tril_times)(const real *a, int64_t lda, XI(view) x, int64_t rows,
                     int64_t w, real *y, int64_t ldy)
@@ -275,21 +247,27 @@ static void move_shift(const X(plan) *plan, causal_ws *w, int64_t rows)
     w->has = 1;
 }
 
-/* Rows [0, n) causally, after `before` tokens absorbed in the carried
- * state (row r is row orow + r of the origin o, the whole call's inputs);
- * returns -1, or the first row whose normalizer breaks the policy
- * (*status LINATTN_EDENOM) or that overflowed (LINATTN_EOVERFLOW): rows
- * before it written, none after.  den_out (if not NULL) gets the
- * normalizers of the rows out got. */
-static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
-                             int layout, int64_t before, int64_t n,
-                             XI(view) q, XI(view) k, XI(view) v, real *out,
-                             int64_t ldout, XI(origin) *o, int64_t orow,
-                             int *status, real *den_out)
+/* The rows of rg (a range of the call's problem: its queries, keys and
+ * outputs at its first row) causally, after `before` tokens absorbed in
+ * the carried state (row r is row orow + r of the origin o, the whole
+ * call's inputs); returns -1, or the first row whose normalizer breaks
+ * the policy (*status LINATTN_EDENOM) or that overflowed
+ * (LINATTN_EOVERFLOW): rows before it written, none after.  The range's
+ * den (if any) gets the normalizers of the rows out got. */
+static int64_t causal_serial(const XI(problem) *rg, causal_ws *w, int64_t c,
+                             int64_t before, XI(origin) *o, int64_t orow,
+                             int *status)
 {
+    const X(plan) *plan = rg->plan;
+    int64_t n = rg->nq, ldout = rg->part[LINATTN_I_OUT].s.ld;
+    XI(view) q = XI(part_view)(rg, LINATTN_I_Q);
+    XI(view) k = XI(part_view)(rg, LINATTN_I_K);
+    XI(view) v = XI(part_view)(rg, LINATTN_I_V);
+    real *out = XI(part_out)(rg, LINATTN_I_OUT);
+    real *den_out = XI(part_out)(rg, LINATTN_I_DEN);
     int64_t m = plan->m, e = plan->e, ldb = w->ldb;
     real *den = w->dd, *inv = w->dd + c, *dq = w->dd + 2 * c;
-    int cm = layout == LINATTN_COL_MAJOR;
+    int cm = rg->layout == LINATTN_COL_MAJOR;
     /* V_c straight from the caller when BLAS and the micro-kernel can
      * read it there (row major, a leading dimension BLAS takes) */
     int v_direct = !v.colmajor && linattn_i_ld_fits(v.ld);
@@ -340,8 +318,7 @@ static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
         if (den_out) /* the rows out got, as state_query's den */
             memcpy(den_out + r, den, (size_t)good * sizeof(real));
         if (nonfinite) {
-            int64_t over = XI(first_overflow)(layout, good, e, at, ldout, NULL,
-                                              0, NULL, o, orow + r);
+            int64_t over = XI(first_overflow)(rg, r, good, o, orow + r);
             if (over < good) {
                 *status = LINATTN_EOVERFLOW;
                 return r + over;
@@ -378,63 +355,22 @@ static int64_t causal_serial(const X(plan) *plan, causal_ws *w, int64_t c,
  * earlier ranges (pass 1 builds the range states, a prefix sum hands them
  * on, pass 2 runs the chunks of each range). */
 typedef struct {
-    const X(plan) *plan;
+    const XI(problem) *pb;
     causal_ws *ws;
-    X(state) *range_state;
-    int nt, layout;
     int64_t c;
-    XI(view) q, k, v;
-    real *out;
-    int64_t ldout, n;
-    int64_t before; /* tokens of the starting state (causal_from) */
+    int64_t before; /* tokens of the starting state */
+    int poisoned;   /* the starting state holds NaN or Inf from its inputs */
     int status[LINATTN_MAX_THREADS]; /* range t's, with its first bad row */
-    int poisoned; /* the starting state holds NaN or Inf from its inputs */
-    real *den;    /* the normalizers too (NULL: not asked) */
 } causal_job;
 
 static int64_t range_chunks(void *ctx, int t, int64_t lo, int64_t hi)
 {
     causal_job *j = ctx;
-    int cm = j->layout == LINATTN_COL_MAJOR;
-    real *out = cm ? j->out + lo : j->out + lo * j->ldout;
-    XI(origin) o = {j->q, j->k, j->v, j->plan->d, j->plan->e, j->n, 1, NULL,
-                    j->poisoned ? 0 : -1};
-    int64_t bad = causal_serial(j->plan, &j->ws[t], j->c, j->layout,
-                                j->before + lo,
-                                hi - lo, XI(view_rows)(j->q, lo),
-                                XI(view_rows)(j->k, lo),
-                                XI(view_rows)(j->v, lo), out, j->ldout, &o, lo,
-                                &j->status[t], j->den ? j->den + lo : NULL);
+    XI(origin) o = {j->pb, NULL, j->poisoned ? 0 : -1};
+    XI(problem) rg = XI(problem_rows)(j->pb, lo, hi);
+    int64_t bad = causal_serial(&rg, &j->ws[t], j->c, j->before + lo, &o, lo,
+                                &j->status[t]);
     return bad >= 0 ? lo + bad : INT64_MAX;
-}
-
-int X(causal)(const X(plan) *plan, int layout, int64_t n, const real *q,
-              int64_t ldq, const real *k, int64_t ldk, const real *v,
-              int64_t ldv, real *out, int64_t ldout, int64_t *bad_row)
-{
-    int st = XI(causal_args)(plan, layout, n, q, ldq, k, ldk, v, ldv, out,
-                             ldout, 0);
-    if (st)
-        return st;
-    return XI(causal_run)(plan, layout, n, q, ldq, k, ldk, v, ldv, out, ldout,
-                          bad_row);
-}
-
-int XI(causal_run)(const X(plan) *plan, int layout, int64_t n, const real *q,
-                   int64_t ldq, const real *k, int64_t ldk, const real *v,
-                   int64_t ldv, real *out, int64_t ldout, int64_t *bad_row)
-{
-    return XI(causal_run_den)(plan, layout, n, q, ldq, k, ldk, v, ldv, out,
-                              ldout, NULL, bad_row);
-}
-
-int XI(causal_run_den)(const X(plan) *plan, int layout, int64_t n,
-                       const real *q, int64_t ldq, const real *k, int64_t ldk,
-                       const real *v, int64_t ldv, real *out, int64_t ldout,
-                       real *den, int64_t *bad_row)
-{
-    return XI(causal_from_den)(plan, NULL, 0, layout, n, q, ldq, k, ldk, v,
-                               ldv, out, ldout, den, bad_row);
 }
 
 /* The first range's carried state starts as from (acc at shift; has: it
@@ -461,21 +397,11 @@ static void absorb_ws(const X(plan) *plan, const causal_ws *w, X(state) *st,
     XI(state_publish)(st);
 }
 
-int XI(causal_from)(const X(plan) *plan, X(state) *from, int absorb,
-                    int layout, int64_t n, const real *q, int64_t ldq,
-                    const real *k, int64_t ldk, const real *v, int64_t ldv,
-                    real *out, int64_t ldout, int64_t *bad_row)
+int XI(causal_run)(const XI(problem) *pb, int64_t *bad_row)
 {
-    return XI(causal_from_den)(plan, from, absorb, layout, n, q, ldq, k, ldk,
-                               v, ldv, out, ldout, NULL, bad_row);
-}
-
-int XI(causal_from_den)(const X(plan) *plan, X(state) *from, int absorb,
-                        int layout, int64_t n, const real *q, int64_t ldq,
-                        const real *k, int64_t ldk, const real *v,
-                        int64_t ldv, real *out, int64_t ldout, real *den,
-                        int64_t *bad_row)
-{
+    const X(plan) *plan = pb->plan;
+    X(state) *from = pb->state;
+    int64_t n = pb->nq;
     if (n == 0)
         return 0;
     int st = 0;
@@ -491,11 +417,10 @@ int XI(causal_from_den)(const X(plan) *plan, X(state) *from, int absorb,
         while (have < nt && !alloc_causal_ws(&ws[have], plan, c))
             have++;
     int64_t bad = INT64_MAX;
-    int cm = layout == LINATTN_COL_MAJOR;
-    causal_job job = {plan, ws, states, nt, layout, c, {q, ldq, cm},
-                      {k, ldk, cm}, {v, ldv, cm}, out, ldout, n,
-                      from ? from->tokens : 0, {0},
-                      from ? from->poisoned : 0, den};
+    XI(view) kv = XI(part_view)(pb, LINATTN_I_K);
+    XI(view) vv = XI(part_view)(pb, LINATTN_I_V);
+    causal_job job = {pb, ws, c, from ? from->tokens : 0,
+                      from ? from->poisoned : 0, {0}};
     if (have == nt && from)
         seed_ws(plan, &ws[0], from);
     if (have < nt) {
@@ -508,8 +433,8 @@ int XI(causal_from_den)(const X(plan) *plan, X(state) *from, int absorb,
             int64_t lo = linattn_i_range_start(n, nt, t);
             int64_t hi = linattn_i_range_start(n, nt, t + 1);
             XI(state_init)(&states[t], plan, (char *)mem + t * XI(state_bytes)(plan));
-            st = XI(state_update_checked)(&states[t], XI(view_rows)(job.k, lo),
-                                          XI(view_rows)(job.v, lo), hi - lo);
+            st = XI(state_update_checked)(&states[t], XI(view_rows)(kv, lo),
+                                          XI(view_rows)(vv, lo), hi - lo);
         }
         /* range t starts from ranges 0 .. t-1 (at the larger shift) */
         for (int t = 1; !st && t < nt; t++) {
@@ -525,7 +450,7 @@ int XI(causal_from_den)(const X(plan) *plan, X(state) *from, int absorb,
     }
     if (!st)
         bad = linattn_i_parallel_ranges(nt, n, range_chunks, &job);
-    if (!st && bad >= n && absorb)
+    if (!st && bad >= n && pb->absorb)
         absorb_ws(plan, &ws[nt - 1], from, n);
     for (int t = 0; t < have; t++)
         free_causal_ws(&ws[t]);
@@ -538,4 +463,77 @@ int XI(causal_from_den)(const X(plan) *plan, X(state) *from, int absorb,
         return job.status[linattn_i_range_of(n, nt, bad)];
     }
     return 0;
+}
+
+/* ---- the public calls ---- */
+
+/* linattn_d_causal: n rows of Q, K, V, out from argument 4 on. */
+static const linattn_i_signature causal_sig = {
+    .plan = 1, .layout = 2, .nq = 3, .flags = LINATTN_I_SCAN,
+    .part = {LINATTN_I_QKVO(4)}};
+
+/* linattn_d_causal_forward: and den (12). */
+static const linattn_i_signature forward_sig = {
+    .plan = 1, .layout = 2, .nq = 3, .flags = LINATTN_I_SCAN,
+    .part = {LINATTN_I_QKVO(4), LINATTN_I_DEN_OUT(12, 1)}};
+
+/* linattn_d_state_causal: the state (its plan) first, absorb after the
+ * matrices; its tokens and these n must fit int64 (row i's count, and an
+ * absorbing call's end). */
+static const linattn_i_signature state_causal_sig = {
+    .state = 1, .layout = 2, .nq = 3, .absorb = 12,
+    .flags = LINATTN_I_SCAN | LINATTN_I_TOKENS,
+    .part = {LINATTN_I_QKVO(4)}};
+
+/* A causal problem of n rows. */
+static XI(problem) causal_problem(const X(plan) *plan, int layout, int64_t n)
+{
+    XI(problem) pb = XI(problem_init)(plan, layout, n, n);
+    pb.causal = 1;
+    return pb;
+}
+
+int X(causal)(const X(plan) *plan, int layout, int64_t n, const real *q,
+              int64_t ldq, const real *k, int64_t ldk, const real *v,
+              int64_t ldv, real *out, int64_t ldout, int64_t *bad_row)
+{
+    XI(problem) pb = causal_problem(plan, layout, n);
+    XI(problem_qkvo)(&pb, q, ldq, k, ldk, v, ldv, out, ldout);
+    int st = XI(problem_check)(&pb, &causal_sig, NULL);
+    return st ? st : XI(causal_run)(&pb, bad_row);
+}
+
+int X(causal_check)(const X(plan) *plan, int layout, int64_t n,
+                    const real *q, int64_t ldq, const real *k, int64_t ldk,
+                    const real *v, int64_t ldv, const real *out,
+                    int64_t ldout)
+{
+    XI(problem) pb = causal_problem(plan, layout, n);
+    XI(problem_qkvo)(&pb, q, ldq, k, ldk, v, ldv, out, ldout);
+    return XI(problem_check)(&pb, &causal_sig, NULL);
+}
+
+int X(causal_forward)(const X(plan) *plan, int layout, int64_t n,
+                      const real *q, int64_t ldq, const real *k, int64_t ldk,
+                      const real *v, int64_t ldv, real *out, int64_t ldout,
+                      real *den, int64_t *bad_row)
+{
+    XI(problem) pb = causal_problem(plan, layout, n);
+    XI(problem_qkvo)(&pb, q, ldq, k, ldk, v, ldv, out, ldout);
+    pb.part[LINATTN_I_DEN] = XI(part_single)(den, 1);
+    int st = XI(problem_check)(&pb, &forward_sig, NULL);
+    return st ? st : XI(causal_run)(&pb, bad_row);
+}
+
+int X(state_causal)(X(state) *state, int layout, int64_t n, const real *q,
+                    int64_t ldq, const real *k, int64_t ldk, const real *v,
+                    int64_t ldv, real *out, int64_t ldout, int absorb,
+                    int64_t *bad_row)
+{
+    XI(problem) pb = causal_problem(state ? state->plan : NULL, layout, n);
+    pb.state = state;
+    pb.absorb = absorb;
+    XI(problem_qkvo)(&pb, q, ldq, k, ldk, v, ldv, out, ldout);
+    int st = XI(problem_check)(&pb, &state_causal_sig, NULL);
+    return st ? st : XI(causal_run)(&pb, bad_row);
 }

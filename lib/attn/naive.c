@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "attn/paths.h"
+#include "attn/problem.h"
 #include "attn/output_rows.h"
 #include "maps/features.h"
 #include "common/threads.h"
@@ -45,36 +46,21 @@ typedef struct {
 } score_ws;
 
 typedef struct {
-    const X(plan) *plan;   /* for softmax: a stand-in with e, eps = 0 */
-    int layout;
-    int causal;            /* row i sees keys j <= i only */
-    int64_t nk, d, e, rows_max;
-    real scale;            /* softmax */
-    XI(view) q, pk, v;     /* pk: phi(K), or K for softmax */
-    real *out;
-    int64_t ldout;
+    const XI(problem) *pb; /* the call's: its Q, outputs, plan, sizes */
+    int64_t rows_max;
+    XI(view) pk, v;        /* phi(K), or K for softmax; V as the GEMMs */
+                           /* read it                                 */
     score_ws *ws;
     const double *mrun;    /* causal, shifted maps: key j's running shift */
-    XI(view) k0, v0;       /* the caller's K and V (where outputs came from) */
     int status[LINATTN_MAX_THREADS]; /* range t's, with its first bad row */
 } score_job;
 
-/* Where row r's output came from: the caller's query, keys and values. */
-static XI(origin) origin_of(const score_job *j)
-{
-    return (XI(origin)){j->q, j->k0, j->v0, j->d, j->e, j->nk, j->causal,
-                        NULL, -1};
-}
-
-/* Rows [r, r + rows) written at out + r (rows x e): 0, or the status for
- * the first that overflowed, with *bad its row. */
+/* Rows [r, r + rows) written to the outputs: 0, or the status for the
+ * first that overflowed, with *bad its row. */
 static int overflow_in(const score_job *j, XI(origin) *o, int64_t r,
                        int64_t rows, int64_t *bad)
 {
-    int cm = j->layout == LINATTN_COL_MAJOR;
-    real *at = cm ? j->out + r : j->out + r * j->ldout;
-    int64_t over = XI(first_overflow)(j->layout, rows, j->e, at, j->ldout, NULL,
-                                      0, NULL, o, r);
+    int64_t over = XI(first_overflow)(j->pb, r, rows, o, r);
     if (over == rows)
         return 0;
     *bad = r + over;
@@ -118,7 +104,9 @@ static int alloc_score_ws(score_ws *ws, int nt, int64_t rows, int64_t nk,
 static int causal_rows(const score_job *j, score_ws *w, int64_t r,
                         int64_t rows, int64_t nk)
 {
-    int64_t e = j->e;
+    const XI(problem) *pb = j->pb;
+    int64_t e = pb->e, ldout = pb->part[LINATTN_I_OUT].s.ld;
+    real *out = XI(part_out)(pb, LINATTN_I_OUT);
     XI(view) v = j->v;
     int64_t rs = v.colmajor ? 1 : v.ld, cs = v.colmajor ? v.ld : 1;
     if (r > 0)
@@ -132,25 +120,26 @@ static int causal_rows(const score_job *j, score_ws *w, int64_t r,
             for (int64_t col = 0; col < e; col++)
                 w->y[i * e + col] += aic * vc[col * cs];
         }
-    int cm = j->layout == LINATTN_COL_MAJOR;
-    return XI(divide_rows)(cm ? j->out + r : j->out + r * j->ldout, cm,
-                           j->ldout, w->y, 0, e, rows, e, w->dd,
-                           w->dd + j->rows_max);
+    int cm = pb->layout == LINATTN_COL_MAJOR;
+    return XI(divide_rows)(cm ? out + r : out + r * ldout, cm, ldout, w->y, 0,
+                           e, rows, e, w->dd, w->dd + j->rows_max);
 }
 
 /* Naive linear attention on query rows [lo, hi). */
 static int64_t naive_range(void *ctx, int t, int64_t lo, int64_t hi)
 {
     score_job *j = ctx;
-    const X(plan) *plan = j->plan;
+    const XI(problem) *pb = j->pb;
+    const X(plan) *plan = pb->plan;
     score_ws *w = &j->ws[t];
     int64_t m = plan->m, bad;
-    XI(origin) o = origin_of(j);
+    int causal = pb->causal;
+    XI(origin) o = {pb, NULL, -1};
     for (int64_t r = lo; r < hi; r += j->rows_max) {
         int64_t rows = hi - r < j->rows_max ? hi - r : j->rows_max;
         /* causal: the block's last row sees keys up to its own index */
-        int64_t nk = j->causal ? r + rows : j->nk;
-        XI(view) pq = XI(view_rows)(j->q, r);
+        int64_t nk = causal ? r + rows : pb->nk;
+        XI(view) pq = XI(view_rows)(XI(part_view)(pb, LINATTN_I_Q), r);
         if (w->phiq) {
             XI(phi_rows)(plan, pq, rows, w->phiq, NULL);
             pq = (XI(view)){w->phiq, m, 0};
@@ -159,7 +148,7 @@ static int64_t naive_range(void *ctx, int t, int64_t lo, int64_t hi)
             XI(gemm)(0, 1, rows, nk, m, 1, pq, j->pk, 0, w->a, nk);
         else
             memset(w->a, 0, (size_t)rows * sizeof(real));
-        for (int64_t i = 0; j->causal && i < rows; i++)
+        for (int64_t i = 0; causal && i < rows; i++)
             for (int64_t c = r + i + 1; c < nk; c++)
                 w->a[i * nk + c] = 0; /* the mask: keys after row r + i */
         /* key c's features carry exp(-m_c): bring row r + i's to m_{r+i} */
@@ -169,13 +158,12 @@ static int64_t naive_range(void *ctx, int t, int64_t lo, int64_t hi)
                     w->a[i * nk + c] *= (real)exp(j->mrun[c] - j->mrun[r + i]);
         row_sums(w->a, rows, nk, w->dd);
         int64_t good = XI(good_rows)(plan, w->dd, rows, 1,
-                                      j->causal ? r + 1 : nk, j->causal);
-        int nf = j->causal
+                                     causal ? r + 1 : nk, causal);
+        int nf = causal
                      ? causal_rows(j, w, r, good, nk)
                      /* with no keys the GEMM has inner dimension 0: zeros */
-                     : XI(write_rows)(plan, (XI(view)){w->a, nk > 0 ? nk : 1, 0},
-                                      j->v, nk, w->dd, good, j->layout, r,
-                                      j->out, j->ldout, NULL, 0, NULL,
+                     : XI(write_rows)(pb, (XI(view)){w->a, nk > 0 ? nk : 1, 0},
+                                      j->v, nk, w->dd, good, r,
                                       w->dd + j->rows_max, w->y);
         if (nf && (j->status[t] = overflow_in(j, &o, r, good, &bad)))
             return bad;
@@ -187,11 +175,11 @@ static int64_t naive_range(void *ctx, int t, int64_t lo, int64_t hi)
     return INT64_MAX;
 }
 
-int XI(naive_run)(const X(plan) *plan, int causal, int layout, int64_t nq,
-                  int64_t nk, const real *q, int64_t ldq, const real *k,
-                  int64_t ldk, const real *v, int64_t ldv, real *out,
-                  int64_t ldout, int64_t *bad_row)
+int XI(naive_run)(const XI(problem) *pb, int64_t *bad_row)
 {
+    const X(plan) *plan = pb->plan;
+    int64_t nq = pb->nq, nk = pb->nk;
+    int causal = pb->causal;
     if (nq == 0)
         return 0;
     int st = 0;
@@ -201,21 +189,21 @@ int XI(naive_run)(const X(plan) *plan, int causal, int layout, int64_t nq,
     int64_t per = (nq + nt - 1) / nt;
     rows_max = rows_max < per ? rows_max : per;
     int identity = XI(map_is_identity)(plan);
-    int cm = layout == LINATTN_COL_MAJOR;
     int64_t e = plan->e;
-    XI(view) kv = {k, ldk, cm}, vv = {v, ldv, cm};
+    XI(view) kv = XI(part_view)(pb, LINATTN_I_K);
+    XI(view) vv = XI(part_view)(pb, LINATTN_I_V);
     /* phi is materialized for every map but the identity, and for the
      * identity too when a leading dimension is beyond BLAS (a copy). */
-    int phi_k = nk && (!identity || !linattn_i_ld_fits(ldk));
-    int phi_q = !identity || !linattn_i_ld_fits(ldq);
-    int copy_v = nk && !linattn_i_ld_fits(ldv);
+    int phi_k = nk && (!identity || !linattn_i_ld_fits(kv.ld));
+    int phi_q = !identity || !linattn_i_ld_fits(pb->part[LINATTN_I_Q].s.ld);
+    int copy_v = nk && !linattn_i_ld_fits(vv.ld);
     /* All workspace before any output is written. */
     score_ws ws[LINATTN_MAX_THREADS];
     real *phik = phi_k ? linattn_i_alloc(nk * m, sizeof(real)) : NULL;
     real *vcopy = copy_v ? linattn_i_alloc(nk * e, sizeof(real)) : NULL;
     if ((phi_k && !phik) || (copy_v && !vcopy) ||
         alloc_score_ws(ws, nt, rows_max, nk, phi_q ? m : 0,
-                       causal || XI(write_needs_y)(out, ldout, NULL, 0) ? e : 0)) {
+                       causal || XI(write_needs_y)(pb) ? e : 0)) {
         free(phik);
         free(vcopy);
         return LINATTN_ENOMEM;
@@ -251,11 +239,9 @@ int XI(naive_run)(const X(plan) *plan, int causal, int layout, int64_t nq,
     /* No keys: the GEMM has inner dimension 0 and never reads V, but BLAS
      * still checks its leading dimension (V may be NULL, ldv anything). */
     if (nk == 0)
-        vv = (XI(view)){v, e, 0};
-    score_job job = {plan, layout, causal, nk, plan->d, e, rows_max, 0,
-                     {q, ldq, cm}, phik ? (XI(view)){phik, m, 0} : kv,
-                     vv, out, ldout, ws, mrun, {k, ldk, cm}, {v, ldv, cm},
-                     {0}};
+        vv = (XI(view)){vv.p, e, 0};
+    score_job job = {pb, rows_max, phik ? (XI(view)){phik, m, 0} : kv, vv,
+                     ws, mrun, {0}};
     int64_t bad = linattn_i_parallel_ranges(nt, nq, naive_range, &job);
     free_score_ws(ws, nt);
     free(mrun);
@@ -269,29 +255,38 @@ int XI(naive_run)(const X(plan) *plan, int causal, int layout, int64_t nq,
     return st;
 }
 
+/* linattn_d_naive: as linattn_d_attention, the keys a GEMM dimension. */
+static const linattn_i_signature naive_sig = {
+    .plan = 1, .layout = 2, .nq = 3, .nk = 4,
+    .flags = LINATTN_I_SCAN | LINATTN_I_KEYS_IN_BLAS,
+    .part = {LINATTN_I_QKVO(5)}};
+
+/* linattn_d_naive_causal: as linattn_d_causal, likewise. */
+static const linattn_i_signature naive_causal_sig = {
+    .plan = 1, .layout = 2, .nq = 3,
+    .flags = LINATTN_I_SCAN | LINATTN_I_KEYS_IN_BLAS,
+    .part = {LINATTN_I_QKVO(4)}};
+
 int X(naive)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
              const real *q, int64_t ldq, const real *k, int64_t ldk,
              const real *v, int64_t ldv, real *out, int64_t ldout,
              int64_t *bad_row)
 {
-    int st = XI(attention_args)(plan, layout, nq, nk, q, ldq, k, ldk, v, ldv,
-                                out, ldout, 1);
-    if (st)
-        return st;
-    return XI(naive_run)(plan, 0, layout, nq, nk, q, ldq, k, ldk, v, ldv, out,
-                         ldout, bad_row);
+    XI(problem) pb = XI(problem_init)(plan, layout, nq, nk);
+    XI(problem_qkvo)(&pb, q, ldq, k, ldk, v, ldv, out, ldout);
+    int st = XI(problem_check)(&pb, &naive_sig, NULL);
+    return st ? st : XI(naive_run)(&pb, bad_row);
 }
 
 int X(naive_causal)(const X(plan) *plan, int layout, int64_t n, const real *q,
                     int64_t ldq, const real *k, int64_t ldk, const real *v,
                     int64_t ldv, real *out, int64_t ldout, int64_t *bad_row)
 {
-    int st = XI(causal_args)(plan, layout, n, q, ldq, k, ldk, v, ldv, out,
-                             ldout, 1);
-    if (st)
-        return st;
-    return XI(naive_run)(plan, 1, layout, n, n, q, ldq, k, ldk, v, ldv, out,
-                         ldout, bad_row);
+    XI(problem) pb = XI(problem_init)(plan, layout, n, n);
+    pb.causal = 1;
+    XI(problem_qkvo)(&pb, q, ldq, k, ldk, v, ldv, out, ldout);
+    int st = XI(problem_check)(&pb, &naive_causal_sig, NULL);
+    return st ? st : XI(naive_run)(&pb, bad_row);
 }
 
 /* a[i, :] = exp(a[i, :] - max_j a[i, j]) for rows x nk scores; returns
@@ -319,22 +314,23 @@ static int64_t softmax_weights(real *a, int64_t rows, int64_t nk)
 static int64_t softmax_range(void *ctx, int t, int64_t lo, int64_t hi)
 {
     score_job *j = ctx;
+    const XI(problem) *pb = j->pb;
     score_ws *w = &j->ws[t];
-    int64_t nk = j->nk, bad;
-    XI(origin) o = origin_of(j);
+    int64_t nk = pb->nk, d = pb->d, bad;
+    XI(origin) o = {pb, NULL, -1};
     for (int64_t r = lo; r < hi; r += j->rows_max) {
         int64_t rows = hi - r < j->rows_max ? hi - r : j->rows_max;
-        XI(view) qb = XI(view_rows)(j->q, r);
+        XI(view) qb = XI(view_rows)(XI(part_view)(pb, LINATTN_I_Q), r);
         if (w->phiq) { /* Q's leading dimension is beyond BLAS */
-            XI(copy_rows)(qb, 0, rows, j->d, w->phiq);
-            qb = (XI(view)){w->phiq, j->d, 0};
+            XI(copy_rows)(qb, 0, rows, d, w->phiq);
+            qb = (XI(view)){w->phiq, d, 0};
         }
-        XI(gemm)(0, 1, rows, nk, j->d, j->scale, qb, j->pk, 0, w->a, nk);
+        XI(gemm)(0, 1, rows, nk, d, (real)pb->scale, qb, j->pk, 0, w->a, nk);
         int64_t good = softmax_weights(w->a, rows, nk);
         row_sums(w->a, good, nk, w->dd);
-        if (XI(write_rows)(j->plan, (XI(view)){w->a, nk, 0}, j->v, nk, w->dd,
-                           good, j->layout, r, j->out, j->ldout, NULL, 0, NULL,
-                           w->dd + j->rows_max, w->y) &&
+        /* the division is the linear paths' (softmax sums are >= 1) */
+        if (XI(write_rows)(pb, (XI(view)){w->a, nk, 0}, j->v, nk, w->dd, good,
+                           r, w->dd + j->rows_max, w->y) &&
             (j->status[t] = overflow_in(j, &o, r, good, &bad)))
             return bad;
         if (good < rows) {
@@ -345,31 +341,23 @@ static int64_t softmax_range(void *ctx, int t, int64_t lo, int64_t hi)
     return INT64_MAX;
 }
 
+/* linattn_d_softmax: no plan, the widths and the scale before the
+ * matrices; nk, d and e are GEMM dimensions. */
+static const linattn_i_signature softmax_sig = {
+    .layout = 1, .nq = 2, .nk = 3, .d = 4, .e = 5, .scale = 6, .nk_min = 1,
+    .flags = LINATTN_I_DIMS_IN_BLAS, .part = {LINATTN_I_QKVO(7)}};
+
 int X(softmax)(int layout, int64_t nq, int64_t nk, int64_t d, int64_t e,
                real scale, const real *q, int64_t ldq, const real *k,
                int64_t ldk, const real *v, int64_t ldv, real *out,
                int64_t ldout)
 {
-    if (!linattn_i_layout_ok(layout))
-        return -1;
-    if (nq < 0)
-        return -2;
-    if (nk < 1)
-        return -3;
-    if (d < 1)
-        return -4;
-    if (e < 1)
-        return -5;
-    if (!isfinite(scale))
-        return -6;
-    const linattn_i_mat mats[] = {{nq, d, q, ldq, 7, 0},
-                                  {nk, d, k, ldk, 9, 0},
-                                  {nk, e, v, ldv, 11, 0},
-                                  {nq, e, out, ldout, 13, 0}};
-    int st = linattn_i_check_mats_io(layout, sizeof(real), mats, 4, 3);
-    if (!st && (linattn_i_blas_fits(nk) || linattn_i_blas_fits(d) ||
-                linattn_i_blas_fits(e)))
-        st = LINATTN_ESIZE;
+    XI(problem) pb = XI(problem_init)(NULL, layout, nq, nk);
+    pb.d = d;
+    pb.e = e;
+    pb.scale = scale;
+    XI(problem_qkvo)(&pb, q, ldq, k, ldk, v, ldv, out, ldout);
+    int st = XI(problem_check)(&pb, &softmax_sig, NULL);
     if (st || nq == 0)
         return st;
     int64_t rows_max = score_rows(LINATTN_DEFAULT_BLOCK, nk);
@@ -378,8 +366,8 @@ int X(softmax)(int layout, int64_t nq, int64_t nk, int64_t d, int64_t e,
     int nt = linattn_i_threads(nq, rows_max);
     int64_t per = (nq + nt - 1) / nt;
     rows_max = rows_max < per ? rows_max : per;
-    int cm = layout == LINATTN_COL_MAJOR;
-    XI(view) kv = {k, ldk, cm}, vv = {v, ldv, cm};
+    XI(view) kv = XI(part_view)(&pb, LINATTN_I_K);
+    XI(view) vv = XI(part_view)(&pb, LINATTN_I_V);
     /* Leading dimensions beyond BLAS: K and V copied once, Q per block. */
     int copy_k = !linattn_i_ld_fits(ldk), copy_v = !linattn_i_ld_fits(ldv);
     real *kcopy = copy_k ? linattn_i_alloc(nk * d, sizeof(real)) : NULL;
@@ -400,14 +388,7 @@ int X(softmax)(int layout, int64_t nq, int64_t nk, int64_t d, int64_t e,
         XI(copy_rows)(vv, 0, nk, e, vcopy);
         vv = (XI(view)){vcopy, e, 0};
     }
-    /* The division shares write_rows with the linear paths: a stand-in
-     * plan with the value width and no eps (softmax sums are >= 1). */
-    X(plan) norm;
-    memset(&norm, 0, sizeof norm);
-    norm.e = e;
-    score_job job = {&norm, layout, 0, nk, d, e, rows_max, scale, {q, ldq, cm},
-                     kv, vv, out, ldout, ws, NULL, {k, ldk, cm}, {v, ldv, cm},
-                     {0}};
+    score_job job = {&pb, rows_max, kv, vv, ws, NULL, {0}};
     int64_t bad = linattn_i_parallel_ranges(nt, nq, softmax_range, &job);
     free_score_ws(ws, nt);
     free(kcopy);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * normalize.c -- numerators and normalizers into outputs, with the plan's
- * normalizer policy.  Shared by the factored and the naive paths so that
- * both treat a bad normalizer identically.
+ * output_rows.c -- numerators and normalizers into a problem's outputs, with
+ * the plan's normalizer policy.  Shared by the factored and the naive paths
+ * so that both treat a bad normalizer identically.
  *
  * The numerators go from GEMM straight into the caller's output and are
  * divided there while the block is still in cache: no staging copy, so the
@@ -146,59 +146,70 @@ int XI(divide_rows)(real *a, int colmajor, int64_t lda, const real *b,
     return bad;
 }
 
-int XI(write_needs_y)(const real *out, int64_t ldout, const real *num,
-                      int64_t ldnum)
+int XI(den_ok)(const X(plan) *plan, real den)
 {
-    return (out && !linattn_i_ld_fits(ldout)) ||
-           (num && !linattn_i_ld_fits(ldnum));
+    if (!isfinite(den))
+        return 0;
+    return plan->denom == LINATTN_DENOM_NONZERO ? den != 0 : den > 0;
 }
 
-int XI(write_rows)(const X(plan) *plan, XI(view) a, XI(view) b,
-                   int64_t inner, const real *den_b, int64_t rows,
-                   int layout, int64_t r0, real *out, int64_t ldout,
-                   real *num, int64_t ldnum, real *den, real *inv, real *y)
+int XI(write_needs_y)(const XI(problem) *pb)
 {
-    int cm = layout == LINATTN_COL_MAJOR;
-    int64_t e = plan->e;
+    const XI(part) *out = &pb->part[LINATTN_I_OUT];
+    const XI(part) *num = &pb->part[LINATTN_I_NUM];
+    return (out->p && !linattn_i_ld_fits(out->s.ld)) ||
+           (num->p && !linattn_i_ld_fits(num->s.ld));
+}
+
+int XI(write_rows)(const XI(problem) *pb, XI(view) a, XI(view) b,
+                   int64_t inner, const real *den_b, int64_t rows, int64_t r0,
+                   real *inv, real *y)
+{
+    int cm = pb->layout == LINATTN_COL_MAJOR;
+    int64_t e = pb->e;
+    int64_t ldout = pb->part[LINATTN_I_OUT].s.ld;
+    int64_t ldnum = pb->part[LINATTN_I_NUM].s.ld;
     int bad = 0;
     if (rows == 0)
         return 0;
-    real *at_out = out ? (cm ? out + r0 : out + r0 * ldout) : NULL;
-    real *at_num = num ? (cm ? num + r0 : num + r0 * ldnum) : NULL;
+    real *at_out = XI(part_row)(pb, LINATTN_I_OUT, r0);
+    real *at_num = XI(part_row)(pb, LINATTN_I_NUM, r0);
+    real *den = XI(part_row)(pb, LINATTN_I_DEN, r0);
     if (den)
         for (int64_t i = 0; i < rows; i++) {
-            den[r0 + i] = den_b[i];
+            den[i] = den_b[i];
             bad |= LINATTN_NOT_FINITE(den_b[i]);
         }
-    if (XI(write_needs_y)(out, ldout, num, ldnum)) {
+    if (XI(write_needs_y)(pb)) {
         /* A leading dimension BLAS cannot take: GEMM into y, then copy. */
         XI(gemm)(0, 0, rows, e, inner, 1, a, b, 0, y, e);
-        if (num)
+        if (at_num)
             bad |= XI(put_rows)(at_num, cm, ldnum, y, 0, e, rows, e, NULL);
-        if (out)
+        if (at_out)
             bad |= XI(divide_rows)(at_out, cm, ldout, y, 0, e, rows, e, den_b,
                                    inv);
         return bad;
     }
-    if (num)
+    if (at_num)
         XI(gemm_c)(cm, 0, 0, rows, e, inner, 1, a, b, 0, at_num, ldnum);
-    if (!out) /* raw numerators only: a pass to look at them */
-        return bad || (num && !XI(all_finite)((XI(view)){at_num, ldnum, cm},
-                                              rows, e));
+    if (!at_out) /* raw numerators only: a pass to look at them */
+        return bad || (at_num && !XI(all_finite)((XI(view)){at_num, ldnum, cm},
+                                                 rows, e));
     /* out = phi(Q_b) S / den in one pass by the micro-kernel, which notes
      * non-finite values in its stores, when every row's reciprocal is a
      * normal number (else, rarely, the rows are divided as below). */
     int nonfinite = 0;
-    if (!num && !cm && XI(reciprocals)(den_b, rows, inv) &&
+    if (!at_num && !cm && XI(reciprocals)(den_b, rows, inv) &&
         XI(gemm_scaled)(0, rows, e, inner, a, b, at_out, ldout, inv,
                         &nonfinite))
         return bad | nonfinite;
-    if (!num)
+    if (!at_num)
         XI(gemm_c)(cm, 0, 0, rows, e, inner, 1, a, b, 0, at_out, ldout);
     /* out = num / den: a non-finite numerator makes its quotient so too,
      * so looking at the quotients covers both. */
-    return bad | XI(divide_rows)(at_out, cm, ldout, num ? at_num : at_out, cm,
-                                 num ? ldnum : ldout, rows, e, den_b, inv);
+    return bad | XI(divide_rows)(at_out, cm, ldout, at_num ? at_num : at_out,
+                                 cm, at_num ? ldnum : ldout, rows, e, den_b,
+                                 inv);
 }
 
 /* Nonzero when row i of the rows x cols matrix (layout cm, ld) holds a
@@ -211,12 +222,16 @@ static int row_bad(const real *a, int cm, int64_t ld, int64_t i, int64_t cols)
     return 0;
 }
 
-int64_t XI(first_overflow)(int layout, int64_t rows, int64_t e,
-                           const real *out, int64_t ldout, const real *num,
-                           int64_t ldnum, const real *den, XI(origin) *o,
-                           int64_t orow)
+int64_t XI(first_overflow)(const XI(problem) *pb, int64_t r0, int64_t rows,
+                           XI(origin) *o, int64_t orow)
 {
-    int cm = layout == LINATTN_COL_MAJOR;
+    int cm = pb->layout == LINATTN_COL_MAJOR;
+    int64_t e = pb->e;
+    const real *out = XI(part_row)(pb, LINATTN_I_OUT, r0);
+    const real *num = XI(part_row)(pb, LINATTN_I_NUM, r0);
+    const real *den = XI(part_row)(pb, LINATTN_I_DEN, r0);
+    int64_t ldout = pb->part[LINATTN_I_OUT].s.ld;
+    int64_t ldnum = pb->part[LINATTN_I_NUM].s.ld;
     for (int64_t i = 0; i < rows; i++)
         if ((row_bad(out, cm, ldout, i, e) || row_bad(num, cm, ldnum, i, e) ||
              (den && LINATTN_NOT_FINITE(den[i]))) &&
@@ -240,15 +255,19 @@ int64_t XI(first_nonfinite_row)(XI(view) x, int64_t rows, int64_t cols)
 
 int XI(inputs_finite)(XI(origin) *o, int64_t r)
 {
-    if (o->q.p && !XI(all_finite)(XI(view_rows)(o->q, r), 1, o->d))
+    const XI(problem) *pb = o->pb;
+    XI(view) q = XI(part_view)(pb, LINATTN_I_Q);
+    if (q.p && !XI(all_finite)(XI(view_rows)(q, r), 1, pb->d))
         return 0;
     if (o->st)
         return !o->st->poisoned;
     if (o->first_bad < 0) {
-        int64_t kb = XI(first_nonfinite_row)(o->k, o->nk, o->d);
-        int64_t vb = XI(first_nonfinite_row)(o->v, o->nk, o->e);
+        int64_t kb = XI(first_nonfinite_row)(XI(part_view)(pb, LINATTN_I_K),
+                                             pb->nk, pb->d);
+        int64_t vb = XI(first_nonfinite_row)(XI(part_view)(pb, LINATTN_I_V),
+                                             pb->nk, pb->e);
         o->first_bad = kb < vb ? kb : vb;
     }
     /* causal: row r sees keys j <= r; else all of them */
-    return o->causal ? r < o->first_bad : o->first_bad == o->nk;
+    return pb->causal ? r < o->first_bad : o->first_bad == pb->nk;
 }

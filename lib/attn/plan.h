@@ -46,7 +46,7 @@ struct X(plan_s) {
     uint64_t seed;
     int check_finite;
     uint64_t fingerprint; /* equal for plans whose states may be merged */
-    /* The kernelized maps (featmap.c; doc/maps.md). */
+    /* The kernelized maps (maps/features.c; doc/maps.md). */
     int act;            /* LINATTN_ACT_* of a custom map, else 0          */
     int draw;           /* LINATTN_DRAW_* of the random maps              */
     int shifted;        /* features carry exp(-shift): FAVOR, FAVOR_HYP,  */

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "attn/paths.h"
+#include "attn/problem.h"
 #include "attn/output_rows.h"
 #include "maps/features.h"
 #include "common/threads.h"
@@ -220,11 +221,16 @@ void XI(acc_add)(const X(plan) *plan, acc_t *dst, double *dst_shift,
         dst[i] = a * dst[i] + b * src[i];
 }
 
+int XI(state_fits_plan)(const X(state) *st, const X(plan) *plan)
+{
+    const X(plan) *p = st->plan;
+    return p->fingerprint == plan->fingerprint && p->map == plan->map &&
+           p->d == plan->d && p->m == plan->m && p->e == plan->e;
+}
+
 static int compatible(const X(state) *a, const X(state) *b)
 {
-    return a->plan->fingerprint == b->plan->fingerprint &&
-           a->plan->map == b->plan->map && a->plan->d == b->plan->d &&
-           a->plan->m == b->plan->m && a->plan->e == b->plan->e;
+    return XI(state_fits_plan)(a, b->plan);
 }
 
 int X(state_merge)(X(state) *dst, const X(state) *src)
@@ -552,13 +558,11 @@ static int alloc_query_ws(query_ws *w, const X(state) *st, int64_t rows,
     return 0;
 }
 
-/* Rows [0, n) of a query, on this thread with workspace w (for up to
- * min(n, block) rows), written at row offset r0 of the outputs.  Returns 0,
- * or LINATTN_EDENOM or LINATTN_EOVERFLOW with *bad the first offending row
- * of the outputs. */
-static int query_serial(const X(state) *st, query_ws *w, int layout,
-                        int64_t r0, int64_t n, XI(view) q, real *out,
-                        int64_t ldout, real *num, int64_t ldnum, real *den,
+/* Rows [r0, r0 + n) of pb's queries, on this thread with workspace w (for
+ * up to min(n, block) rows).  Returns 0, or LINATTN_EDENOM or
+ * LINATTN_EOVERFLOW with *bad the first offending row of the outputs. */
+static int query_serial(const X(state) *st, query_ws *w,
+                        const XI(problem) *pb, int64_t r0, int64_t n,
                         int64_t *bad)
 {
     const X(plan) *plan = st->plan;
@@ -566,9 +570,10 @@ static int query_serial(const X(state) *st, query_ws *w, int layout,
     int64_t block = w->rows; /* never more than the plan's block */
     real *inv = w->dd + w->rows, *z = w->dd + 2 * w->rows;
     XI(view) s = {st->sz, e + 1, 0};
+    XI(view) q = XI(view_rows)(XI(part_view)(pb, LINATTN_I_Q), r0);
     XI(stats) ds = {z, w->dd, NULL, NULL};
-    XI(origin) origin = {q, {0}, {0}, plan->d, e, 0, 0, st, -1};
-    int cm = layout == LINATTN_COL_MAJOR;
+    XI(origin) origin = {pb, st, -1};
+    int want_out = pb->part[LINATTN_I_OUT].p != NULL;
     for (int64_t r = 0; r < n; r += block) {
         int64_t rows = n - r < block ? n - r : block;
         XI(view) pq = XI(view_rows)(q, r);
@@ -577,15 +582,11 @@ static int query_serial(const X(state) *st, query_ws *w, int layout,
         XI(phi_rows)(plan, pq, rows, w->phi, &ds);
         if (w->phi)
             pq = (XI(view)){w->phi, m, 0};
-        int64_t good = XI(good_rows)(plan, w->dd, rows, out != NULL,
-                                      st->tokens, 0);
+        int64_t good = XI(good_rows)(plan, w->dd, rows, want_out, st->tokens,
+                                     0);
         int64_t r1 = r0 + r;
-        if (XI(write_rows)(plan, pq, s, m, w->dd, good, layout, r1, out,
-                           ldout, num, ldnum, den, inv, w->y)) {
-            int64_t over = XI(first_overflow)(
-                layout, good, e, out ? (cm ? out + r1 : out + r1 * ldout) : NULL,
-                ldout, num ? (cm ? num + r1 : num + r1 * ldnum) : NULL, ldnum,
-                den ? den + r1 : NULL, &origin, r);
+        if (XI(write_rows)(pb, pq, s, m, w->dd, good, r1, inv, w->y)) {
+            int64_t over = XI(first_overflow)(pb, r1, good, &origin, r1);
             if (over < good) {
                 *bad = r1 + over;
                 return LINATTN_EOVERFLOW;
@@ -602,10 +603,7 @@ static int query_serial(const X(state) *st, query_ws *w, int layout,
 typedef struct {
     const X(state) *st;
     query_ws *ws;
-    int layout;
-    XI(view) q;
-    real *out, *num, *den;
-    int64_t ldout, ldnum;
+    const XI(problem) *pb;
     int status[LINATTN_MAX_THREADS]; /* range t's, with its first bad row */
 } query_job;
 
@@ -613,21 +611,18 @@ static int64_t query_range(void *ctx, int t, int64_t lo, int64_t hi)
 {
     query_job *j = ctx;
     int64_t bad = INT64_MAX;
-    j->status[t] = query_serial(j->st, &j->ws[t], j->layout, lo, hi - lo,
-                                XI(view_rows)(j->q, lo), j->out, j->ldout,
-                                j->num, j->ldnum, j->den, &bad);
+    j->status[t] = query_serial(j->st, &j->ws[t], j->pb, lo, hi - lo, &bad);
     return bad;
 }
 
-int XI(state_query_checked)(const X(state) *st, int layout, int64_t n,
-                            XI(view) q, real *out, int64_t ldout, real *num,
-                            int64_t ldnum, real *den, int64_t *bad_row)
+int XI(state_query_run)(const X(state) *st, const XI(problem) *pb,
+                        int64_t *bad_row)
 {
+    int64_t n = pb->nq;
     if (n == 0)
         return 0;
     if (XI(small_ok)(st->plan, n))
-        return XI(state_query_small)(st, layout, n, q, out, ldout, num, ldnum,
-                                     den, bad_row);
+        return XI(state_query_small)(st, pb, bad_row);
     int64_t block = XI(block_rows)(st->plan);
     int nt = linattn_i_threads(n, block);
     /* Every thread's workspace before any output is written, so that
@@ -635,8 +630,9 @@ int XI(state_query_checked)(const X(state) *st, int layout, int64_t n,
     query_ws ws[LINATTN_MAX_THREADS];
     int64_t per = (n + nt - 1) / nt;
     int have = 0;
-    int need_phi = !XI(map_is_identity)(st->plan) || !linattn_i_ld_fits(q.ld);
-    int need_y = XI(write_needs_y)(out, ldout, num, ldnum);
+    int need_phi = !XI(map_is_identity)(st->plan) ||
+                   !linattn_i_ld_fits(pb->part[LINATTN_I_Q].s.ld);
+    int need_y = XI(write_needs_y)(pb);
     while (have < nt && !alloc_query_ws(&ws[have], st, per < block ? per : block,
                                         need_phi, need_y))
         have++;
@@ -644,7 +640,7 @@ int XI(state_query_checked)(const X(state) *st, int layout, int64_t n,
     if (have == nt) {
         /* Each thread answers a contiguous range of rows; the first bad
          * row over all ranges is the one reported. */
-        query_job job = {st, ws, layout, q, out, num, den, ldout, ldnum, {0}};
+        query_job job = {st, ws, pb, {0}};
         int64_t bad = linattn_i_parallel_ranges(nt, n, query_range, &job);
         status = bad < n ? job.status[linattn_i_range_of(n, nt, bad)] : 0;
         if (bad < n && bad_row)
@@ -658,62 +654,56 @@ int XI(state_query_checked)(const X(state) *st, int layout, int64_t n,
     return status;
 }
 
-/* The checks the public update and query share: state, layout, n. */
-static int state_call_args(const X(state) *state, int layout, int64_t n)
-{
-    if (!state)
-        return -1;
-    if (!linattn_i_layout_ok(layout))
-        return -2;
-    return n < 0 ? -3 : 0;
-}
+/* linattn_d_state_update: the state, its keys and values. */
+static const linattn_i_signature update_sig = {
+    .state = 1, .layout = 2, .nk = 3,
+    .flags = LINATTN_I_SCAN | LINATTN_I_TOKENS,
+    .part = {[LINATTN_I_K] = {4, LINATTN_I_NK, LINATTN_I_D, LINATTN_I_INPUT},
+             [LINATTN_I_V] = {6, LINATTN_I_NK, LINATTN_I_E, LINATTN_I_INPUT}}};
 
 int X(state_update)(X(state) *state, int layout, int64_t n, const real *k,
                     int64_t ldk, const real *v, int64_t ldv)
 {
-    int st = state_call_args(state, layout, n);
+    const X(plan) *plan = state ? state->plan : NULL;
+    XI(problem) pb = XI(problem_init)(plan, layout, 0, n);
+    pb.state = state;
+    pb.part[LINATTN_I_K] = XI(part_single)(k, ldk);
+    pb.part[LINATTN_I_V] = XI(part_single)(v, ldv);
+    int st = XI(problem_check)(&pb, &update_sig, NULL);
     if (st)
         return st;
-    const X(plan) *plan = state->plan;
-    const linattn_i_mat mats[] = {{n, plan->d, k, ldk, 4, 0},
-                                  {n, plan->e, v, ldv, 6, 0}};
-    st = linattn_i_check_mats(layout, mats, 2);
-    if (st)
-        return st;
-    if (n > INT64_MAX - state->tokens)
-        return LINATTN_ESIZE; /* the token count would pass int64 */
-    int cm = layout == LINATTN_COL_MAJOR;
-    XI(view) kv = {k, ldk, cm}, vv = {v, ldv, cm};
-    if (plan->check_finite && !keys_finite(plan, kv, vv, n))
-        return LINATTN_ENONFINITE;
-    return update_run(state, kv, vv, n, 1);
+    return update_run(state, XI(part_view)(&pb, LINATTN_I_K),
+                      XI(part_view)(&pb, LINATTN_I_V), n, 1);
 }
+
+/* linattn_d_state_query: out and num are optional (a NULL one is skipped,
+ * leading dimension and all), but one of out, num, den must be asked
+ * for. */
+static const linattn_i_signature query_sig = {
+    .state = 1, .layout = 2, .nq = 3, .some_output = 10,
+    .flags = LINATTN_I_SCAN,
+    .part = {[LINATTN_I_Q] = {4, LINATTN_I_NQ, LINATTN_I_D, LINATTN_I_INPUT},
+             [LINATTN_I_OUT] = {6, LINATTN_I_NQ, LINATTN_I_E,
+                                LINATTN_I_OUTPUT | LINATTN_I_OPTIONAL},
+             [LINATTN_I_NUM] = {8, LINATTN_I_NQ, LINATTN_I_E,
+                                LINATTN_I_OUTPUT | LINATTN_I_OPTIONAL},
+             [LINATTN_I_DEN] = {10, LINATTN_I_NQ, LINATTN_I_ONE,
+                                LINATTN_I_OUTPUT | LINATTN_I_OPTIONAL |
+                                    LINATTN_I_VECTOR}}};
 
 int X(state_query)(const X(state) *state, int layout, int64_t n,
                    const real *q, int64_t ldq, real *out, int64_t ldout,
                    real *num, int64_t ldnum, real *den, int64_t *bad_row)
 {
-    int st = state_call_args(state, layout, n);
+    const X(plan) *plan = state ? state->plan : NULL;
+    XI(problem) pb = XI(problem_init)(plan, layout, n, 0);
+    pb.state = (X(state) *)state; /* only read */
+    pb.part[LINATTN_I_Q] = XI(part_single)(q, ldq);
+    pb.part[LINATTN_I_OUT] = XI(part_single)(out, ldout);
+    pb.part[LINATTN_I_NUM] = XI(part_single)(num, ldnum);
+    pb.part[LINATTN_I_DEN] = XI(part_single)(den, 1);
+    int st = XI(problem_check)(&pb, &query_sig, NULL);
     if (st)
         return st;
-    const X(plan) *plan = state->plan;
-    /* out and num are optional: a NULL one is skipped, ld and all; but at
-     * least one of out, num, den must be asked for. */
-    const linattn_i_mat mats[] = {{n, plan->d, q, ldq, 4, 0},
-                                  {n, plan->e, out, ldout, 6, 1},
-                                  {n, plan->e, num, ldnum, 8, 1},
-                                  /* den (n entries) only for its range */
-                                  {n, 1, den, linattn_i_vector_ld(layout, n),
-                                   10, 1}};
-    st = linattn_i_check_mats_io(layout, sizeof(real), mats, 4, 1);
-    /* An argument error (negative) outranks a size condition (positive). */
-    if (st >= 0 && !out && !num && !den)
-        st = -10;
-    if (st)
-        return st;
-    XI(view) qv = {q, ldq, layout == LINATTN_COL_MAJOR};
-    if (plan->check_finite && !XI(all_finite)(qv, n, plan->d))
-        return LINATTN_ENONFINITE;
-    return XI(state_query_checked)(state, layout, n, qv, out, ldout, num,
-                                   ldnum, den, bad_row);
+    return XI(state_query_run)(state, &pb, bad_row);
 }

@@ -8,6 +8,7 @@
 #define LINATTN_ATTN_STATE_H
 
 #include "attn/plan.h"
+#include "attn/problem.h"
 
 struct X(state_s) {
     const X(plan) *plan;
@@ -67,25 +68,34 @@ void XI(acc_add)(const X(plan) *plan, acc_t *dst, double *dst_shift,
  * written directly (a restored checkpoint). */
 void XI(state_publish)(X(state) *st);
 
-/* update and query after argument checks (same meaning as the public
- * functions); both return 0, LINATTN_ENOMEM or LINATTN_EDENOM. */
+/* state += the keys and values of rows [0, n) of (k, v), after the
+ * call's checks: 0, LINATTN_ENOMEM (state unchanged) or, for sums that
+ * finite inputs push beyond the range, the sums kept (the one-call paths,
+ * whose queries then report the rows they reach). */
 int XI(state_update_checked)(X(state) *st, XI(view) k, XI(view) v, int64_t n);
-int XI(state_query_checked)(const X(state) *st, int layout, int64_t n,
-                            XI(view) q, real *out, int64_t ldout, real *num,
-                            int64_t ldnum, real *den, int64_t *bad_row);
+
+/* The queries of pb (its nq rows of Q into its outputs out, num, den,
+ * each may be absent) against st, after the call's checks: 0,
+ * LINATTN_ENOMEM, LINATTN_EDENOM or LINATTN_EOVERFLOW (with *bad_row), as
+ * linattn_d_state_query. */
+int XI(state_query_run)(const X(state) *st, const XI(problem) *pb,
+                        int64_t *bad_row);
+
+/* Nonzero when st belongs to a plan whose states may be merged with
+ * plan's: the same fingerprint, map and sizes. */
+int XI(state_fits_plan)(const X(state) *st, const X(plan) *plan);
 
 /* ---- a few rows at a time (state_small.c) ---- */
 
 /* Nonzero when an update or query of n rows takes the small path: plain
  * loops on stack workspace, no allocation, no BLAS. */
 int XI(small_ok)(const X(plan) *plan, int64_t n);
-/* As state_update_checked / state_query_checked, for small_ok sizes.  The
+/* As state_update_checked / state_query_run, for small_ok sizes.  The
  * update does not count the tokens nor publish; it returns 1 when done, 0
  * (state unchanged) when its sums could leave the range or the inputs are
  * not finite: the blocked path then decides. */
 int XI(state_update_small)(X(state) *st, XI(view) k, XI(view) v, int64_t n);
-int XI(state_query_small)(const X(state) *st, int layout, int64_t n,
-                          XI(view) q, real *out, int64_t ldout, real *num,
-                          int64_t ldnum, real *den, int64_t *bad_row);
+int XI(state_query_small)(const X(state) *st, const XI(problem) *pb,
+                          int64_t *bad_row);
 
 #endif

@@ -88,16 +88,20 @@ int XI(state_update_small)(X(state) *st, XI(view) k, XI(view) v, int64_t n)
     return 1;
 }
 
-int XI(state_query_small)(const X(state) *st, int layout, int64_t n,
-                          XI(view) q, real *out, int64_t ldout, real *num,
-                          int64_t ldnum, real *den, int64_t *bad_row)
+int XI(state_query_small)(const X(state) *st, const XI(problem) *pb,
+                          int64_t *bad_row)
 {
     const X(plan) *plan = st->plan;
-    int64_t m = plan->m, e = plan->e;
-    int cm = layout == LINATTN_COL_MAJOR;
+    int64_t m = plan->m, e = plan->e, n = pb->nq;
+    int cm = pb->layout == LINATTN_COL_MAJOR;
+    real *out = XI(part_out)(pb, LINATTN_I_OUT);
+    real *num = XI(part_out)(pb, LINATTN_I_NUM);
+    real *den = XI(part_out)(pb, LINATTN_I_DEN);
+    int64_t ldout = pb->part[LINATTN_I_OUT].s.ld;
+    int64_t ldnum = pb->part[LINATTN_I_NUM].s.ld;
     real phi[SMALL_ROWS * SMALL_WIDTH], y[SMALL_WIDTH + 1];
-    XI(origin) origin = {q, {0}, {0}, plan->d, e, 0, 0, st, -1};
-    XI(phi_rows)(plan, q, n, phi, NULL);
+    XI(origin) origin = {pb, st, -1};
+    XI(phi_rows)(plan, XI(part_view)(pb, LINATTN_I_Q), n, phi, NULL);
     const XI(kern) *kn = XI(kern_now)();
     for (int64_t r = 0; r < n; r++) {
         kn->row_times(y, st->sz, m, e, phi + r * m);
@@ -118,8 +122,7 @@ int XI(state_query_small)(const X(state) *st, int layout, int64_t n,
             den[r] = dr;
             bad |= LINATTN_NOT_FINITE(dr);
         }
-        if (bad && XI(first_overflow)(layout, 1, e, out_r, ldout, num_r, ldnum,
-                                      den ? den + r : NULL, &origin, r) == 0) {
+        if (bad && XI(first_overflow)(pb, r, 1, &origin, r) == 0) {
             if (bad_row)
                 *bad_row = r;
             return LINATTN_EOVERFLOW;

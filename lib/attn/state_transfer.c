@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * state_io.c -- a state's accumulator in and out (export/import), and the
- * plan a state belongs to: what a reduction of states computed elsewhere
+ * state_transfer.c -- a state's accumulator in and out (export/import), and
+ * the plan a state belongs to: what a reduction of states computed elsewhere
  * (liblinattn_mpi's) needs, through the public API.
  *
  * The double accumulator moves, never the working-precision copy: float

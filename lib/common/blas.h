@@ -13,22 +13,9 @@
 #include <cblas.h>
 #include "kernels/kern.h"
 #include "common/prec.h"
+#include "common/view.h"
 #include "common/validate.h"
 
-/* A rows x cols matrix as the caller passed it. */
-typedef struct {
-    const real *p;
-    int64_t ld;
-    int colmajor;
-} XI(view);
-
-/* The view of rows [r, r + count) of a. */
-static inline XI(view) XI(view_rows)(XI(view) a, int64_t r)
-{
-    XI(view) b = a;
-    b.p = a.colmajor ? a.p + r : a.p + r * a.ld;
-    return b;
-}
 
 /* Nonzero for the GEMM shapes the kernels' micro-kernel (kern.h) runs
  * faster than a BLAS: a narrow C (n columns, a few vectors) and either

@@ -4,7 +4,8 @@
 # libcommon's precision-independent services: argument checks (single
 # matrices and strided batches), threads, the CPU probe, the BLAS found at
 # run time (linattn_platform_query), and the status sentences.
-INTERNAL_H += lib/common/prec.h lib/common/blas.h lib/common/simd.h \
+INTERNAL_H += lib/common/prec.h lib/common/view.h lib/common/blas.h \
+	lib/common/simd.h \
 	lib/common/validate.h lib/common/threads.h lib/common/cpu.h
 lib_libcommon_la_SOURCES += lib/common/validate.c lib/common/validate.h \
 	lib/common/strides.c lib/common/threads.c lib/common/threads.h \

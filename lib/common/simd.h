@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * kernels.h -- compiler hints for the elementwise loops.
+ * simd.h -- compiler hints for the elementwise loops.
  *
  * LINATTN_SIMD asks for vectorization (OpenMP simd, enabled by configure
  * with -fopenmp-simd, which needs no OpenMP runtime).  The loops that
  * matter are built once per code path (generic, AVX2, AVX-512) in
- * lib/kern.c and chosen at run time (kern.h): one binary that is fast on
- * current clusters and still runs on old nodes.
+ * lib/kernels/kern.c and chosen at run time (kernels/dispatch.c): one
+ * binary that is fast on current clusters and still runs on old nodes.
  */
-#ifndef LINATTN_KERNELS_H
-#define LINATTN_KERNELS_H
+#ifndef LINATTN_COMMON_SIMD_H
+#define LINATTN_COMMON_SIMD_H
 
 #ifdef LINATTN_HAVE_OPENMP_SIMD
 #define LINATTN_SIMD _Pragma("omp simd")
@@ -25,13 +25,5 @@
 #define LINATTN_SIMD_SUM
 #define LINATTN_SIMD_REDUCE(op, v)
 #endif
-
-/* Elementwise work below this many values stays on one thread: waking
- * the OpenMP team costs microseconds. */
-#define LINATTN_PAR_MIN 32768
-
-/* Rows per chunk of the per-row work: the unit of parallel splitting and of
- * partial column sums (fixed, so results do not depend on thread count). */
-#define LINATTN_CHUNK 256
 
 #endif

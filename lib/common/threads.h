@@ -27,6 +27,10 @@
 #include <stdint.h>
 #include "linattn.h"
 
+/* Elementwise work below this many values stays on one thread: waking
+ * the OpenMP team costs microseconds. */
+#define LINATTN_PAR_MIN 32768
+
 /* The most threads a row-parallel path uses (workspaces are per thread). */
 #define LINATTN_MAX_THREADS 256
 

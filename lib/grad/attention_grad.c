@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * backward.c -- gradients of non-causal linear attention, and the forward
- * call that hands back the normalizers they need.
+ * attention_grad.c -- gradients of non-causal linear attention, and the
+ * forward call that hands back the normalizers they need.
  *
  * With [g h]_i = [G_i / den_i, -(G_i . out_i) / den_i] (the adjoints of
  * num_i and den_i) and [S z] the state of all keys:
@@ -9,8 +9,8 @@
  *     dphi(Q) = [g h] [S z]^T         d[S z] = phi(Q)^T [g h]
  *     dphi(K) = [V 1] d[S z]^T        dV = phi(K) dS
  *
- * then the feature maps' Jacobians (featgrad.c).  Three passes of row
- * blocks, each a GEMM or two per block, never a copy of phi for all rows:
+ * then the feature maps' Jacobians (grad/features_grad.c).  Three passes of
+ * row blocks, each a GEMM or two per block, never a copy of phi for all rows:
  *
  *   1. the state [S z] over the keys (the forward's own update);
  *   2. over the queries: phi(Q_b), [g h]_b, d[S z] += phi(Q_b)^T [g h]_b,
@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "grad/grad.h"
+#include "attn/problem.h"
 #include "kernels/kern.h"
 #include "common/simd.h"
 #include "common/threads.h"
@@ -73,46 +74,39 @@ static int alloc_bwd_ws(bwd_ws *w, const X(plan) *plan, int64_t rows)
 }
 
 typedef struct {
-    const X(plan) *plan;
+    const XI(problem) *pb;
     bwd_ws *ws;
     XI(pgrad) *pg; /* per thread (or one, the caller's) */
-    int cm;
-    XI(view) q, k, v, out, g;
-    const real *den;
-    real *dq, *dk, *dv;
-    int64_t lddq, lddk, lddv;
     const real *st;  /* [S z]^T, (e + 1) x m: the products below then   */
     const real *dsz; /* take their right operands untransposed (the    */
     const real *dst; /* kernels' micro-kernel); d[S z] and its transpose */
     double shift;    /* the keys' shift C */
 } bwd_job;
 
-static real *rows_at(real *p, int cm, int64_t ld, int64_t r)
-{
-    return cm ? p + r : p + r * ld;
-}
-
 /* Pass 2 on query rows [lo, hi); lo when a value written to dq is not
  * finite, else INT64_MAX. */
 static int64_t query_pass(void *ctx, int t, int64_t lo, int64_t hi)
 {
     bwd_job *j = ctx;
-    const X(plan) *plan = j->plan;
+    const XI(problem) *pb = j->pb;
+    const X(plan) *plan = pb->plan;
     bwd_ws *w = &j->ws[t];
     int64_t m = plan->m, e = plan->e, block = XI(block_rows)(plan);
-    int bad = 0;
+    int64_t lddq = pb->part[LINATTN_I_DQ].s.ld;
+    int cm = pb->layout == LINATTN_COL_MAJOR, bad = 0;
     for (int64_t r = lo; r < hi; r += block) {
         int64_t rows = hi - r < block ? hi - r : block;
-        XI(view) qb = XI(view_rows)(j->q, r);
+        XI(view) qb = XI(view_rows)(XI(part_view)(pb, LINATTN_I_Q), r);
         XI(phi_rows)(plan, qb, rows, w->f, NULL);
-        XI(gh_rows)(plan, XI(view_rows)(j->g, r), XI(view_rows)(j->out, r),
-                    j->den + r, rows, w->gh);
+        XI(gh_rows)(plan, XI(view_rows)(XI(part_view)(pb, LINATTN_I_G), r),
+                    XI(view_rows)(XI(part_view)(pb, LINATTN_I_OUT), r),
+                    pb->part[LINATTN_I_DEN].p + r, rows, w->gh);
         XI(view) fv = {w->f, m, 0}, ghv = {w->gh, e + 1, 0};
         XI(accum_gemm)(&w->ds, 1, 0, m, e + 1, rows, fv, ghv);
         XI(gemm)(0, 0, rows, m, e + 1, 1, ghv, (XI(view)){j->st, m, 0}, 0,
                  w->a, m);
-        bad |= XI(phi_backward)(plan, qb, rows, w->f, w->a, j->cm,
-                                rows_at(j->dq, j->cm, j->lddq, r), j->lddq,
+        bad |= XI(phi_backward)(plan, qb, rows, w->f, w->a, cm,
+                                XI(part_row)(pb, LINATTN_I_DQ, r), lddq,
                                 &w->fw, &j->pg[t]);
     }
     return bad ? lo : INT64_MAX;
@@ -123,21 +117,25 @@ static int64_t query_pass(void *ctx, int t, int64_t lo, int64_t hi)
 static int64_t key_pass(void *ctx, int t, int64_t lo, int64_t hi)
 {
     bwd_job *j = ctx;
-    const X(plan) *plan = j->plan;
+    const XI(problem) *pb = j->pb;
+    const X(plan) *plan = pb->plan;
     bwd_ws *w = &j->ws[t];
     int64_t m = plan->m, e = plan->e, block = XI(block_rows)(plan);
-    int bad = 0;
+    int64_t lddk = pb->part[LINATTN_I_DK].s.ld;
+    int64_t lddv = pb->part[LINATTN_I_DV].s.ld;
+    int cm = pb->layout == LINATTN_COL_MAJOR, bad = 0;
     XI(view) ds = {j->dsz, e + 1, 0}, fv = {w->f, m, 0};
     for (int64_t r = lo; r < hi; r += block) {
         int64_t rows = hi - r < block ? hi - r : block;
-        XI(view) kb = XI(view_rows)(j->k, r);
+        XI(view) kb = XI(view_rows)(XI(part_view)(pb, LINATTN_I_K), r);
         if (plan->shifted) { /* at the state's shift, as the forward */
             XI(phi_pre)(plan, kb, rows, w->f, w->rexp);
             XI(phi_post)(plan, w->f, rows, w->rexp, NULL, j->shift, NULL);
         } else {
             XI(phi_rows)(plan, kb, rows, w->f, NULL);
         }
-        XI(view) vb = XI(fit_view)(XI(view_rows)(j->v, r), rows, e, w->vc);
+        XI(view) vb = XI(fit_view)(
+            XI(view_rows)(XI(part_view)(pb, LINATTN_I_V), r), rows, e, w->vc);
         /* dphi(K_b) = V_b dS^T + 1 dz^T */
         XI(gemm)(0, 0, rows, m, e, 1, vb, (XI(view)){j->dst, m, 0}, 0, w->a,
                  m);
@@ -148,24 +146,22 @@ static int64_t key_pass(void *ctx, int t, int64_t lo, int64_t hi)
             for (int64_t c = 0; c < m; c++)
                 ai[c] += dz[c];
         }
-        bad |= XI(gemm_to_checked)(rows, e, m, fv, ds, j->cm,
-                                   rows_at(j->dv, j->cm, j->lddv, r), j->lddv,
+        bad |= XI(gemm_to_checked)(rows, e, m, fv, ds, cm,
+                                   XI(part_row)(pb, LINATTN_I_DV, r), lddv,
                                    w->y, w->fw.ones);
-        bad |= XI(phi_backward)(plan, kb, rows, w->f, w->a, j->cm,
-                                rows_at(j->dk, j->cm, j->lddk, r), j->lddk,
+        bad |= XI(phi_backward)(plan, kb, rows, w->f, w->a, cm,
+                                XI(part_row)(pb, LINATTN_I_DK, r), lddk,
                                 &w->fw, &j->pg[t]);
     }
     return bad ? lo : INT64_MAX;
 }
 
-int XI(attention_backward_run)(const X(plan) *plan, int layout, int64_t nq,
-                               int64_t nk, XI(view) q, XI(view) k,
-                               XI(view) v, XI(view) out, const real *den,
-                               XI(view) g, real *dq, int64_t lddq, real *dk,
-                               int64_t lddk, real *dv, int64_t lddv,
-                               const XI(pgrad) *pg, const X(state) *given,
+int XI(attention_backward_run)(const XI(problem) *pb, const XI(pgrad) *pg,
                                int *nonfinite)
 {
+    const X(plan) *plan = pb->plan;
+    const X(state) *given = pb->state;
+    int64_t nq = pb->nq, nk = pb->nk;
     int64_t m = plan->m, e = plan->e, block = XI(block_rows)(plan);
     int ntq = linattn_i_threads(nq, block), ntk = linattn_i_threads(nk, block);
     int nt = ntq > ntk ? ntq : ntk;
@@ -191,16 +187,16 @@ int XI(attention_backward_run)(const X(plan) *plan, int layout, int64_t nq,
         state = *given; /* read only */
     } else if (!st) {
         XI(state_init)(&state, plan, mem);
-        st = XI(state_update_checked)(&state, k, v, nk);
+        st = XI(state_update_checked)(&state, XI(part_view)(pb, LINATTN_I_K),
+                                      XI(part_view)(pb, LINATTN_I_V), nk);
     }
     if (!st) {
         const XI(kern) *kn = XI(kern_now)();
         for (int t = 0; !split && t < nt; t++)
             parts[t] = *pgv; /* one thread, or nothing to split */
         kn->transpose(m, e + 1, state.sz, e + 1, tr, m);
-        bwd_job job = {plan, ws, parts, layout == LINATTN_COL_MAJOR, q, k,
-                       v, out, g, den, dq, dk, dv, lddq, lddk, lddv, tr,
-                       NULL, tr + m * (e + 1), state.shift};
+        bwd_job job = {pb, ws, parts, tr, NULL, tr + m * (e + 1),
+                       state.shift};
         int64_t qbad = linattn_i_parallel_ranges(ntq, nq, query_pass, &job);
         /* d[S z] from the threads' parts, in thread order */
         for (int t = 1; t < ntq; t++)
@@ -223,24 +219,14 @@ int XI(attention_backward_run)(const X(plan) *plan, int layout, int64_t nq,
     return st;
 }
 
-/* ---- public calls ---- */
+/* ---- the public call ---- */
 
-int X(attention_forward)(const X(plan) *plan, int layout, int64_t nq,
-                         int64_t nk, const real *q, int64_t ldq, const real *k,
-                         int64_t ldk, const real *v, int64_t ldv, real *out,
-                         int64_t ldout, real *den, int64_t *bad_row)
-{
-    int st = XI(attention_den_args)(plan, layout, nq, nk, q, ldq, k, ldk, v,
-                                    ldv, out, ldout, den, 0);
-    if (st < 0)
-        return st;
-    if (!den && nq > 0)
-        return -13;
-    if (st)
-        return st;
-    return XI(attention_run_den)(plan, layout, nq, nk, q, ldq, k, ldk, v, ldv,
-                                 out, ldout, den, bad_row);
-}
+/* linattn_d_attention_backward: nq queries and nk keys; the state of K, V
+ * (optional) after dW and db. */
+static const linattn_i_signature backward_sig = {
+    .plan = 1, .layout = 2, .nq = 3, .nk = 4, .given = 25,
+    .flags = LINATTN_I_SCAN | LINATTN_I_DEN_POLICY | LINATTN_I_GIVEN_KEYS,
+    .part = {LINATTN_I_BACKWARD(5)}};
 
 int X(attention_backward)(const X(plan) *plan, int layout, int64_t nq,
                           int64_t nk, const real *q, int64_t ldq,
@@ -251,7 +237,10 @@ int X(attention_backward)(const X(plan) *plan, int layout, int64_t nq,
                           real *dv, int64_t lddv, real *dw, int64_t lddw,
                           real *db, const X(state) *state, int64_t *bad_row)
 {
-    return XI(backward_call)(0, plan, layout, nq, nk, q, ldq, k, ldk, v, ldv,
-                             out, ldout, den, g, ldg, dq, lddq, dk, lddk, dv,
-                             lddv, dw, lddw, db, state, bad_row);
+    XI(problem) pb = XI(problem_init)(plan, layout, nq, nk);
+    XI(problem_qkvo)(&pb, q, ldq, k, ldk, v, ldv, out, ldout);
+    XI(problem_grads)(&pb, den, g, ldg, dq, lddq, dk, lddk, dv, lddv, dw,
+                      lddw, db);
+    pb.state = (X(state) *)state; /* only read */
+    return XI(backward_single)(&pb, &backward_sig, bad_row);
 }

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * backward_causal.c -- gradients of causal linear attention, chunked as
+ * causal_grad.c -- gradients of causal linear attention, chunked as
  * the forward (causal.c), and the forward call that hands back the
  * normalizers they need.
  *
- * Row i sees keys j <= i.  With [g h]_i as in backward.c (G_i / den_i,
- * -(G_i . out_i) / den_i) and P_ij = [g h]_i . [v_j 1]:
+ * Row i sees keys j <= i.  With [g h]_i as in grad/attention_grad.c (G_i /
+ * den_i, -(G_i . out_i) / den_i) and P_ij = [g h]_i . [v_j 1]:
  *
  *     dphi(q_i) = sum_{j <= i} P_ij phi(k_j)   = [S z]_{<=i} [g h]_i
  *     dphi(k_j) = sum_{i >= j} P_ij phi(q_i)   = D_{>=j} [v_j 1]
@@ -50,14 +50,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "grad/grad.h"
+#include "attn/paths.h"
+#include "attn/problem.h"
 #include "kernels/kern.h"
 #include "kernels/kern_grad.h"
 #include "common/simd.h"
 #include "common/threads.h"
 #include "common/validate.h"
-
-/* Rows per diagonal block of the triangle products (as causal.c). */
-#define TRI_BLOCK 16
 
 /* One thread's workspace: the chunk's features, values with ones, [g h],
  * the squares A and P, the adjoints, dV staging, the running shifts. */
@@ -139,8 +138,9 @@ static void XI(triangle_t_times)(const real *a, int64_t lda, const real *x,
                                  real *y, int64_t ldy)
 {
     const XI(gkern) *gk = XI(gkern_now)();
-    for (int64_t j0 = 0; j0 < rows; j0 += TRI_BLOCK) {
-        int64_t j1 = j0 + TRI_BLOCK < rows ? j0 + TRI_BLOCK : rows;
+    for (int64_t j0 = 0; j0 < rows; j0 += LINATTN_TRI_BLOCK) {
+        int64_t j1 = j0 + LINATTN_TRI_BLOCK < rows ? j0 + LINATTN_TRI_BLOCK
+                                                    : rows;
         if (j1 < rows)
             XI(gemm)(1, 0, j1 - j0, w, rows - j1, 1,
                      (XI(view)){a + j1 * lda + j0, lda, 0},
@@ -150,13 +150,15 @@ static void XI(triangle_t_times)(const real *a, int64_t lda, const real *x,
 }
 
 /* c (ldc) = a bt for rows i < rows and columns j < the end of i's row
- * block: every entry j <= i the triangles read, and a quarter less than
- * the whole square at C = 2 TRI_BLOCK (the entries above are never read). */
+ * block: every entry j <= i the triangles read, and a quarter less than the
+ * whole square at C = 2 LINATTN_TRI_BLOCK (the entries above are never read).
+ */
 static void XI(lower_square)(XI(view) a, XI(view) bt, int64_t rows,
                              int64_t k, real *c, int64_t ldc)
 {
-    for (int64_t r0 = 0; r0 < rows; r0 += TRI_BLOCK) {
-        int64_t r1 = r0 + TRI_BLOCK < rows ? r0 + TRI_BLOCK : rows;
+    for (int64_t r0 = 0; r0 < rows; r0 += LINATTN_TRI_BLOCK) {
+        int64_t r1 = r0 + LINATTN_TRI_BLOCK < rows ? r0 + LINATTN_TRI_BLOCK
+                                                    : rows;
         XI(gemm)(0, 0, r1 - r0, r1, k, 1, XI(view_rows)(a, r0), bt, 0,
                  c + r0 * ldc, ldc);
     }
@@ -175,49 +177,22 @@ static void values_t(XI(view) v, int64_t rows, int64_t e, real *vt,
         vt[e * c + i] = 1;
 }
 
-/* dV's entry (r, 0): the reverse sweep's note of a chunk's start shift. */
-static real *note_at(real *dv, int cm, int64_t lddv, int64_t r)
-{
-    return cm ? dv + r : dv + r * lddv;
-}
-
-/* A range of rows, its views and outputs at its first row. */
 typedef struct {
-    int64_t n;
-    XI(view) q, k, v, out, g;
-    const real *den;
-    real *dq, *dk, *dv;
-} range;
-
-typedef struct {
-    const X(plan) *plan;
+    const XI(problem) *pb; /* the call's; a range's rows: problem_rows */
     cws *ws;
     XI(pgrad) *pg;
-    int cm;
-    int64_t c, lddq, lddk, lddv;
-    range all;
+    int64_t c;
 } cjob;
-
-static range range_of(const cjob *j, int64_t lo, int64_t hi)
-{
-    const range *a = &j->all;
-    int cm = j->cm;
-    range r = {hi - lo, XI(view_rows)(a->q, lo), XI(view_rows)(a->k, lo),
-               XI(view_rows)(a->v, lo), XI(view_rows)(a->out, lo),
-               XI(view_rows)(a->g, lo), a->den + lo,
-               cm ? a->dq + lo : a->dq + lo * j->lddq,
-               cm ? a->dk + lo : a->dk + lo * j->lddk,
-               cm ? a->dv + lo : a->dv + lo * j->lddv};
-    return r;
-}
 
 /* The chunk's features, [V 1] and [g h]; shifted maps take the keys at
  * their running shifts from start (-inf: none yet). */
-static void chunk_inputs(const X(plan) *plan, cws *w, const range *rg,
-                         int64_t r, int64_t rows, int64_t c, double start)
+static void chunk_inputs(const XI(problem) *rg, cws *w, int64_t r,
+                         int64_t rows, int64_t c, double start)
 {
-    XI(phi_rows)(plan, XI(view_rows)(rg->q, r), rows, w->fq, NULL);
-    XI(view) kb = XI(view_rows)(rg->k, r);
+    const X(plan) *plan = rg->plan;
+    XI(phi_rows)(plan, XI(view_rows)(XI(part_view)(rg, LINATTN_I_Q), r), rows,
+                 w->fq, NULL);
+    XI(view) kb = XI(view_rows)(XI(part_view)(rg, LINATTN_I_K), r);
     if (plan->shifted) {
         XI(phi_pre)(plan, kb, rows, w->fk, w->rexp);
         double run = start;
@@ -230,9 +205,11 @@ static void chunk_inputs(const X(plan) *plan, cws *w, const range *rg,
     } else {
         XI(phi_rows)(plan, kb, rows, w->fk, NULL);
     }
-    values_t(XI(view_rows)(rg->v, r), rows, plan->e, w->vt, c);
-    XI(gh_rows)(plan, XI(view_rows)(rg->g, r), XI(view_rows)(rg->out, r),
-                rg->den + r, rows, w->gh);
+    values_t(XI(view_rows)(XI(part_view)(rg, LINATTN_I_V), r), rows, plan->e,
+             w->vt, c);
+    XI(gh_rows)(plan, XI(view_rows)(XI(part_view)(rg, LINATTN_I_G), r),
+                XI(view_rows)(XI(part_view)(rg, LINATTN_I_OUT), r),
+                rg->part[LINATTN_I_DEN].p + r, rows, w->gh);
 }
 
 /* Shifted maps: entries (i, j < i) of the squares times exp(m_j - m_i). */
@@ -254,22 +231,24 @@ static void rescale_squares(const X(plan) *plan, cws *w, int64_t rows,
 
 /* The forward sweep over a range: dQ, and (part) the range's own D;
  * nonzero when a value written to dQ is not finite. */
-static int forward_sweep(const X(plan) *plan, cws *w, int64_t c, int cm,
-                          int64_t lddq, int64_t lddv, const range *rg,
-                          int part, const XI(pgrad) *pg)
+static int forward_sweep(const XI(problem) *rg, cws *w, int64_t c, int part,
+                         const XI(pgrad) *pg)
 {
-    int64_t m = plan->m, e = plan->e, ld = e + 1;
+    const X(plan) *plan = rg->plan;
+    int cm = rg->layout == LINATTN_COL_MAJOR;
+    int64_t m = plan->m, e = plan->e, ld = e + 1, n = rg->nq;
+    int64_t lddq = rg->part[LINATTN_I_DQ].s.ld;
     XI(accum) *s = &w->pre;
     XI(view) fq = {w->fq, m, 0}, fk = {w->fk, m, 0}, ghv = {w->gh, ld, 0};
     XI(view) vt = {w->vt, c, 0};
     const XI(kern) *kn = XI(kern_now)();
     int bad = 0;
-    for (int64_t r = 0; r < rg->n; r += c) {
-        int64_t rows = rg->n - r < c ? rg->n - r : c;
+    for (int64_t r = 0; r < n; r += c) {
+        int64_t rows = n - r < c ? n - r : c;
         double start = s->has ? s->shift : -INFINITY;
-        chunk_inputs(plan, w, rg, r, rows, c, start);
+        chunk_inputs(rg, w, r, rows, c, start);
         if (plan->shifted) /* the reverse sweep's note, exact in real */
-            *note_at(rg->dv, cm, lddv, r) = (real)start;
+            *XI(part_row)(rg, LINATTN_I_DV, r) = (real)start;
         XI(lower_square)(ghv, vt, rows, ld, w->sp, c);
         rescale_squares(plan, w, rows, c, 0);
         /* dphi(Q_c) = [g h] [S z]^T (row i at exp(M - m_i)) + tril(P) K */
@@ -285,9 +264,10 @@ static int forward_sweep(const X(plan) *plan, cws *w, int64_t c, int cm,
             kn->trimm(rows, m, w->sp, c, w->fk, m, w->a, m, w->a, m, NULL);
         else
             XI(tril_times)(w->sp, c, fk, rows, m, w->a, m);
-        bad |= XI(phi_backward)(plan, XI(view_rows)(rg->q, r), rows, w->fq,
-                                w->a, cm, cm ? rg->dq + r : rg->dq + r * lddq,
-                                lddq, &w->fw, pg);
+        XI(view) qb = XI(view_rows)(XI(part_view)(rg, LINATTN_I_Q), r);
+        bad |= XI(phi_backward)(plan, qb, rows, w->fq, w->a, cm,
+                                XI(part_row)(rg, LINATTN_I_DQ, r), lddq,
+                                &w->fw, pg);
         if (part) { /* D of this range at the shift of its first row */
             XI(accum) *d = &w->part;
             if (!d->has)
@@ -314,22 +294,25 @@ static int forward_sweep(const X(plan) *plan, cws *w, int64_t c, int cm,
 
 /* The reverse sweep over a range, from the suffix sums in w->suf;
  * nonzero when a value written to dK or dV is not finite. */
-static int reverse_sweep(const X(plan) *plan, cws *w, int64_t c, int cm,
-                          int64_t lddk, int64_t lddv, const range *rg,
-                          const XI(pgrad) *pg)
+static int reverse_sweep(const XI(problem) *rg, cws *w, int64_t c,
+                         const XI(pgrad) *pg)
 {
-    int64_t m = plan->m, e = plan->e, ld = e + 1;
+    const X(plan) *plan = rg->plan;
+    int cm = rg->layout == LINATTN_COL_MAJOR;
+    int64_t m = plan->m, e = plan->e, ld = e + 1, n = rg->nq;
+    int64_t lddk = rg->part[LINATTN_I_DK].s.ld;
+    int64_t lddv = rg->part[LINATTN_I_DV].s.ld;
     XI(accum) *d = &w->suf;
     XI(view) fq = {w->fq, m, 0}, ghv = {w->gh, ld, 0};
     XI(view) vt = {w->vt, c, 0}, kt = {w->kt, c, 0};
     const XI(kern) *kn = XI(kern_now)();
     int bad = 0;
-    for (int64_t r = (rg->n - 1) / c * c; rg->n > 0 && r >= 0; r -= c) {
-        int64_t rows = rg->n - r < c ? rg->n - r : c;
+    for (int64_t r = (n - 1) / c * c; n > 0 && r >= 0; r -= c) {
+        int64_t rows = n - r < c ? n - r : c;
         double start = 0;
         if (plan->shifted)
-            start = (double)*note_at(rg->dv, cm, lddv, r);
-        chunk_inputs(plan, w, rg, r, rows, c, start);
+            start = (double)*XI(part_row)(rg, LINATTN_I_DV, r);
+        chunk_inputs(rg, w, r, rows, c, start);
         kn->transpose(rows, m, w->fk, m, w->kt, c);
         XI(lower_square)(fq, kt, rows, m, w->sa, c);
         XI(lower_square)(ghv, vt, rows, ld, w->sp, c);
@@ -353,11 +336,12 @@ static int reverse_sweep(const X(plan) *plan, cws *w, int64_t c, int cm,
         /* the chunk's own rows i >= j */
         XI(triangle_t_times)(w->sp, c, w->fq, m, rows, m, w->a, m);
         XI(triangle_t_times)(w->sa, c, w->gh, ld, rows, e, w->y, e);
-        bad |= XI(put_rows)(cm ? rg->dv + r : rg->dv + r * lddv, cm, lddv,
-                            w->y, 0, e, rows, e, NULL);
-        bad |= XI(phi_backward)(plan, XI(view_rows)(rg->k, r), rows, w->fk,
-                                w->a, cm, cm ? rg->dk + r : rg->dk + r * lddk,
-                                lddk, &w->fw, pg);
+        bad |= XI(put_rows)(XI(part_row)(rg, LINATTN_I_DV, r), cm, lddv, w->y,
+                            0, e, rows, e, NULL);
+        XI(view) kb = XI(view_rows)(XI(part_view)(rg, LINATTN_I_K), r);
+        bad |= XI(phi_backward)(plan, kb, rows, w->fk, w->a, cm,
+                                XI(part_row)(rg, LINATTN_I_DK, r), lddk,
+                                &w->fw, pg);
         /* D takes the chunk's rows, at the shift of its first row */
         if (plan->shifted) {
             double to = w->mrun[0];
@@ -376,18 +360,16 @@ static int reverse_sweep(const X(plan) *plan, cws *w, int64_t c, int cm,
 static int64_t forward_range(void *ctx, int t, int64_t lo, int64_t hi)
 {
     cjob *j = ctx;
-    range rg = range_of(j, lo, hi);
-    int bad = forward_sweep(j->plan, &j->ws[t], j->c, j->cm, j->lddq, j->lddv,
-                            &rg, t > 0, &j->pg[t]);
+    XI(problem) rg = XI(problem_rows)(j->pb, lo, hi);
+    int bad = forward_sweep(&rg, &j->ws[t], j->c, t > 0, &j->pg[t]);
     return bad ? lo : INT64_MAX;
 }
 
 static int64_t reverse_range(void *ctx, int t, int64_t lo, int64_t hi)
 {
     cjob *j = ctx;
-    range rg = range_of(j, lo, hi);
-    int bad = reverse_sweep(j->plan, &j->ws[t], j->c, j->cm, j->lddk, j->lddv,
-                            &rg, &j->pg[t]);
+    XI(problem) rg = XI(problem_rows)(j->pb, lo, hi);
+    int bad = reverse_sweep(&rg, &j->ws[t], j->c, &j->pg[t]);
     return bad ? lo : INT64_MAX;
 }
 
@@ -443,12 +425,11 @@ static void suffix_sums(cws *ws, int nt)
     }
 }
 
-int XI(causal_backward_run)(const X(plan) *plan, int layout, int64_t n,
-                            XI(view) q, XI(view) k, XI(view) v, XI(view) out,
-                            const real *den, XI(view) g, real *dq,
-                            int64_t lddq, real *dk, int64_t lddk, real *dv,
-                            int64_t lddv, const XI(pgrad) *pg, int *nonfinite)
+int XI(causal_backward_run)(const XI(problem) *pb, const XI(pgrad) *pg,
+                            int *nonfinite)
 {
+    const X(plan) *plan = pb->plan;
+    int64_t n = pb->nq;
     if (n == 0)
         return 0;
     int64_t c = plan->chunk < n ? plan->chunk : n;
@@ -465,12 +446,12 @@ int XI(causal_backward_run)(const X(plan) *plan, int layout, int64_t n,
     if (have < nt || (split && XI(pgrad_alloc)(parts, nt, plan, pgv)))
         st = LINATTN_ENOMEM;
     else if (nt > 1)
-        st = prefix_states(plan, ws, nt, n, k, v);
+        st = prefix_states(plan, ws, nt, n, XI(part_view)(pb, LINATTN_I_K),
+                           XI(part_view)(pb, LINATTN_I_V));
     if (!st) {
         for (int t = 0; !split && t < nt; t++)
             parts[t] = *pgv;
-        cjob job = {plan, ws, parts, layout == LINATTN_COL_MAJOR, c, lddq,
-                    lddk, lddv, {n, q, k, v, out, g, den, dq, dk, dv}};
+        cjob job = {pb, ws, parts, c};
         int64_t qbad = linattn_i_parallel_ranges(nt, n, forward_range, &job);
         suffix_sums(ws, nt);
         int64_t kbad = linattn_i_parallel_ranges(nt, n, reverse_range, &job);
@@ -485,24 +466,14 @@ int XI(causal_backward_run)(const X(plan) *plan, int layout, int64_t n,
     return st;
 }
 
-/* ---- public calls ---- */
+/* ---- the public call ---- */
 
-int X(causal_forward)(const X(plan) *plan, int layout, int64_t n,
-                      const real *q, int64_t ldq, const real *k, int64_t ldk,
-                      const real *v, int64_t ldv, real *out, int64_t ldout,
-                      real *den, int64_t *bad_row)
-{
-    int st = XI(causal_den_args)(plan, layout, n, q, ldq, k, ldk, v, ldv, out,
-                                 ldout, den, 0);
-    if (st < 0)
-        return st;
-    if (!den && n > 0)
-        return -12;
-    if (st)
-        return st;
-    return XI(causal_run_den)(plan, layout, n, q, ldq, k, ldk, v, ldv, out,
-                              ldout, den, bad_row);
-}
+/* linattn_d_causal_backward: n rows of Q, K, V, out, den, G in; dQ, dK,
+ * dV out; dW and db (optional) against the map, after the others. */
+static const linattn_i_signature backward_sig = {
+    .plan = 1, .layout = 2, .nq = 3,
+    .flags = LINATTN_I_SCAN | LINATTN_I_DEN_POLICY,
+    .part = {LINATTN_I_BACKWARD(4)}};
 
 int X(causal_backward)(const X(plan) *plan, int layout, int64_t n,
                        const real *q, int64_t ldq, const real *k, int64_t ldk,
@@ -512,7 +483,10 @@ int X(causal_backward)(const X(plan) *plan, int layout, int64_t n,
                        int64_t lddk, real *dv, int64_t lddv, real *dw,
                        int64_t lddw, real *db, int64_t *bad_row)
 {
-    return XI(backward_call)(1, plan, layout, n, n, q, ldq, k, ldk, v, ldv,
-                             out, ldout, den, g, ldg, dq, lddq, dk, lddk, dv,
-                             lddv, dw, lddw, db, NULL, bad_row);
+    XI(problem) pb = XI(problem_init)(plan, layout, n, n);
+    pb.causal = 1;
+    XI(problem_qkvo)(&pb, q, ldq, k, ldk, v, ldv, out, ldout);
+    XI(problem_grads)(&pb, den, g, ldg, dq, lddq, dk, lddk, dv, lddv, dw,
+                      lddw, db);
+    return XI(backward_single)(&pb, &backward_sig, bad_row);
 }

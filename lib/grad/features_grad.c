@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * featgrad.c -- the feature maps' backward pass: dx = J_phi(x)^T a, and for
- * maps with a projection W also dL/dW and dL/db.
+ * features_grad.c -- the feature maps' backward pass: dx = J_phi(x)^T a, and
+ * for maps with a projection W also dL/dW and dL/db.
  *
  * Every map is reduced to the entrywise products p = a * f of adjoints and
  * features (grad.h: the stabilizing shifts cancel there), and for the maps
@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "grad/grad.h"
+#include "attn/problem.h"
 #include "kernels/kern_grad.h"
 #include "common/simd.h"
 #include "common/validate.h"
@@ -244,28 +245,27 @@ int XI(phi_backward)(const X(plan) *plan, XI(view) x, int64_t rows,
 
 /* ---- the public call ---- */
 
+/* linattn_d_features_backward: x (n x d) and dphi (n x m) in, dx out; dW
+ * and db (optional) against the map, after the others. */
+static const linattn_i_signature features_backward_sig = {
+    .plan = 1, .layout = 2, .nq = 3,
+    .part = {[LINATTN_I_Q] = {4, LINATTN_I_NQ, LINATTN_I_D, LINATTN_I_INPUT},
+             [LINATTN_I_G] = {6, LINATTN_I_NQ, LINATTN_I_M, LINATTN_I_INPUT},
+             [LINATTN_I_DQ] = {8, LINATTN_I_NQ, LINATTN_I_D, LINATTN_I_OUTPUT},
+             LINATTN_I_PARAM_GRADS(10)}};
+
 int X(features_backward)(const X(plan) *plan, int layout, int64_t n,
                          const real *x, int64_t ldx, const real *dphi,
                          int64_t lddphi, real *dx, int64_t lddx, real *dw,
                          int64_t lddw, real *db)
 {
-    if (!plan)
-        return -1;
-    if (!linattn_i_layout_ok(layout))
-        return -2;
-    if (n < 0)
-        return -3;
-    linattn_i_mat mats[5] = {{n, plan->d, x, ldx, 4, 0},
-                             {n, plan->m, dphi, lddphi, 6, 0},
-                             {n, plan->d, dx, lddx, 8, 0}};
-    /* argument errors (negative) before size conditions (positive); then
-     * the outputs dx, dw, db apart from the inputs and one another */
-    int st = linattn_i_check_mats_io(layout, sizeof(real), mats, 3, 2);
-    int pst = st < 0 ? 0 : XI(pgrad_args)(plan, layout, dw, lddw, db, 10);
-    if (st < 0 || pst < 0 || st || pst)
-        return st < 0 ? st : pst < 0 ? pst : st ? st : pst;
-    XI(pgrad_mats)(plan, layout, dw, lddw, db, 10, mats + 3);
-    st = linattn_i_check_mats_io(layout, sizeof(real), mats, 5, 2);
+    XI(problem) pb = XI(problem_init)(plan, layout, n, 0);
+    pb.part[LINATTN_I_Q] = XI(part_single)(x, ldx);
+    pb.part[LINATTN_I_G] = XI(part_single)(dphi, lddphi);
+    pb.part[LINATTN_I_DQ] = XI(part_single)(dx, lddx);
+    pb.part[LINATTN_I_DW] = XI(part_single)(dw, lddw);
+    pb.part[LINATTN_I_DB] = XI(part_single)(db, 1);
+    int st = XI(problem_check)(&pb, &features_backward_sig, NULL);
     if (st)
         return st;
     int64_t block = XI(block_rows)(plan), m = plan->m;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * grad.h -- what the gradient files share (featgrad.c, gradutil.c,
- * backward.c, backward_causal.c, batched_grad.c).  Not installed.
+ * grad.h -- what the gradient files of lib/grad share (features_grad.c,
+ * grad_util.c, attention_grad.c, causal_grad.c, batched_grad.c).  Not
+ * installed.
  *
  * Notation (doc/gradients.md).  The attention paths compute features with
  * a positive factor per row that cancels in out_i = num_i / den_i (the
@@ -10,12 +11,13 @@
  * the adjoint they form for row i, a~_i = dL/df_i, is exp(c_i) dL/dphi_i,
  * and the product a~_i * f_i (entrywise) equals dL/dphi_i * phi(x_i): the
  * shift cancels exactly, and the map's Jacobian is applied to that
- * product (featgrad.c).
+ * product (grad/features_grad.c).
  */
 #ifndef LINATTN_GRAD_H
 #define LINATTN_GRAD_H
 
 #include "attn/paths.h"
+#include "attn/problem.h"
 #include "attn/output_rows.h"
 #include "maps/features.h"
 #include "common/validate.h"
@@ -49,14 +51,7 @@ int XI(phi_backward)(const X(plan) *plan, XI(view) x, int64_t rows,
                      const real *f, real *a, int cm, real *dx, int64_t lddx,
                      XI(fgrad_ws) *w, const XI(pgrad) *pg);
 
-/* ---- gradutil.c ---- */
-
-/* Nonzero when den (as the forward calls write it, eps included)
- * satisfies the plan's normalizer policy. */
-int XI(den_ok)(const X(plan) *plan, real den);
-
-/* The first of den[0, n) that breaks the policy, or n. */
-int64_t XI(den_first_bad)(const X(plan) *plan, const real *den, int64_t n);
+/* ---- grad/grad_util.c ---- */
 
 /* gh (rows x (e + 1), row major, ld e + 1) = [G_i / den_i,
  * -(G_i . out_i) / den_i]: the adjoints of the numerators and of the
@@ -123,92 +118,89 @@ void XI(pgrad_fold)(const X(plan) *plan, const XI(pgrad) *pg,
 void XI(pgrad_write)(const X(plan) *plan, const XI(pgrad) *pg, int layout,
                      real *dw, int64_t lddw, real *db);
 
-/* ---- the one-call paths after their checks (backward.c,
- * backward_causal.c); den is valid.  They add to pg's accumulators and
- * return 0, or LINATTN_ENOMEM or LINATTN_EOVERFLOW (the keys' sums built
- * before the passes left the range) with no gradient written; *nonfinite
- * (set on status 0) tells whether a value written to dq, dk or dv is not
- * finite (the verdict is grad_overflow's). ---- */
+/* ---- the one-call paths after their checks (grad/attention_grad.c,
+ * grad/causal_grad.c) on a single problem whose den is valid: Q, K, V,
+ * out, den, G in, dQ, dK, dV out.  They add to pg's accumulators (NULL:
+ * none) and return 0, or LINATTN_ENOMEM or LINATTN_EOVERFLOW (the keys'
+ * sums built before the passes left the range) with no gradient written;
+ * *nonfinite (set on status 0) tells whether a value written to dq, dk or
+ * dv is not finite (the verdict is grad_overflow's). ---- */
 
-/* state: NULL, or the state of K, V to use instead of rebuilding it. */
-int XI(attention_backward_run)(const X(plan) *plan, int layout, int64_t nq,
-                               int64_t nk, XI(view) q, XI(view) k,
-                               XI(view) v, XI(view) out, const real *den,
-                               XI(view) g, real *dq, int64_t lddq, real *dk,
-                               int64_t lddk, real *dv, int64_t lddv,
-                               const XI(pgrad) *pg, const X(state) *state,
+/* pb->state: NULL, or the state of K, V to use instead of rebuilding it. */
+int XI(attention_backward_run)(const XI(problem) *pb, const XI(pgrad) *pg,
                                int *nonfinite);
-int XI(causal_backward_run)(const X(plan) *plan, int layout, int64_t n,
-                            XI(view) q, XI(view) k, XI(view) v, XI(view) out,
-                            const real *den, XI(view) g, real *dq,
-                            int64_t lddq, real *dk, int64_t lddk, real *dv,
-                            int64_t lddv, const XI(pgrad) *pg, int *nonfinite);
+int XI(causal_backward_run)(const XI(problem) *pb, const XI(pgrad) *pg,
+                            int *nonfinite);
 
-/* ---- finite inputs, finite gradients (gradutil.c) ---- */
+/* The parts of the backward calls from Q's position pos: Q, K, V, out at
+ * pos, pos + 2, pos + 4, pos + 6 (a leading dimension or strides after
+ * each), den at pos + 8, G at pos + 9, dQ, dK, dV at pos + 11, + 13,
+ * + 15, dW and its leading dimension at pos + 17, db at pos + 19. */
+#define LINATTN_I_BACKWARD(pos)                                              \
+    [LINATTN_I_Q] = {(pos), LINATTN_I_NQ, LINATTN_I_D, LINATTN_I_INPUT},     \
+    [LINATTN_I_K] = {(pos) + 2, LINATTN_I_NK, LINATTN_I_D, LINATTN_I_INPUT}, \
+    [LINATTN_I_V] = {(pos) + 4, LINATTN_I_NK, LINATTN_I_E, LINATTN_I_INPUT}, \
+    [LINATTN_I_OUT] = {(pos) + 6, LINATTN_I_NQ, LINATTN_I_E,                 \
+                       LINATTN_I_INPUT},                                     \
+    [LINATTN_I_DEN] = {(pos) + 8, LINATTN_I_NQ, LINATTN_I_ONE,               \
+                       LINATTN_I_INPUT | LINATTN_I_VECTOR},                  \
+    [LINATTN_I_G] = {(pos) + 9, LINATTN_I_NQ, LINATTN_I_E, LINATTN_I_INPUT}, \
+    [LINATTN_I_DQ] = {(pos) + 11, LINATTN_I_NQ, LINATTN_I_D,                 \
+                      LINATTN_I_OUTPUT},                                     \
+    [LINATTN_I_DK] = {(pos) + 13, LINATTN_I_NK, LINATTN_I_D,                 \
+                      LINATTN_I_OUTPUT},                                     \
+    [LINATTN_I_DV] = {(pos) + 15, LINATTN_I_NK, LINATTN_I_E,                 \
+                      LINATTN_I_OUTPUT},                                     \
+    LINATTN_I_PARAM_GRADS((pos) + 17)
 
-/* One backward problem as the checks and the verdict see it: its inputs
- * (den NULL: a forward problem, whose inputs are q, k, v only; state:
- * NULL or the one given) and the gradients written. */
-typedef struct {
-    int64_t nq, nk;
-    XI(view) q, k, v, out, g, dq, dk, dv;
-    const real *den;
-    const X(state) *state;
-} XI(bwd_io);
+/* dW (rows of W x d, its leading dimension after it) and db (rows of W)
+ * at pos and pos + 2: optional, against the map, after the other parts. */
+#define LINATTN_I_PARAM_GRADS(pos)                                           \
+    [LINATTN_I_DW] = {(pos), LINATTN_I_WROWS, LINATTN_I_D,                   \
+                      LINATTN_I_OUTPUT | LINATTN_I_OPTIONAL |                \
+                          LINATTN_I_SECONDARY},                              \
+    [LINATTN_I_DB] = {(pos) + 2, LINATTN_I_WROWS, LINATTN_I_ONE,             \
+                      LINATTN_I_OUTPUT | LINATTN_I_OPTIONAL |                \
+                          LINATTN_I_SECONDARY | LINATTN_I_VECTOR}
 
-/* Nonzero when the problem's input arrays hold no NaN or Inf (the
- * state's contents are not looked at). */
-int XI(bwd_inputs_finite)(const X(plan) *plan, const XI(bwd_io) *io);
+/* A single backward call's parts beyond Q, K, V, out: its arguments. */
+static inline void XI(problem_grads)(XI(problem) *pb, const real *den,
+                                     const real *g, int64_t ldg, real *dq,
+                                     int64_t lddq, real *dk, int64_t lddk,
+                                     real *dv, int64_t lddv, real *dw,
+                                     int64_t lddw, real *db)
+{
+    pb->part[LINATTN_I_DEN] = XI(part_single)(den, 1);
+    pb->part[LINATTN_I_G] = XI(part_single)(g, ldg);
+    pb->part[LINATTN_I_DQ] = XI(part_single)(dq, lddq);
+    pb->part[LINATTN_I_DK] = XI(part_single)(dk, lddk);
+    pb->part[LINATTN_I_DV] = XI(part_single)(dv, lddv);
+    pb->part[LINATTN_I_DW] = XI(part_single)(dw, lddw);
+    pb->part[LINATTN_I_DB] = XI(part_single)(db, 1);
+}
 
-/* The verdict on a problem whose dq, dk, dv (or dw, db) hold a value that
- * is not finite: 0 when its inputs (the given state included) hold NaN or
- * Inf, which propagate; else LINATTN_EOVERFLOW with *bad_row (if not
- * NULL) the first row of dq holding a non-finite value, else the first of
- * dk and dv, else -1. */
-int XI(grad_overflow)(const X(plan) *plan, const XI(bwd_io) *io,
-                      int64_t *bad_row);
+/* A public single backward call after its problem is described: the
+ * checks (sig; LINATTN_EDENOM names den's row in *bad_row), then the run
+ * (pb->causal: causal) with dW and db accumulated, the verdict on
+ * non-finite gradients, and dW and db written on success. */
+int XI(backward_single)(const XI(problem) *pb, const linattn_i_signature *sig,
+                        int64_t *bad_row);
+
+/* ---- finite inputs, finite gradients (grad/grad_util.c) ---- */
+
+/* Nonzero when a backward problem's input arrays (Q, K, V, out, den, G)
+ * hold no NaN or Inf (the given state's contents are not looked at). */
+int XI(bwd_inputs_finite)(const XI(problem) *pb);
+
+/* The verdict on a backward problem whose dq, dk, dv (or dw, db) hold a
+ * value that is not finite: 0 when its inputs (the given state included)
+ * hold NaN or Inf, which propagate; else LINATTN_EOVERFLOW with *bad_row
+ * (if not NULL) the first row of dq holding a non-finite value, else the
+ * first of dk and dv, else -1. */
+int XI(grad_overflow)(const XI(problem) *pb, int64_t *bad_row);
 
 /* Nonzero when pg's sums are finite in the working precision (what
  * pgrad_write would write). */
 int XI(pgrad_finite)(const X(plan) *plan, const XI(pgrad) *pg);
-
-/* The public backward calls (causal: nk = nq = n, positions one less from
- * q on, no state): the checks of positions 1-4, backward_args, the
- * state's, then the run with dW and db accumulated and written on
- * success. */
-int XI(backward_call)(int causal, const X(plan) *plan, int layout,
-                      int64_t nq, int64_t nk, const real *q, int64_t ldq,
-                      const real *k, int64_t ldk, const real *v, int64_t ldv,
-                      const real *out, int64_t ldout, const real *den,
-                      const real *g, int64_t ldg, real *dq, int64_t lddq,
-                      real *dk, int64_t lddk, real *dv, int64_t lddv,
-                      real *dw, int64_t lddw, real *db, const X(state) *state,
-                      int64_t *bad_row);
-
-/* The argument checks the backward calls share, from the matrices on:
- * Q (nq x d), K, V (nk x d, nk x e), out (nq x e) at positions pos,
- * pos + 2, ..., den (nq) at pos + 8, G (nq x e) at pos + 9, dq, dk, dv at
- * pos + 11, pos + 13, pos + 15, dw and its ld at pos + 17, db at pos + 19,
- * the state to use (NULL: none) at pos + 20; then the sizes, the
- * finiteness scan, and den against the policy (LINATTN_EDENOM with
- * *bad_row).  Positions follow the prototypes. */
-int XI(backward_args)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
-                      const real *q, int64_t ldq, const real *k, int64_t ldk,
-                      const real *v, int64_t ldv, const real *out,
-                      int64_t ldout, const real *den, const real *g,
-                      int64_t ldg, const real *dq, int64_t lddq,
-                      const real *dk, int64_t lddk, const real *dv,
-                      int64_t lddv, const real *dw, int64_t lddw,
-                      const real *db, const X(state) *state, int pos,
-                      int64_t *bad_row);
-
-/* The checks of dw (rows of W x d, pos) and db (pos + 2) alone. */
-int XI(pgrad_args)(const X(plan) *plan, int layout, const real *dw,
-                   int64_t lddw, const real *db, int pos);
-
-/* dw and db as two optional output matrices (validate.h) for the overlap
- * checks, once pgrad_args has passed. */
-void XI(pgrad_mats)(const X(plan) *plan, int layout, const real *dw,
-                    int64_t lddw, const real *db, int pos, linattn_i_mat *two);
 
 #endif

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * gradutil.c -- what the backward passes share: argument checks, the
+ * grad_util.c -- what the backward passes share: argument checks, the
  * adjoints [g h] of numerators and normalizers, GEMMs into the caller's
  * matrices, and accumulators (m x (e + 1) sums, dW and db) kept in
  * acc_t as the states are.
@@ -9,24 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "grad/grad.h"
+#include "attn/problem.h"
 #include "kernels/kern_grad.h"
 #include "common/simd.h"
 #include "common/validate.h"
-
-int XI(den_ok)(const X(plan) *plan, real den)
-{
-    if (!isfinite(den))
-        return 0;
-    return plan->denom == LINATTN_DENOM_NONZERO ? den != 0 : den > 0;
-}
-
-int64_t XI(den_first_bad)(const X(plan) *plan, const real *den, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++)
-        if (!XI(den_ok)(plan, den[i]))
-            return i;
-    return n;
-}
 
 void XI(gh_rows)(const X(plan) *plan, XI(view) g, XI(view) out,
                  const real *den, int64_t rows, real *gh)
@@ -240,29 +226,32 @@ void XI(pgrad_write)(const X(plan) *plan, const XI(pgrad) *pg, int layout,
 
 /* ---- finite inputs, finite gradients ---- */
 
-int XI(bwd_inputs_finite)(const X(plan) *plan, const XI(bwd_io) *io)
+int XI(bwd_inputs_finite)(const XI(problem) *pb)
 {
-    int64_t d = plan->d, e = plan->e, nq = io->nq, nk = io->nk;
-    if (!XI(all_finite)(io->q, nq, d) || !XI(all_finite)(io->k, nk, d) ||
-        !XI(all_finite)(io->v, nk, e))
-        return 0;
-    return !io->den || (XI(all_finite)(io->out, nq, e) &&
-                        XI(all_finite)(io->g, nq, e) &&
-                        XI(all_finite)((XI(view)){io->den, nq, 0}, 1, nq));
+    int64_t d = pb->d, e = pb->e, nq = pb->nq, nk = pb->nk;
+    return XI(all_finite)(XI(part_view)(pb, LINATTN_I_Q), nq, d) &&
+           XI(all_finite)(XI(part_view)(pb, LINATTN_I_K), nk, d) &&
+           XI(all_finite)(XI(part_view)(pb, LINATTN_I_V), nk, e) &&
+           XI(all_finite)(XI(part_view)(pb, LINATTN_I_OUT), nq, e) &&
+           XI(all_finite)(XI(part_view)(pb, LINATTN_I_G), nq, e) &&
+           XI(all_finite)((XI(view)){pb->part[LINATTN_I_DEN].p, nq, 0}, 1,
+                          nq);
 }
 
-int XI(grad_overflow)(const X(plan) *plan, const XI(bwd_io) *io,
-                      int64_t *bad_row)
+int XI(grad_overflow)(const XI(problem) *pb, int64_t *bad_row)
 {
-    if (!XI(bwd_inputs_finite)(plan, io) || (io->state && io->state->poisoned))
+    if (!XI(bwd_inputs_finite)(pb) || (pb->state && pb->state->poisoned))
         return 0;
-    int64_t d = plan->d, e = plan->e;
-    int64_t r = XI(first_nonfinite_row)(io->dq, io->nq, d);
-    if (r == io->nq) {
-        int64_t rk = XI(first_nonfinite_row)(io->dk, io->nk, d);
-        int64_t rv = XI(first_nonfinite_row)(io->dv, io->nk, e);
+    int64_t d = pb->d, e = pb->e;
+    int64_t r = XI(first_nonfinite_row)(XI(part_view)(pb, LINATTN_I_DQ),
+                                        pb->nq, d);
+    if (r == pb->nq) {
+        int64_t rk = XI(first_nonfinite_row)(XI(part_view)(pb, LINATTN_I_DK),
+                                             pb->nk, d);
+        int64_t rv = XI(first_nonfinite_row)(XI(part_view)(pb, LINATTN_I_DV),
+                                             pb->nk, e);
         r = rk < rv ? rk : rv;
-        r = r < io->nk ? r : -1; /* only dw or db */
+        r = r < pb->nk ? r : -1; /* only dw or db */
     }
     if (bad_row)
         *bad_row = r;
@@ -281,136 +270,33 @@ int XI(pgrad_finite)(const X(plan) *plan, const XI(pgrad) *pg)
     return 1;
 }
 
-/* ---- argument checks ---- */
+/* ---- the public single calls ---- */
 
-int XI(pgrad_args)(const X(plan) *plan, int layout, const real *dw,
-                   int64_t lddw, const real *db, int pos)
+int XI(backward_single)(const XI(problem) *pb, const linattn_i_signature *sig,
+                        int64_t *bad_row)
 {
-    int64_t h = plan->wrows;
-    if (dw && !h)
-        return -pos; /* the map has no W */
-    if (dw) {
-        int st = linattn_i_matrix_arg(layout, h, plan->d, dw, lddw, pos);
-        if (st)
-            return st;
-    }
-    if (db && plan->map != LINATTN_MAP_CUSTOM)
-        return -(pos + 2); /* only the custom maps have a b */
-    if (dw && linattn_i_matrix_fits(layout, h, plan->d, lddw))
-        return LINATTN_ESIZE;
-    return 0;
-}
-
-void XI(pgrad_mats)(const X(plan) *plan, int layout, const real *dw,
-                    int64_t lddw, const real *db, int pos, linattn_i_mat *two)
-{
-    two[0] = (linattn_i_mat){plan->wrows, plan->d, dw, lddw, pos, 1};
-    two[1] = (linattn_i_mat){plan->wrows, 1, db,
-                             linattn_i_vector_ld(layout, plan->wrows), pos + 2,
-                             1};
-}
-
-int XI(backward_call)(int causal, const X(plan) *plan, int layout,
-                      int64_t nq, int64_t nk, const real *q, int64_t ldq,
-                      const real *k, int64_t ldk, const real *v, int64_t ldv,
-                      const real *out, int64_t ldout, const real *den,
-                      const real *g, int64_t ldg, real *dq, int64_t lddq,
-                      real *dk, int64_t lddk, real *dv, int64_t lddv,
-                      real *dw, int64_t lddw, real *db, const X(state) *state,
-                      int64_t *bad_row)
-{
-    if (!plan)
-        return -1;
-    if (!linattn_i_layout_ok(layout))
-        return -2;
-    if (nq < 0)
-        return -3;
-    if (!causal && nk < 0)
-        return -4;
-    int st = XI(backward_args)(plan, layout, nq, nk, q, ldq, k, ldk, v, ldv,
-                               out, ldout, den, g, ldg, dq, lddq, dk, lddk,
-                               dv, lddv, dw, lddw, db, state,
-                               causal ? 4 : 5, bad_row);
+    linattn_where where = {0, 0, -1};
+    int st = XI(problem_check)(pb, sig, &where);
+    if (st == LINATTN_EDENOM && bad_row)
+        *bad_row = where.row;
     if (st)
         return st;
+    const X(plan) *plan = pb->plan;
+    real *dw = XI(part_out)(pb, LINATTN_I_DW);
+    real *db = XI(part_out)(pb, LINATTN_I_DB);
     XI(pgrad) pg;
     if (XI(pgrad_open)(&pg, plan, dw != NULL, db != NULL))
         return LINATTN_ENOMEM;
-    int cm = layout == LINATTN_COL_MAJOR, nonfinite = 0;
-    XI(bwd_io) io = {nq,          nk,         {q, ldq, cm},
-                     {k, ldk, cm}, {v, ldv, cm}, {out, ldout, cm},
-                     {g, ldg, cm}, {dq, lddq, cm}, {dk, lddk, cm},
-                     {dv, lddv, cm}, den,       state};
-    if (causal)
-        st = XI(causal_backward_run)(plan, layout, nq, io.q, io.k, io.v,
-                                     io.out, den, io.g, dq, lddq, dk, lddk, dv,
-                                     lddv, &pg, &nonfinite);
-    else
-        st = XI(attention_backward_run)(plan, layout, nq, nk, io.q, io.k, io.v,
-                                        io.out, den, io.g, dq, lddq, dk, lddk,
-                                        dv, lddv, &pg, state, &nonfinite);
+    int nonfinite = 0;
+    st = pb->causal ? XI(causal_backward_run)(pb, &pg, &nonfinite)
+                    : XI(attention_backward_run)(pb, &pg, &nonfinite);
     if (st == LINATTN_EOVERFLOW && bad_row)
         *bad_row = -1; /* the keys' sums, before anything was written */
     if (!st && (nonfinite || !XI(pgrad_finite)(plan, &pg)))
-        st = XI(grad_overflow)(plan, &io, bad_row);
+        st = XI(grad_overflow)(pb, bad_row);
     if (!st)
-        XI(pgrad_write)(plan, &pg, layout, dw, lddw, db);
+        XI(pgrad_write)(plan, &pg, pb->layout, dw, pb->part[LINATTN_I_DW].s.ld,
+                        db);
     XI(pgrad_free)(&pg, 1);
     return st;
-}
-
-int XI(backward_args)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
-                      const real *q, int64_t ldq, const real *k, int64_t ldk,
-                      const real *v, int64_t ldv, const real *out,
-                      int64_t ldout, const real *den, const real *g,
-                      int64_t ldg, const real *dq, int64_t lddq,
-                      const real *dk, int64_t lddk, const real *dv,
-                      int64_t lddv, const real *dw, int64_t lddw,
-                      const real *db, const X(state) *state, int pos,
-                      int64_t *bad_row)
-{
-    int64_t d = plan->d, e = plan->e;
-    /* den is an nq x 1 matrix whose leading dimension the call implies */
-    int64_t ldden = linattn_i_vector_ld(layout, nq);
-    linattn_i_mat mats[11] = {
-        {nq, d, q, ldq, pos, 0},         {nk, d, k, ldk, pos + 2, 0},
-        {nk, e, v, ldv, pos + 4, 0},     {nq, e, out, ldout, pos + 6, 0},
-        {nq, 1, den, ldden, pos + 8, 0}, {nq, e, g, ldg, pos + 9, 0},
-        {nq, d, dq, lddq, pos + 11, 0},  {nk, d, dk, lddk, pos + 13, 0},
-        {nk, e, dv, lddv, pos + 15, 0}};
-    /* dq, dk, dv (from 6 on) apart from the inputs and one another */
-    int st = linattn_i_check_mats_io(layout, sizeof(real), mats, 9, 6);
-    if (st < 0)
-        return st;
-    int pst = XI(pgrad_args)(plan, layout, dw, lddw, db, pos + 17);
-    if (pst < 0)
-        return pst;
-    /* a state to use must be of this map, holding nk tokens (its shift is
-     * the one den was taken at, by the forward that made it) */
-    const X(plan) *sp = state ? state->plan : NULL;
-    if (sp && (sp->fingerprint != plan->fingerprint || sp->map != plan->map ||
-               sp->d != plan->d || sp->m != plan->m || sp->e != plan->e ||
-               state->tokens != nk))
-        return -(pos + 20);
-    if (st || pst)
-        return st ? st : pst;
-    /* dw and db, known valid now, apart from every other matrix too */
-    XI(pgrad_mats)(plan, layout, dw, lddw, db, pos + 17, mats + 9);
-    st = linattn_i_check_mats_io(layout, sizeof(real), mats, 11, 6);
-    if (st)
-        return st;
-    int cm = layout == LINATTN_COL_MAJOR;
-    XI(bwd_io) io = {nq,           nk,           {q, ldq, cm},
-                     {k, ldk, cm}, {v, ldv, cm}, {out, ldout, cm},
-                     {g, ldg, cm}, {NULL, 0, 0}, {NULL, 0, 0},
-                     {NULL, 0, 0}, den,          NULL};
-    if (plan->check_finite && !XI(bwd_inputs_finite)(plan, &io))
-        return LINATTN_ENONFINITE;
-    int64_t bad = XI(den_first_bad)(plan, den, nq);
-    if (bad < nq) {
-        if (bad_row)
-            *bad_row = bad;
-        return LINATTN_EDENOM;
-    }
-    return 0;
 }

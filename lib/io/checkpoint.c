@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * checkpoint.c -- saving a state to bytes or a file and restoring it
- * (format: ckformat.h and doc/checkpoint-format.md).
+ * (format: io/format.h and doc/checkpoint-format.md).
  *
  * The checkpoint carries the double accumulator acc, which both
  * precisions keep, so a restored state continues bit for bit where the

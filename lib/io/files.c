@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * fileio.c -- atomic replacement of a file, and opening one to read
- * (fileio.h).
+ * files.c -- atomic replacement of a file, and opening one to read
+ * (io/files.h).
  *
  * Where the system offers it (Linux's O_TMPFILE), the new bytes go to an
  * unnamed file in the target's directory: a process killed while writing

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * fileio.h -- replacing a file atomically, and opening one to read (POSIX,
+ * files.h -- replacing a file atomically, and opening one to read (POSIX,
  * with Linux's unnamed temporary files where they exist).
  */
 #ifndef LINATTN_FILEIO_H

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * ckformat.c -- encoding and verifying checkpoint bytes (ckformat.h,
+ * format.c -- encoding and verifying checkpoint bytes (io/format.h,
  * doc/checkpoint-format.md).  Every multi-byte field is written and read
  * byte by byte, least significant first, so the bytes are the same on
  * big- and little-endian hosts; doubles travel as their IEEE binary64 bit

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * ckformat.h -- the byte format of a state checkpoint, version 1
+ * format.h -- the byte format of a state checkpoint, version 1
  * (specified in doc/checkpoint-format.md, which is the reference: keep the
  * two in step).  Precision-independent: the accumulator is double in both
  * precisions, so float and double states share the format and differ only

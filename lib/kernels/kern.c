@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * kern.c -- the kernels of lib/kern.h, compiled once per precision and per
- * code path (LINATTN_KERN_LEVEL 0 generic, 1 AVX2 + FMA, 2 AVX-512, with
- * the matching -march).  The plain loops are the same source for every
- * path; the compiler vectorizes them for its target.  Explicit intrinsics
- * where it cannot: the table-driven exponentials (kern_exp.h) and the
- * GEMM micro-kernel (kern_mm.h).
+ * kern.c -- the kernels of kernels/kern.h, compiled once per precision and
+ * per code path (LINATTN_KERN_LEVEL 0 generic, 1 AVX2 + FMA, 2 AVX-512,
+ * with the matching -march).  The plain loops are the same source for
+ * every path; the compiler vectorizes them for its target.  Explicit
+ * intrinsics where it cannot: the table-driven exponentials
+ * (kernels/exp_avx2.h, kernels/exp_avx512.h) and the AVX-512 GEMM
+ * micro-kernel (kernels/mm_avx512.h).
  */
 #include <math.h>
 #include <stdint.h>

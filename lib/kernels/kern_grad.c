@@ -70,7 +70,7 @@ static void g_gh(real *gh, const real *g, int64_t ldg, const real *o,
         }
         /* a reciprocal that is not a normal number (a tiny normalizer's
          * overflows, a huge one's has lost bits): divide, as the forward
-         * calls do (normalize.c) */
+         * calls do (attn/output_rows.c) */
         if (!isnormal(inv)) {
             for (int64_t c = 0; c < e; c++)
                 row[c] = gi[c] / den[i];
@@ -132,22 +132,3 @@ extern const XI(gkern) GKERN_TABLE;
 const XI(gkern) GKERN_TABLE = {g_tri_t_diag, g_gh, g_elu1_slope,
                                g_relu_slope, g_copy};
 
-#if LINATTN_KERN_LEVEL == 0
-#ifdef LINATTN_HAVE_X86_KERNELS
-extern const XI(gkern) XI(gkern_avx2), XI(gkern_avx512);
-#endif
-
-const XI(gkern) *XI(gkern_now)(void)
-{
-    switch (linattn_i_isa()) {
-#ifdef LINATTN_HAVE_X86_KERNELS
-    case LINATTN_ISA_AVX512:
-        return &XI(gkern_avx512);
-    case LINATTN_ISA_AVX2:
-        return &XI(gkern_avx2);
-#endif
-    default:
-        return &XI(gkern_generic);
-    }
-}
-#endif

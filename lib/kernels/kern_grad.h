@@ -35,7 +35,7 @@ typedef struct {
     int (*copy)(real *y, const real *a, int64_t n);
 } XI(gkern);
 
-/* The table of the level in force (linattn_i_isa(), as kern.h's). */
+/* The table of the level in force (kernels/dispatch.c, as kern.h's). */
 const XI(gkern) *XI(gkern_now)(void);
 
 #endif

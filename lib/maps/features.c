@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * featmap.c -- the feature maps phi applied to row blocks.
+ * features.c -- the feature maps phi applied to row blocks.
  *
  * Every map writes phi of a block into a row-major buffer that GEMM then
  * reads from cache; the identity map skips the copy (callers ask
@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "attn/paths.h"
+#include "attn/problem.h"
 #include "attn/output_rows.h"
 #include "maps/features.h"
 #include "common/simd.h"
@@ -164,15 +165,17 @@ static void chunk_rows(map_fn f, XI(view) x, int64_t d, int64_t lo,
 static void run_chunk(XI(chunk_fn) f, const void *ctx, int64_t rows,
                       int64_t c, int64_t width, acc_t *partial)
 {
-    int64_t lo = c * LINATTN_CHUNK;
-    f(ctx, lo, lo + LINATTN_CHUNK < rows ? lo + LINATTN_CHUNK : rows,
-      partial ? partial + c * width : NULL);
+    int64_t lo = c * LINATTN_ROWS_PER_TASK;
+    int64_t hi = lo + LINATTN_ROWS_PER_TASK < rows ? lo + LINATTN_ROWS_PER_TASK
+                                                   : rows;
+    f(ctx, lo, hi, partial ? partial + c * width : NULL);
 }
 
 void XI(over_chunks)(int64_t rows, int64_t width, XI(chunk_fn) f,
                     const void *ctx, const XI(stats) *st)
 {
-    int64_t nchunks = (rows + LINATTN_CHUNK - 1) / LINATTN_CHUNK;
+    int64_t nchunks =
+        (rows + LINATTN_ROWS_PER_TASK - 1) / LINATTN_ROWS_PER_TASK;
     acc_t *partial = st && st->colsum ? st->partial : NULL;
     /* Fixed chunks, whatever the thread count, and their column sums added
      * in chunk order: the results do not depend on OMP_NUM_THREADS.  The
@@ -210,7 +213,8 @@ static void phi_chunk(const void *ctx, int64_t lo, int64_t hi, acc_t *part)
 
 int64_t XI(stats_partial_len)(const X(plan) *plan, int64_t rows)
 {
-    return (rows + LINATTN_CHUNK - 1) / LINATTN_CHUNK * plan->m;
+    return (rows + LINATTN_ROWS_PER_TASK - 1) / LINATTN_ROWS_PER_TASK *
+           plan->m;
 }
 
 void XI(phi_rows)(const X(plan) *plan, XI(view) x, int64_t rows, real *out,
@@ -244,7 +248,8 @@ int XI(all_finite)(XI(view) x, int64_t rows, int64_t cols)
 
 void XI(exp_inplace)(real *x, int64_t count)
 {
-    int64_t step = LINATTN_CHUNK * 64, nchunks = (count + step - 1) / step;
+    int64_t step = LINATTN_ROWS_PER_TASK * 64;
+    int64_t nchunks = (count + step - 1) / step;
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) if (count >= LINATTN_PAR_MIN && linattn_i_may_thread())
 #endif
@@ -265,18 +270,21 @@ void XI(phi_plain)(const X(plan) *plan, XI(view) x, int64_t rows, real *out,
     }
 }
 
+/* linattn_d_features: x (n x d) in, phi (n x m) out; no finiteness scan
+ * (the features of NaN are NaN). */
+static const linattn_i_signature features_sig = {
+    .plan = 1, .layout = 2, .nq = 3,
+    .part = {[LINATTN_I_Q] = {4, LINATTN_I_NQ, LINATTN_I_D, LINATTN_I_INPUT},
+             [LINATTN_I_OUT] = {6, LINATTN_I_NQ, LINATTN_I_M,
+                                LINATTN_I_OUTPUT}}};
+
 int X(features)(const X(plan) *plan, int layout, int64_t n, const real *x,
                 int64_t ldx, real *phi, int64_t ldphi)
 {
-    if (!plan)
-        return -1;
-    if (!linattn_i_layout_ok(layout))
-        return -2;
-    if (n < 0)
-        return -3;
-    const linattn_i_mat mats[] = {{n, plan->d, x, ldx, 4, 0},
-                                  {n, plan->m, phi, ldphi, 6, 0}};
-    int st = linattn_i_check_mats_io(layout, sizeof(real), mats, 2, 1);
+    XI(problem) pb = XI(problem_init)(plan, layout, n, 0);
+    pb.part[LINATTN_I_Q] = XI(part_single)(x, ldx);
+    pb.part[LINATTN_I_OUT] = XI(part_single)(phi, ldphi);
+    int st = XI(problem_check)(&pb, &features_sig, NULL);
     if (st || n == 0)
         return st;
     int64_t block = XI(block_rows)(plan), m = plan->m;

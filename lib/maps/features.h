@@ -10,7 +10,10 @@
 
 #include "attn/plan.h"
 
-/* ---- feature maps (featmap.c) ---- */
+/* Rows per task of the per-row work of the maps: the unit of parallel
+ * splitting and of partial column sums, fixed so that results do not
+ * depend on the thread count. */
+#define LINATTN_ROWS_PER_TASK 256
 
 /* Nonzero when phi(x) = x, so callers may hand x to BLAS directly. */
 int XI(map_is_identity)(const X(plan) *plan);
@@ -31,7 +34,7 @@ typedef struct {
 
 int64_t XI(stats_partial_len)(const X(plan) *plan, int64_t rows);
 
-/* f(ctx, lo, hi, part) over the fixed chunks [lo, hi) of LINATTN_CHUNK
+/* f(ctx, lo, hi, part) over the fixed chunks [lo, hi) of LINATTN_ROWS_PER_TASK
  * rows of [0, rows), split over the OpenMP team when rows * width is
  * large; part is the chunk's column-sum partial (width entries) when st
  * asks for column sums, NULL otherwise, and the partials are added to
@@ -68,7 +71,7 @@ void XI(phi_post)(const X(plan) *plan, real *out, int64_t rows,
 void XI(phi_plain)(const X(plan) *plan, XI(view) x, int64_t rows, real *out,
                    double *rexp);
 
-/* The kernelized maps' part of phi_rows (kmaps.c). */
+/* The kernelized maps' part of phi_rows (maps/kernelized.c). */
 void XI(kmap_rows)(const X(plan) *plan, XI(view) x, int64_t rows, real *out,
                    const XI(stats) *st);
 
@@ -101,7 +104,7 @@ void XI(copy_rows)(XI(view) x, int64_t lo, int64_t hi, int64_t cols,
 int XI(all_finite)(XI(view) x, int64_t rows, int64_t cols);
 
 /* The first of rows [0, rows) of the view (cols columns) that holds a
- * non-finite value, or rows (normalize.c). */
+ * non-finite value, or rows (attn/output_rows.c). */
 int64_t XI(first_nonfinite_row)(XI(view) x, int64_t rows, int64_t cols);
 
 #endif

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * kmaps.c -- the kernelized feature maps (FAVOR+, two-sided FAVOR+,
+ * kernelized.c -- the kernelized feature maps (FAVOR+, two-sided FAVOR+,
  * random Fourier, Taylor, caller-supplied) on row blocks.
  *
  * The maps with a projection start with one GEMM, U = X (s W)^T, written
@@ -292,7 +292,7 @@ static void pre_chunk(const X(plan) *p, const void *ctxp, int64_t lo,
 {
     const pre_ctx *ctx = ctxp;
     int64_t m = p->m, h = half_of(p);
-    real c[LINATTN_CHUNK];
+    real c[LINATTN_ROWS_PER_TASK];
     if (p->map != LINATTN_MAP_CUSTOM)
         half_sq_norms(p, ctx->x, lo, hi, c);
     for (int64_t i = lo; i < hi; i++) {

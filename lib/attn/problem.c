@@ -1,0 +1,421 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * problem.c -- the validator of every call that computes (attn/problem.h).
+ *
+ * A call's status before any work is the first failure of these stages,
+ * each in argument-position order (doc/internals.md, "The validator"):
+ *
+ *   1. the scalar arguments before the first matrix: plan (or state),
+ *      layout, batch, heads, sizes, softmax's widths and scale;
+ *   2. the parts' own arguments: a pointer NULL although it has rows
+ *      (-pos), a leading dimension, or a batched call's strides (-pos - 1:
+ *      NULL, too small, negative, an output whose problems overlap);
+ *   3. and 4. whether every part is addressable and its rows fit BLAS
+ *      (LINATTN_ESIZE, kept for stage 6) and whether an output meets an
+ *      input or an earlier output (-pos): single calls compare address
+ *      ranges only once every part is addressable (stage 4 after 3), the
+ *      batched calls compare them first, their ranges being empty where
+ *      they are not addressable;
+ *   5. the arguments after the parts: flags (absorb, causal), scale,
+ *      stats, a part that is required although optional in form (the
+ *      forward calls' den), dW and db against the map, a given state
+ *      against the plan, an _ex call's extras;
+ *   6. the size condition kept from stage 3;
+ *   7. the other size conditions: keys in BLAS, pairs, token counts,
+ *      problems countable;
+ *   8. dW and db apart from every other matrix (-pos);
+ *   9. with check_finite, the inputs (LINATTN_ENONFINITE);
+ *  10. given normalizers against the plan's policy (LINATTN_EDENOM).
+ *
+ * Negative statuses come before positive ones but for one order kept
+ * from the library's first checks: a part's own size (stage 3) before
+ * its overlaps in single calls.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include "attn/problem.h"
+#include "attn/state.h"
+#include "attn/output_rows.h"
+#include "maps/features.h"
+#include "common/validate.h"
+
+XI(problem) XI(problem_init)(const X(plan) *plan, int layout, int64_t nq,
+                             int64_t nk)
+{
+    XI(problem) pb;
+    memset(&pb, 0, sizeof pb);
+    pb.plan = plan;
+    pb.layout = layout;
+    pb.batch = pb.heads = 1;
+    pb.nq = nq;
+    pb.nk = nk;
+    if (plan) {
+        pb.d = plan->d;
+        pb.m = plan->m;
+        pb.e = plan->e;
+    }
+    return pb;
+}
+
+/* Rows and columns of part i under the signature's shape. */
+static int64_t shape_rows(const XI(problem) *pb, int code)
+{
+    return code == LINATTN_I_NQ   ? pb->nq
+           : code == LINATTN_I_NK ? pb->nk
+                                  : pb->plan->wrows;
+}
+
+static int64_t shape_cols(const XI(problem) *pb, int code)
+{
+    return code == LINATTN_I_D   ? pb->d
+           : code == LINATTN_I_M ? pb->m
+           : code == LINATTN_I_E ? pb->e
+                                 : 1;
+}
+
+/* The scalar checks, by kind. */
+enum { C_PLAN, C_STATE, C_GIVEN, C_LAYOUT, C_BATCH, C_HEADS, C_NQ, C_NK, C_D, C_E,
+       C_SCALE, C_CAUSAL, C_ABSORB, C_STATS, C_SOME_OUTPUT,
+       C_PART, C_COUNT };
+
+/* Nonzero when the scalar check of kind c (part i for C_PART) fails. */
+static int scalar_bad(const XI(problem) *pb, const linattn_i_signature *sig,
+                      int c, int i)
+{
+    switch (c) {
+    case C_PLAN:
+        return !pb->plan;
+    case C_STATE: /* the call's own state (the plan is its) */
+        return !pb->state;
+    case C_GIVEN: /* a state given to a call of a plan: of its map */
+        return pb->state && (!XI(state_fits_plan)(pb->state, pb->plan) ||
+                             ((sig->flags & LINATTN_I_GIVEN_KEYS) &&
+                              pb->state->tokens != pb->nk));
+    case C_LAYOUT:
+        return !linattn_i_layout_ok(pb->layout);
+    case C_BATCH:
+        return pb->batch < 0;
+    case C_HEADS:
+        return pb->heads < 0;
+    case C_NQ:
+        return pb->nq < sig->nq_min;
+    case C_NK:
+        return pb->nk < sig->nk_min ||
+               ((sig->flags & LINATTN_I_NK_IS_NQ) && pb->causal == 1 &&
+                pb->nk != pb->nq);
+    case C_D:
+        return pb->d < 1;
+    case C_E:
+        return pb->e < 1;
+    case C_SCALE:
+        return !isfinite(pb->scale) || !isfinite((real)pb->scale);
+    case C_CAUSAL:
+        return pb->causal != 0 && pb->causal != 1;
+    case C_ABSORB:
+        return pb->absorb != 0 && pb->absorb != 1;
+    case C_STATS:
+        return !pb->stats;
+    case C_SOME_OUTPUT:
+        return !pb->part[LINATTN_I_OUT].p && !pb->part[LINATTN_I_NUM].p &&
+               !pb->part[LINATTN_I_DEN].p;
+    default: /* C_PART: an optional part that is required after all */
+        return !pb->part[i].p &&
+               shape_rows(pb, sig->part[i].rows) > 0;
+    }
+}
+
+/* A scalar check at its position. */
+typedef struct {
+    int pos, kind, part;
+} check;
+
+/* The scalar checks of the signature with positions in [lo, hi), in
+ * position order (stable: the order of kinds among equal positions). */
+static int scalar_checks(const linattn_i_signature *sig, int lo, int hi,
+                         check *out)
+{
+    const int pos[C_COUNT] = {sig->plan,  sig->state, sig->given, sig->layout,
+                              sig->batch, sig->heads, sig->nq,
+                              sig->nk,    sig->d,     sig->e,
+                              sig->scale, sig->causal, sig->absorb,
+                              sig->stats, sig->some_output, 0};
+    int n = 0;
+    for (int c = 0; c < C_PART; c++)
+        if (pos[c] >= lo && pos[c] < hi && pos[c] > 0)
+            out[n++] = (check){pos[c], c, 0};
+    for (int i = 0; i < LINATTN_I_PARTS; i++) {
+        const linattn_i_part_sig *ps = &sig->part[i];
+        if (ps->pos >= lo && ps->pos < hi && (ps->role & LINATTN_I_REQUIRED))
+            out[n++] = (check){ps->pos, C_PART, i};
+    }
+    for (int a = 1; a < n; a++) /* insertion sort: a dozen at most */
+        for (int b = a; b > 0 && out[b - 1].pos > out[b].pos; b--) {
+            check t = out[b];
+            out[b] = out[b - 1];
+            out[b - 1] = t;
+        }
+    return n;
+}
+
+/* The first failing check of list, as -pos, or 0. */
+static int run_checks(const XI(problem) *pb, const linattn_i_signature *sig,
+                      const check *list, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (scalar_bad(pb, sig, list[i].kind, list[i].part))
+            return -list[i].pos;
+    return 0;
+}
+
+/* The parts of the signature in position order, primary or secondary. */
+static int parts_in_order(const linattn_i_signature *sig, int secondary,
+                          int *idx)
+{
+    int n = 0;
+    for (int i = 0; i < LINATTN_I_PARTS; i++) {
+        const linattn_i_part_sig *ps = &sig->part[i];
+        if (ps->pos > 0 && !(ps->role & LINATTN_I_SECONDARY) == !secondary)
+            idx[n++] = i;
+    }
+    for (int a = 1; a < n; a++)
+        for (int b = a; b > 0 && sig->part[idx[b - 1]].pos >
+                                     sig->part[idx[b]].pos; b--) {
+            int t = idx[b];
+            idx[b] = idx[b - 1];
+            idx[b - 1] = t;
+        }
+    return n;
+}
+
+/* Part i as a single call's matrix argument (a vector's leading dimension
+ * is implied). */
+static linattn_i_mat single_mat(const XI(problem) *pb,
+                                const linattn_i_signature *sig, int i)
+{
+    const linattn_i_part_sig *ps = &sig->part[i];
+    int64_t rows = shape_rows(pb, ps->rows);
+    int64_t ld = ps->role & LINATTN_I_VECTOR
+                     ? linattn_i_vector_ld(pb->layout, rows)
+                     : pb->part[i].s.ld;
+    return (linattn_i_mat){rows, shape_cols(pb, ps->cols), pb->part[i].p, ld,
+                           ps->pos, (ps->role & LINATTN_I_OPTIONAL) != 0};
+}
+
+/* The strides of a batched vector part: dense, problem after problem
+ * (its nq * heads was checked to fit int64). */
+static linattn_strides dense_strides(const XI(problem) *pb)
+{
+    linattn_strides s = {linattn_i_vector_ld(pb->layout, pb->nq),
+                         pb->heads * pb->nq, pb->nq};
+    return s;
+}
+
+/* Stages 2 to 4 of the primary parts, and in idx/n what stage 8 needs:
+ * the first failure, negative, or LINATTN_ESIZE (stage 3), or 0. */
+static int primary_parts(const XI(problem) *pb, const linattn_i_signature *sig,
+                         linattn_strides *vec)
+{
+    int idx[LINATTN_I_PARTS];
+    int n = parts_in_order(sig, 0, idx);
+    if (sig->form == LINATTN_I_SINGLE) {
+        linattn_i_mat mats[LINATTN_I_PARTS];
+        int first_output = n;
+        for (int a = 0; a < n; a++) {
+            mats[a] = single_mat(pb, sig, idx[a]);
+            if (first_output == n && (sig->part[idx[a]].role & LINATTN_I_OUTPUT))
+                first_output = a;
+        }
+        return linattn_i_check_mats_io(pb->layout, sizeof(real), mats, n,
+                                       first_output);
+    }
+    linattn_i_bmat mats[LINATTN_I_PARTS];
+    for (int a = 0; a < n; a++) {
+        int i = idx[a];
+        const linattn_i_part_sig *ps = &sig->part[i];
+        const linattn_strides *s = pb->part[i].no_strides ? NULL
+                                                          : &pb->part[i].s;
+        if (ps->role & LINATTN_I_VECTOR)
+            s = vec;
+        mats[a] = (linattn_i_bmat){shape_rows(pb, ps->rows),
+                                   shape_cols(pb, ps->cols), pb->part[i].p, s,
+                                   ps->pos, (ps->role & LINATTN_I_OUTPUT) != 0};
+    }
+    return linattn_i_check_batched(pb->layout, pb->batch, pb->heads,
+                                   sizeof(real), mats, n);
+}
+
+/* Stage 5's checks of a secondary part (dW, db): present although the map
+ * has no W (or, db, no bias); its own arguments; its size (ESIZE). */
+static int secondary_part(const XI(problem) *pb,
+                          const linattn_i_signature *sig, int i)
+{
+    const linattn_i_part_sig *ps = &sig->part[i];
+    const real *p = pb->part[i].p;
+    if (!p)
+        return 0;
+    if (i == LINATTN_I_DB)
+        return pb->plan->map == LINATTN_MAP_CUSTOM ? 0 : -ps->pos;
+    int64_t rows = shape_rows(pb, ps->rows), cols = shape_cols(pb, ps->cols);
+    if (!rows)
+        return -ps->pos;
+    int st = linattn_i_matrix_arg(pb->layout, rows, cols, p, pb->part[i].s.ld,
+                                  ps->pos);
+    if (st)
+        return st;
+    return linattn_i_matrix_fits(pb->layout, rows, cols, pb->part[i].s.ld);
+}
+
+/* Stage 8: the secondary parts apart from every other matrix and from
+ * each other (the later one's -pos). */
+static int secondary_apart(const XI(problem) *pb,
+                           const linattn_i_signature *sig,
+                           const linattn_strides *vec)
+{
+    int sec[LINATTN_I_PARTS], prim[LINATTN_I_PARTS];
+    int ns = parts_in_order(sig, 1, sec), np = parts_in_order(sig, 0, prim);
+    uintptr_t lo[LINATTN_I_PARTS], hi[LINATTN_I_PARTS];
+    for (int a = 0; a < ns; a++) {
+        linattn_i_mat m = single_mat(pb, sig, sec[a]);
+        m.optional = 1;
+        linattn_i_mat_range(pb->layout, sizeof(real), &m, &lo[a], &hi[a]);
+        for (int b = 0; lo[a] < hi[a] && b < np; b++) {
+            int i = prim[b];
+            uintptr_t plo, phi;
+            if (sig->form == LINATTN_I_SINGLE) {
+                linattn_i_mat pm = single_mat(pb, sig, i);
+                linattn_i_mat_range(pb->layout, sizeof(real), &pm, &plo, &phi);
+            } else {
+                const linattn_i_part_sig *ps = &sig->part[i];
+                linattn_i_bmat bm = {shape_rows(pb, ps->rows),
+                                     shape_cols(pb, ps->cols), pb->part[i].p,
+                                     ps->role & LINATTN_I_VECTOR
+                                         ? vec
+                                         : &pb->part[i].s,
+                                     ps->pos, 0};
+                linattn_i_bmat_range(pb->layout, pb->batch, pb->heads,
+                                     sizeof(real), &bm, &plo, &phi);
+            }
+            if (plo < phi && plo < hi[a] && lo[a] < phi)
+                return -sig->part[sec[a]].pos;
+        }
+        for (int b = 0; lo[a] < hi[a] && b < a; b++)
+            if (lo[b] < hi[b] && lo[b] < hi[a] && lo[a] < hi[b])
+                return -sig->part[sec[a]].pos;
+    }
+    return 0;
+}
+
+/* Stage 7. */
+static int size_conditions(const XI(problem) *pb,
+                           const linattn_i_signature *sig)
+{
+    unsigned f = sig->flags;
+    if (sig->form == LINATTN_I_BATCHED && pb->batch > 0 &&
+        pb->heads > INT64_MAX / pb->batch)
+        return LINATTN_ESIZE; /* problems not countable in int64 */
+    if ((f & (LINATTN_I_KEYS_IN_BLAS | LINATTN_I_DIMS_IN_BLAS |
+              LINATTN_I_PAIRS)) &&
+        linattn_i_blas_fits(pb->nk))
+        return LINATTN_ESIZE;
+    if ((f & LINATTN_I_DIMS_IN_BLAS) &&
+        (linattn_i_blas_fits(pb->d) || linattn_i_blas_fits(pb->e)))
+        return LINATTN_ESIZE;
+    if ((f & LINATTN_I_PAIRS) && pb->nq > INT64_MAX / pb->nk)
+        return LINATTN_ESIZE;
+    if ((f & LINATTN_I_TOKENS) && pb->state &&
+        pb->nk > INT64_MAX - pb->state->tokens)
+        return LINATTN_ESIZE; /* the token count would pass int64 */
+    return 0;
+}
+
+/* Stage 9: every input part of every problem finite. */
+static int inputs_finite(const XI(problem) *pb, const linattn_i_signature *sig)
+{
+    int cm = pb->layout == LINATTN_COL_MAJOR;
+    for (int64_t p = 0; p < XI(problem_count)(pb); p++)
+        for (int i = 0; i < LINATTN_I_PARTS; i++) {
+            const linattn_i_part_sig *ps = &sig->part[i];
+            if (!ps->pos || !(ps->role & LINATTN_I_INPUT) || !pb->part[i].p)
+                continue;
+            int64_t rows = shape_rows(pb, ps->rows);
+            const real *a = XI(part_at)(pb, i, p, rows);
+            XI(view) v = ps->role & LINATTN_I_VECTOR
+                             ? (XI(view)){a, rows, 0}
+                             : (XI(view)){a, pb->part[i].s.ld, cm};
+            if (ps->role & LINATTN_I_VECTOR ? !XI(all_finite)(v, 1, rows)
+                                            : !XI(all_finite)(v, rows,
+                                                  shape_cols(pb, ps->cols)))
+                return 0;
+        }
+    return 1;
+}
+
+/* Stage 10: the first problem with a normalizer that breaks the policy. */
+static int den_policy(const XI(problem) *pb, linattn_where *bad)
+{
+    for (int64_t p = 0; p < XI(problem_count)(pb); p++) {
+        const real *den = XI(part_at)(pb, LINATTN_I_DEN, p, pb->nq);
+        for (int64_t r = 0; r < pb->nq; r++)
+            if (!XI(den_ok)(pb->plan, den[r])) {
+                if (bad)
+                    *bad = (linattn_where){p / pb->heads, p % pb->heads, r};
+                return LINATTN_EDENOM;
+            }
+    }
+    return 0;
+}
+
+int XI(problem_check)(const XI(problem) *pb, const linattn_i_signature *sig,
+                      linattn_where *bad)
+{
+    check list[C_COUNT + LINATTN_I_PARTS];
+    int idx[LINATTN_I_PARTS];
+    int first = parts_in_order(sig, 0, idx) ? sig->part[idx[0]].pos : 1 << 30;
+    /* 1. the scalar arguments before the parts */
+    int st = run_checks(pb, sig, list, scalar_checks(sig, 1, first, list));
+    if (st)
+        return st;
+    /* a batched call's normalizers are described by nq * heads */
+    linattn_strides vec = {1, 0, 0};
+    if (sig->form == LINATTN_I_BATCHED && sig->part[LINATTN_I_DEN].pos) {
+        if (pb->heads > 0 && pb->nq > INT64_MAX / pb->heads)
+            return LINATTN_ESIZE;
+        vec = dense_strides(pb);
+    }
+    /* 2. to 4. */
+    int size = primary_parts(pb, sig, &vec);
+    if (size < 0)
+        return size;
+    /* 5. the arguments after the parts, dW and db among them */
+    int sec[LINATTN_I_PARTS];
+    int ns = parts_in_order(sig, 1, sec), n = scalar_checks(sig, first,
+                                                            1 << 30, list);
+    for (int a = 0, b = 0; a < n || b < ns;) {
+        if (b < ns && (a == n || sig->part[sec[b]].pos < list[a].pos)) {
+            int s = secondary_part(pb, sig, sec[b++]);
+            if (s < 0)
+                return s;
+            size = size ? size : s;
+        } else if (scalar_bad(pb, sig, list[a].kind, list[a].part)) {
+            return -list[a].pos;
+        } else {
+            a++;
+        }
+    }
+    /* 6. and 7. */
+    if (size)
+        return size;
+    st = size_conditions(pb, sig);
+    /* 8. */
+    if (!st && ns)
+        st = secondary_apart(pb, sig, &vec);
+    if (st)
+        return st;
+    /* 9. and 10. */
+    if ((sig->flags & LINATTN_I_SCAN) && pb->plan && pb->plan->check_finite &&
+        !inputs_finite(pb, sig))
+        return LINATTN_ENONFINITE;
+    if (sig->flags & LINATTN_I_DEN_POLICY)
+        return den_policy(pb, bad);
+    return 0;
+}
