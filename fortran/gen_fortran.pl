@@ -171,28 +171,65 @@ while ($text =~ /enum\s+(\w+)\s*\{(.*?)\}\s*;/gs) {
 }
 
 # ---- structs ----
+# typedef struct TAG { fields } NAME; outside the template, and
+# typedef struct X(TAG) { fields } X(NAME); inside it (one type per
+# instance, in the instance's module).  A pointer field (any type) is
+# type(c_ptr); the template's real type is the instance's real.
 sub fname { my ($c) = @_; $c =~ s/^linattn_//; return "c_$c"; }
-my (@structs, %struct_known);
-while ($text =~ /typedef\s+struct\s+(\w+)\s*\{(.*?)\}\s*(\w+)\s*;/gs) {
-    my ($tag, $body, $tname) = ($1, $2, $3);
+sub struct_fields {
+    my ($tname, $body) = @_;
     my @fields;
     for my $decl (split /;/, $body) {
         $decl =~ s/^\s+|\s+$//g;
         next if $decl eq '';
-        $decl =~ /^((?:unsigned\s+)?\w+)\s+(.*)$/s
+        $decl =~ /^((?:unsigned\s+)?(?:$tmpl_x\(\w+\)|\w+))\s*(.*)$/s
             or die "gen_fortran.pl: struct $tname: cannot read '$decl'\n";
         my ($type, $names) = ($1, $2);
-        defined $ctype{$type}
-            or die "gen_fortran.pl: struct $tname: field type $type\n";
         for my $n (split /,/, $names) {
             $n =~ s/\s+//g;
-            $n =~ /^(\w+)(?:\[(\w+)\])?$/
+            $n =~ /^(\*?)(\w+)(?:\[(\w+)\])?$/
                 or die "gen_fortran.pl: struct $tname: field '$n'\n";
-            push @fields, [$ctype{$type}, $1, $2];
+            my ($ptr, $fn, $dim) = ($1, $2, $3);
+            my $ft = $ptr ? 'type(c_ptr)'
+                : ($tmpl_r && $type eq $tmpl_r) ? 'REAL'
+                : $ctype{$type};
+            defined $ft
+                or die "gen_fortran.pl: struct $tname: field type $type\n";
+            push @fields, [$ft, $fn, $dim];
         }
     }
-    push @structs, [$tname, \@fields];
-    $struct_known{$tname} = 1;
+    return \@fields;
+}
+my (@structs, @tstructs);
+while ($text =~ /typedef\s+struct\s+(\w+)\s*\{(.*?)\}\s*(\w+)\s*;/gs) {
+    my ($tag, $body, $tname) = ($1, $2, $3);
+    my $fields = struct_fields($tname, $body);
+    grep { $_->[0] eq 'REAL' } @$fields
+        and die "gen_fortran.pl: struct $tname: real field outside the template\n";
+    push @structs, [$tname, $fields];
+}
+if ($tmpl_x) {
+    while ($text =~ /typedef\s+struct\s+$tmpl_x\(\w+\)\s*\{(.*?)\}\s*$tmpl_x\((\w+)\)\s*;/gs) {
+        my ($body, $name) = ($1, $2);
+        push @tstructs, [$name, struct_fields($name, $body)];
+    }
+}
+my $nstruct = () = $text =~ /typedef\s+struct\s+[^;{]*\{/g;
+@structs + @tstructs == $nstruct
+    or die "gen_fortran.pl: $nstruct structs, " . (@structs + @tstructs)
+         . " read\n";
+
+# A struct's Fortran type: its fields, real as the instance's.
+sub struct_type {
+    my ($fortran_name, $cname, $fields, $real) = @_;
+    my $out = "\n  ! struct $cname\n  type, bind(C) :: $fortran_name\n";
+    for my $fl (@$fields) {
+        my ($t, $n, $dim) = @$fl;
+        $t = $real if $t eq 'REAL';
+        my $d = defined $dim ? ", dimension($dim)" : '';
+        $out .= "    $t$d :: $n\n";
+    }
+    return $out . "  end type\n";
 }
 
 # ---- prototypes ----
@@ -342,6 +379,14 @@ if ($mode eq 'check-c') {
         push @l, "    (int64_t)sizeof($tname)";
         push @l, "    (int64_t)offsetof($tname, $_->[1])" for @$fields;
     }
+    for my $inst (@instances) {
+        for my $st (@tstructs) {
+            my ($name, $fields) = @$st;
+            my $tname = $inst->[1] . $name;
+            push @l, "    (int64_t)sizeof($tname)";
+            push @l, "    (int64_t)offsetof($tname, $_->[1])" for @$fields;
+        }
+    }
     print join(",\n", @l), "\n};\n";
     exit 0;
 }
@@ -354,10 +399,23 @@ if ($mode eq 'public') {
 if ($mode eq 'check-f') {
     my $nl = 0;
     $nl += 1 + @{$_->[1]} for @structs;
+    $nl += (1 + @{$_->[1]}) * @instances for @tstructs;
+    # every struct as (Fortran type, its fields, a variable's name)
+    my @all = map { [fname($_->[0]), $_->[1]] } @structs;
+    for my $inst (@instances) {
+        push @all, map { ["$inst->[0]_" . fname($_->[0]), $_->[1]] } @tstructs;
+    }
     print "! The constants and the structs' layouts as the generated Fortran\n";
     print "! sees them, next to C's (the --check-c half).\n";
     print "module ${module}_check\n  use, intrinsic :: iso_c_binding\n";
-    print "  use $module\n  implicit none\n";
+    print "  use $module\n";
+    for my $inst (@instances) {
+        next unless @tstructs;
+        print wrap("  use ${module}_$inst->[0], only: ", ', ',
+                   map { "$inst->[0]_" . fname($_->[0]) . ' => ' . fname($_->[0]) }
+                   @tstructs);
+    }
+    print "  implicit none\n";
     print "  integer, parameter :: nconsts = " . scalar(@consts) . "\n";
     print "  integer, parameter :: nlayout = $nl\n";
     print "  character(40), parameter :: const_names(nconsts) = [character(40) :: &\n";
@@ -373,13 +431,13 @@ if ($mode eq 'check-f') {
     print "  end subroutine f_constants\n\n";
     print "  subroutine f_layout(v)\n    integer(c_int64_t), intent(out) :: v(nlayout)\n";
     my $k = 0;
-    for my $st (@structs) {
-        print "    type(" . fname($st->[0]) . "), target :: s$k\n";
+    for my $st (@all) {
+        print "    type($st->[0]), target :: s$k\n";
         $k++;
     }
     $i = 0;
     $k = 0;
-    for my $st (@structs) {
+    for my $st (@all) {
         my ($tname, $fields) = @$st;
         print "    v(" . ++$i . ") = c_sizeof(s$k)\n";
         for my $fl (@$fields) {
@@ -404,16 +462,7 @@ for my $c (@consts) {
     $group = $c->[2];
     print wrap("  integer, parameter :: $c->[0] = ", q{ }, split(/ /, $c->[1]));
 }
-for my $s (@structs) {
-    my ($tname, $fields) = @$s;
-    print "\n  ! struct $tname\n  type, bind(C) :: " . fname($tname) . "\n";
-    for my $fl (@$fields) {
-        my ($t, $n, $dim) = @$fl;
-        my $d = defined $dim ? ", dimension($dim)" : '';
-        print "    $t$d :: $n\n";
-    }
-    print "  end type\n";
-}
+print struct_type(fname($_->[0]), $_->[0], $_->[1], undef) for @structs;
 if (@plain) {
     print "\n  interface\n";
     print interface($_, $_->{name}, undef) for @plain;
@@ -454,7 +503,11 @@ for my $inst (@instances) {
     my $real = $r eq 'double' ? 'real(c_double)' : 'real(c_float)';
     print "\n! The $r instance of the template: ${prefix}*.\n";
     print "module ${module}_$sfx\n  use, intrinsic :: iso_c_binding\n";
-    print "  implicit none\n  public\n  interface\n";
+    print "  implicit none\n  public\n";
+    print struct_type(fname($_->[0]), $prefix . $_->[0], $_->[1], $real)
+        for @tstructs;
+    print "\n" if @tstructs;
+    print "  interface\n";
     print interface($_, $prefix . $_->{name}, $real) for @templ;
     print "  end interface\nend module ${module}_$sfx\n";
 }

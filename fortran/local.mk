@@ -6,7 +6,8 @@
 # cannot drift from C; the wrappers are Fortran 2008 with iso_c_binding.
 EXTRA_DIST += fortran/gen_fortran.pl fortran/linattn_prec.inc \
 	fortran/linattn_grad_spec.inc fortran/linattn_grad.inc \
-	fortran/linattn_grad_batched.inc fortran/unwrapped.txt \
+	fortran/linattn_grad_batched.inc fortran/linattn_ex.inc \
+	fortran/unwrapped.txt \
 	linattn-fortran.pc.in \
 	fortran/linattn-fortran.cmake.in tests/fortran/consumer/CMakeLists.txt
 dist_doc_DATA += doc/fortran.md
@@ -39,7 +40,8 @@ fortran/linattn_d.lo fortran/linattn_s.lo: fortran/linattn_c.lo \
 	fortran/linattn_base.lo $(top_srcdir)/fortran/linattn_prec.inc \
 	$(top_srcdir)/fortran/linattn_grad_spec.inc \
 	$(top_srcdir)/fortran/linattn_grad.inc \
-	$(top_srcdir)/fortran/linattn_grad_batched.inc
+	$(top_srcdir)/fortran/linattn_grad_batched.inc \
+	$(top_srcdir)/fortran/linattn_ex.inc
 fortran/linattn.lo: fortran/linattn_d.lo fortran/linattn_s.lo \
 	fortran/linattn_c_public.inc
 # Every module is installed: module linattn refers to the others, and

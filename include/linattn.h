@@ -21,8 +21,10 @@
  *   - Matrices: an n x c matrix A is passed as (layout, A, lda) as in CBLAS.
  *     Row major (LINATTN_ROW_MAJOR = 101): A(i,j) = A[i*lda + j], lda >= c.
  *     Column major (LINATTN_COL_MAJOR = 102): A(i,j) = A[i + j*lda],
- *     lda >= n.  A leading dimension is always at least 1.  Column major
- *     lets Fortran arrays pass without copies.
+ *     lda >= n.  A leading dimension is always at least 1, but that of an
+ *     optional matrix passed as NULL, which is not read (state_query's out
+ *     and num, the backward calls' dw).  Column major lets Fortran arrays
+ *     pass without copies.
  *   - Dimensions: d = query/key width, m = number of features, e = value
  *     width.  Sizes are int64_t.  Row counts n are unlimited (the library
  *     streams blocks); a leading dimension beyond the BLAS integer is fine
@@ -54,7 +56,14 @@
  *     propagate as documented at linattn_opts.check_finite.
  *     (linattn_d_features is the exception: it returns the unshifted
  *     features, which the exponential maps overflow at large norms.)
- *   - A NULL matrix is accepted only when it has no rows.
+ *   - A NULL matrix is accepted only when it has no rows, or when it is an
+ *     optional one (documented at its call).
+ *   - Optional parts: a call that can take more than its arguments has an
+ *     expert form, linattn_d_NAME_ex, with one more argument: a
+ *     linattn_d_extras (NULL: none, and the call is the plain one), which
+ *     holds the optional inputs and outputs, all composing in one call.
+ *     Its fields are checked as the call's other arguments are, and a bad
+ *     one is -i of the extras argument.
  *   - Aliasing: no output may share memory with an input or with another
  *     output of the same call (out = q, out = v, num = out, den inside q):
  *     the call returns -i of that output, writing nothing.  Address
@@ -693,6 +702,90 @@ LINATTN_API int X(naive)(const X(plan) *plan, int layout, int64_t nq,         \
                          int64_t ldk, const R *v, int64_t ldv, R *out,        \
                          int64_t ldout, int64_t *bad_row);                    \
                                                                               \
+/* ---- The extension point: a call's optional parts.  A linattn_d_extras  \
+ * holds what a call may take beyond its arguments; the call's _ex form    \
+ * takes one (NULL: none, the plain call).  Start from                     \
+ * linattn_d_extras_init, then set the fields wanted: a field at its init  \
+ * value means its part is absent, and the parts present compose in one    \
+ * call (normalizers out and a starting state together, say).  Later       \
+ * versions add parts in the reserved words, whose init value stays       \
+ * "absent"; a call refuses reserved words that are not zero (-i of the    \
+ * extras), so that a program built for a later version is refused by an  \
+ * older library instead of being served without the part it asked for.   \
+ * The struct is read only; its pointers follow the aliasing rules of the  \
+ * call's other arguments. ---- */                                          \
+typedef struct X(extras_s) {                                                  \
+    /* normalizers out: nq entries (stride 1), as linattn_d_attention_     \
+     * forward writes them (eps included); NULL: not asked for */          \
+    R *den;                                                                   \
+    /* a state to start from, of a plan with the call's map and sizes (as  \
+     * linattn_d_state_merge requires): causal rows see its keys before    \
+     * the call's, non-causal rows its keys with the call's (S = its S +   \
+     * phi(K)^T V; under LINATTN_DENOM_COUNT its tokens count too); NULL:  \
+     * none, a zero state */                                                \
+    X(state) *state;                                                          \
+    /* with state: 1 = on success the state then holds its keys and the    \
+     * call's (as linattn_d_state_update would leave it, to rounding),     \
+     * 0 = it is only read; on any error it is unchanged.  0 without a     \
+     * state. */                                                            \
+    int absorb;                                                               \
+    int reserved_int[3];                                                      \
+    void *reserved_ptr[12];                                                   \
+    int64_t reserved[16];                                                     \
+} X(extras);                                                                  \
+                                                                              \
+/* int linattn_d_extras_init(linattn_d_extras *ex)                           \
+ * Every part absent: den and state NULL, absorb 0, the reserved words 0.   \
+ * Errors: -1 ex NULL.  Thread-safe. */                                     \
+LINATTN_API int X(extras_init)(X(extras) *ex);                                \
+                                                                              \
+/* int linattn_d_attention_ex(const linattn_d_plan *plan, int layout,       \
+ *         int64_t nq, int64_t nk, const double *q, int64_t ldq,            \
+ *         const double *k, int64_t ldk, const double *v, int64_t ldv,      \
+ *         double *out, int64_t ldout, const linattn_d_extras *ex,          \
+ *         int64_t *bad_row)                                                \
+ * linattn_d_attention with the parts of ex: out_i = phi(q_i)^T S / den_i,  \
+ * S and z over ex->state's keys and these nk (ex->state NULL: these),      \
+ * den (if asked for) as linattn_d_attention_forward writes it, and with    \
+ * ex->absorb the state then holding its keys and these.  ex NULL, or as   \
+ * linattn_d_extras_init leaves it: linattn_d_attention, bit for bit; with  \
+ * den only: linattn_d_attention_forward, bit for bit.  Statuses as         \
+ * linattn_d_attention; on LINATTN_EDENOM and LINATTN_EOVERFLOW den holds   \
+ * the rows that out does.  Errors: -1 .. -12 as linattn_d_attention; -13   \
+ * ex: a reserved word not 0, den meeting another array, a state of a plan  \
+ * with another map or other sizes, absorb not 0 or 1 (or 1 without a       \
+ * state); LINATTN_ESIZE (also the state's tokens + nk beyond INT64_MAX);   \
+ * LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW; LINATTN_ENONFINITE.   \
+ * Thread-safe; with a state and absorb = 1 it needs exclusive access to    \
+ * the state, with absorb = 0 the state is only read. */                    \
+LINATTN_API int X(attention_ex)(const X(plan) *plan, int layout, int64_t nq,  \
+                                int64_t nk, const R *q, int64_t ldq,          \
+                                const R *k, int64_t ldk, const R *v,          \
+                                int64_t ldv, R *out, int64_t ldout,           \
+                                const X(extras) *ex, int64_t *bad_row);       \
+                                                                              \
+/* int linattn_d_causal_ex(const linattn_d_plan *plan, int layout,          \
+ *         int64_t n, const double *q, int64_t ldq, const double *k,        \
+ *         int64_t ldk, const double *v, int64_t ldv, double *out,          \
+ *         int64_t ldout, const linattn_d_extras *ex, int64_t *bad_row)     \
+ * linattn_d_causal with the parts of ex: rows see ex->state's keys first   \
+ * (as linattn_d_state_causal; under LINATTN_DENOM_COUNT row i's count is   \
+ * its tokens + i + 1), den (if asked for) as linattn_d_causal_forward      \
+ * writes it, and with ex->absorb the state then holding its keys and       \
+ * these n.  ex NULL or all absent: linattn_d_causal, bit for bit; den      \
+ * only: linattn_d_causal_forward; a state (of the call's plan) only:       \
+ * linattn_d_state_causal, bit for bit.  Statuses, work and memory as       \
+ * linattn_d_causal.  Errors: -1 .. -11 as linattn_d_causal; -12 ex (as at  \
+ * linattn_d_attention_ex); LINATTN_ESIZE (also the state's tokens + n      \
+ * beyond INT64_MAX); LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW;    \
+ * LINATTN_ENONFINITE.  Thread-safe; a state as at linattn_d_attention_ex.  \
+ */                                                                         \
+LINATTN_API int X(causal_ex)(const X(plan) *plan, int layout, int64_t n,      \
+                             const R *q, int64_t ldq, const R *k,             \
+                             int64_t ldk, const R *v, int64_t ldv, R *out,    \
+                             int64_t ldout, const X(extras) *ex,              \
+                             int64_t *bad_row);                               \
+                                                                              \
 /* int linattn_d_softmax(int layout, int64_t nq, int64_t nk, int64_t d,      \
  *         int64_t e, double scale, const double *q, int64_t ldq,            \
  *         const double *k, int64_t ldk, const double *v, int64_t ldv,       \
@@ -968,8 +1061,9 @@ LINATTN_API int X(causal_forward)(const X(plan) *plan, int layout, int64_t n, \
  * (g, nq x e), and out and den as linattn_d_attention_forward wrote them   \
  * (all matrices in layout).  dw (rows x d, rows as linattn_d_plan_weights  \
  * says, in layout, lddw) = dL/dW for the maps with a W (W as given or      \
- * drawn, before input_scale; NULL: not computed), db (rows) = dL/db for    \
- * custom maps (NULL: not computed): sums over the query and key rows.      \
+ * drawn, before input_scale; NULL: not computed, lddw not read), db       \
+ * (rows) = dL/db for custom maps (NULL: not computed): sums over the       \
+ * query and key rows.                                                      \
  * ReLU's derivative at 0 is taken as 0.  O((nq + nk) m e) work, about 2.5  \
  * times the forward's: the keys' state [S z] is rebuilt, unless state is   \
  * given: a state holding exactly these nk keys and values (the forward's,  \
@@ -979,7 +1073,11 @@ LINATTN_API int X(causal_forward)(const X(plan) *plan, int layout, int64_t n, \
  * With eps > 0 and a map with exponentials the result is the gradient      \
  * with the shift factors held fixed (doc/gradients.md).                    \
  * LINATTN_EDENOM: den[r] breaks the plan's policy (checked before any      \
- * work; r in *bad_row if not NULL); LINATTN_EOVERFLOW as above.  Errors:   \
+ * work; r in *bad_row if not NULL); LINATTN_EOVERFLOW as above.  den is    \
+ * taken as given, against the policy only (under LINATTN_DENOM_COUNT it    \
+ * is not compared with the count of keys): with nk = 0, where the forward  \
+ * returns LINATTN_EDENOM unless eps > 0, normalizers that pass give        \
+ * status 0 and dq = 0 (no key reaches a row).  Errors:                     \
  * -1 plan NULL; -2 layout; -3 nq < 0; -4 nk < 0; -5 q; -6 ldq; -7 k;       \
  * -8 ldk; -9 v; -10 ldv; -11 out; -12 ldout; -13 den NULL; -14 g;          \
  * -15 ldg; -16 dq (NULL, or meeting an input); -17 lddq; -18 dk (or        \
@@ -1010,9 +1108,13 @@ LINATTN_API int X(attention_backward)(const X(plan) *plan, int layout,        \
  * linattn_d_causal_forward wrote them.  By chunks of C rows: a forward     \
  * sweep (dQ, with the prefix states) and a reverse one (dK, dV, with the   \
  * suffix sums of phi(q_i) [g_i h_i]), the triangles reading only entries   \
- * j <= i: dq_i depends on row i and the keys and values j <= i only, dk_j  \
- * and dv_j on key j and the rows i >= j only.  dv serves as scratch        \
- * between the sweeps.  Errors: -1 plan; -2 layout; -3 n < 0; -4 q; -5 ldq; \
+ * j <= i: dq_i depends on row i and the keys and values j <= i only.  For  \
+ * the maps without stabilizing shifts dk_j and dv_j depend on key j and    \
+ * the rows i >= j only; for FAVOR, FAVOR_HYP, TRIG and custom EXP maps     \
+ * den_i carries row i's running shift, the largest key exponent up to i,  \
+ * so they also read the keys before j: out and den must be the forward's   \
+ * of these very inputs (after changing any key, run the forward again).   \
+ * dv serves as scratch between the sweeps.  Errors: -1 plan; -2 layout; -3 n < 0; -4 q; -5 ldq; \
  * -6 k; -7 ldk; -8 v; -9 ldv; -10 out; -11 ldout; -12 den; -13 g; -14 ldg; \
  * -15 dq; -16 lddq; -17 dk; -18 lddk; -19 dv; -20 lddv; -21 dw; -22 lddw;  \
  * -23 db (each output also when it meets an input or an earlier output);   \

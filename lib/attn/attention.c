@@ -54,20 +54,46 @@ int X(attention_forward)(const X(plan) *plan, int layout, int64_t nq,
     return st ? st : XI(attention_run)(&pb, bad_row);
 }
 
+/* linattn_d_attention_ex: and the extras (13), whose den is optional. */
+static const linattn_i_signature ex_sig = {
+    .plan = 1, .layout = 2, .nq = 3, .nk = 4, .extras = 13, .given = 13,
+    .absorb = 13, .flags = LINATTN_I_SCAN | LINATTN_I_TOKENS,
+    .part = {LINATTN_I_QKVO(5), LINATTN_I_DEN_OUT(13, 0)}};
+
+int X(attention_ex)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
+                    const real *q, int64_t ldq, const real *k, int64_t ldk,
+                    const real *v, int64_t ldv, real *out, int64_t ldout,
+                    const X(extras) *ex, int64_t *bad_row)
+{
+    XI(problem) pb = XI(problem_init)(plan, layout, nq, nk);
+    XI(problem_qkvo)(&pb, q, ldq, k, ldk, v, ldv, out, ldout);
+    XI(problem_extras)(&pb, ex);
+    int st = XI(problem_check)(&pb, &ex_sig, NULL);
+    return st ? st : XI(attention_run)(&pb, bad_row);
+}
+
 int XI(attention_run)(const XI(problem) *pb, int64_t *bad_row)
 {
     const X(plan) *plan = pb->plan;
-    if (pb->nq == 0)
+    X(state) *from = pb->state;
+    /* without queries nothing is asked, but a state may absorb the keys */
+    if (pb->nq == 0 && !(from && pb->absorb))
         return 0;
     void *mem = malloc(XI(state_bytes)(plan));
     if (!mem)
         return LINATTN_ENOMEM;
+    /* the keys go into a copy of the starting state (or a zero one), which
+     * replaces it only when everything succeeded */
     X(state) state;
     XI(state_init)(&state, plan, mem);
+    if (from)
+        XI(state_assign)(&state, from);
     int st = XI(state_update_checked)(&state, XI(part_view)(pb, LINATTN_I_K),
                                       XI(part_view)(pb, LINATTN_I_V), pb->nk);
     if (!st)
         st = XI(state_query_run)(&state, pb, bad_row);
+    if (!st && from && pb->absorb)
+        XI(state_assign)(from, &state);
     free(mem);
     return st;
 }

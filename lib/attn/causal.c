@@ -537,3 +537,21 @@ int X(state_causal)(X(state) *state, int layout, int64_t n, const real *q,
     int st = XI(problem_check)(&pb, &state_causal_sig, NULL);
     return st ? st : XI(causal_run)(&pb, bad_row);
 }
+
+/* linattn_d_causal_ex: and the extras (12), whose den is optional. */
+static const linattn_i_signature ex_sig = {
+    .plan = 1, .layout = 2, .nq = 3, .extras = 12, .given = 12,
+    .absorb = 12, .flags = LINATTN_I_SCAN | LINATTN_I_TOKENS,
+    .part = {LINATTN_I_QKVO(4), LINATTN_I_DEN_OUT(12, 0)}};
+
+int X(causal_ex)(const X(plan) *plan, int layout, int64_t n, const real *q,
+                 int64_t ldq, const real *k, int64_t ldk, const real *v,
+                 int64_t ldv, real *out, int64_t ldout, const X(extras) *ex,
+                 int64_t *bad_row)
+{
+    XI(problem) pb = causal_problem(plan, layout, n);
+    XI(problem_qkvo)(&pb, q, ldq, k, ldk, v, ldv, out, ldout);
+    XI(problem_extras)(&pb, ex);
+    int st = XI(problem_check)(&pb, &ex_sig, NULL);
+    return st ? st : XI(causal_run)(&pb, bad_row);
+}

@@ -5,6 +5,7 @@
 # writing output rows, and the errors of the approximations against
 # softmax.  Precision-generic (common/prec.h).
 GENERIC_SOURCES += lib/attn/problem.c
+GENERIC_SOURCES += lib/attn/extras.c
 GENERIC_SOURCES += lib/attn/plan.c
 GENERIC_SOURCES += lib/attn/fingerprint.c
 GENERIC_SOURCES += lib/attn/state.c

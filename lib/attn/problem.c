@@ -75,7 +75,7 @@ static int64_t shape_cols(const XI(problem) *pb, int code)
 
 /* The scalar checks, by kind. */
 enum { C_PLAN, C_STATE, C_GIVEN, C_LAYOUT, C_BATCH, C_HEADS, C_NQ, C_NK, C_D, C_E,
-       C_SCALE, C_CAUSAL, C_ABSORB, C_STATS, C_SOME_OUTPUT,
+       C_SCALE, C_CAUSAL, C_ABSORB, C_STATS, C_EXTRAS, C_SOME_OUTPUT,
        C_PART, C_COUNT };
 
 /* Nonzero when the scalar check of kind c (part i for C_PART) fails. */
@@ -111,8 +111,11 @@ static int scalar_bad(const XI(problem) *pb, const linattn_i_signature *sig,
         return !isfinite(pb->scale) || !isfinite((real)pb->scale);
     case C_CAUSAL:
         return pb->causal != 0 && pb->causal != 1;
-    case C_ABSORB:
-        return pb->absorb != 0 && pb->absorb != 1;
+    case C_ABSORB: /* 0 or 1; an _ex call's absorbs only into a state */
+        return (pb->absorb != 0 && pb->absorb != 1) ||
+               (pb->absorb && !pb->state);
+    case C_EXTRAS:
+        return pb->extras && !XI(extras_reserved_zero)(pb->extras);
     case C_STATS:
         return !pb->stats;
     case C_SOME_OUTPUT:
@@ -138,7 +141,7 @@ static int scalar_checks(const linattn_i_signature *sig, int lo, int hi,
                               sig->batch, sig->heads, sig->nq,
                               sig->nk,    sig->d,     sig->e,
                               sig->scale, sig->causal, sig->absorb,
-                              sig->stats, sig->some_output, 0};
+                              sig->stats, sig->extras, sig->some_output, 0};
     int n = 0;
     for (int c = 0; c < C_PART; c++)
         if (pos[c] >= lo && pos[c] < hi && pos[c] > 0)

@@ -156,7 +156,7 @@ typedef struct XI(problem_s) {
     /* The scalar arguments some calls have. */
     double scale;                 /* softmax, approx_error             */
     linattn_approx_stats *stats;  /* approx_error's output             */
-    const void *extras;           /* an _ex call's extras, for checks  */
+    const X(extras) *extras;      /* an _ex call's, for their checks   */
 } XI(problem);
 
 /* One problem (batch = heads = 1) of plan in layout with these sizes
@@ -164,6 +164,14 @@ typedef struct XI(problem_s) {
  * or softmax leaves them). */
 XI(problem) XI(problem_init)(const X(plan) *plan, int layout, int64_t nq,
                              int64_t nk);
+
+/* An _ex call's extras into its problem (ex NULL: none): den, the
+ * starting state and absorb, and ex itself for the validator's check of
+ * the reserved words (attn/extras.c). */
+void XI(problem_extras)(XI(problem) *pb, const X(extras) *ex);
+
+/* Nonzero when every reserved word of ex is 0. */
+int XI(extras_reserved_zero)(const X(extras) *ex);
 
 /* The status a call with this problem and signature must return before
  * any work: 0, -i for argument i, LINATTN_ESIZE, LINATTN_ENONFINITE, or

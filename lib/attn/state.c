@@ -269,13 +269,18 @@ int X(state_copy)(X(state) *dst, const X(state) *src)
         return -1;
     if (!src || !compatible(dst, src))
         return -2;
+    XI(state_assign)(dst, src);
+    return 0;
+}
+
+void XI(state_assign)(X(state) *dst, const X(state) *src)
+{
     if (dst != src)
         memcpy(dst->acc, src->acc, XI(state_bytes)(dst->plan));
     dst->tokens = src->tokens;
     dst->shift = src->shift;
     dst->poisoned = src->poisoned;
     dst->bound = src->bound;
-    return 0;
 }
 
 int X(state_get)(const X(state) *state, int layout, real *s, int64_t lds,

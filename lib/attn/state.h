@@ -81,6 +81,10 @@ int XI(state_update_checked)(X(state) *st, XI(view) k, XI(view) v, int64_t n);
 int XI(state_query_run)(const X(state) *st, const XI(problem) *pb,
                         int64_t *bad_row);
 
+/* dst = src, for states whose plans fit each other (XI(state_fits_plan)):
+ * the sums, the shift, the token count and the overflow bookkeeping. */
+void XI(state_assign)(X(state) *dst, const X(state) *src);
+
 /* Nonzero when st belongs to a plan whose states may be merged with
  * plan's: the same fingerprint, map and sizes. */
 int XI(state_fits_plan)(const X(state) *st, const X(plan) *plan);

@@ -19,7 +19,8 @@ while read -r name cnames; do
     if grep -Eq "cx?_$name\(" "$src/fortran/linattn_prec.inc" \
             "$src/fortran/linattn.f90" "$src/fortran/linattn_base.f90" \
             "$src/fortran/linattn_grad.inc" \
-            "$src/fortran/linattn_grad_batched.inc"; then
+            "$src/fortran/linattn_grad_batched.inc" \
+            "$src/fortran/linattn_ex.inc"; then
         wrapped=$((wrapped + 1))
         if grep -qx "$name" "$src/fortran/unwrapped.txt"; then
             echo "$name is wrapped: remove it from fortran/unwrapped.txt"

@@ -22,6 +22,9 @@
  * leave every gradient untouched (EOVERFLOW: dW and db), EOVERFLOW name
  * a row of dq, dk, dv or -1, and a call that returns 0 on finite inputs
  * must have written finite gradients.
+ * The _ex forms of attention and causal attention too: their extras
+ * (den, a starting state, absorb, reserved words that must be 0), whose
+ * state must be absorbed only on success with absorb = 1.
  * The batched calls are fuzzed too: batch and head strides that are
  * natural, padded, zero, small (interleaving or overlapping), negative or
  * beyond int64, against an oracle that enumerates every element (an output
@@ -242,12 +245,14 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
         static const int layouts[4] = {LINATTN_ROW_MAJOR, LINATTN_COL_MAJOR,  \
                                        LINATTN_ROW_MAJOR, 7};                 \
         static const double epss[6] = {0, 1e-3, -1, NAN, INFINITY, 1e39};     \
-        int entry = (int)(take(r) % 11); /* 9, 10: backward */                \
+        /* 9, 10: backward; 11, 12: the _ex forms of 1 and 6 */             \
+        int entry = (int)(take(r) % 13);                                      \
         int layout = layouts[take(r) % 4];                                    \
         int map = (int)(take(r) % 10); /* 0, 9 unknown; 8 custom */           \
         int64_t d = take_size(r, 6), e = take_size(r, 6);                     \
         int64_t nq = take_size(r, 40), nk = take_size(r, 40);                 \
-        if (entry == 6 || entry == 7 || entry == 10) /* causal */            \
+        /* causal */                                                          \
+        if (entry == 6 || entry == 7 || entry == 10 || entry == 12)           \
             nk = nq;                                                          \
         linattn_opts o;                                                       \
         linattn_opts_init(&o);                                                \
@@ -298,8 +303,9 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
         int64_t m = 0;                                                        \
         linattn_##P##_plan_dims(plan, NULL, &m, NULL);                        \
         int64_t oc = entry == 5 ? m : e;                                      \
-        P##mat out = P##matrix(r, layout, nq, oc, oc, entry < 9);             \
-        if (entry >= 9) {                                                     \
+        P##mat out = P##matrix(r, layout, nq, oc, oc,                         \
+                               entry < 9 || entry > 10);                      \
+        if (entry == 9 || entry == 10) {                                      \
             P##_grad(r, plan, entry == 10, layout, d, e, nq, nk,              \
                      map == LINATTN_MAP_CUSTOM, &q, &k, &v, &out);            \
             free(q.a), free(k.a), free(v.a), free(out.a);                     \
@@ -327,7 +333,7 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
                         && (entry == 5 || keys_ok);                           \
         /* causal (6, 7): n = nq = nk rows of everything */                   \
         int64_t n = nq;                                                       \
-        if (entry == 6 || entry == 7)                                         \
+        if (entry == 6 || entry == 7 || entry == 12)                          \
             args_ok = layout_ok && n >= 0 && arg_ok(layout, n, d, q.a, q.ld)  \
                       && arg_ok(layout, n, d, k.a, k.ld) &&                   \
                       arg_ok(layout, n, e, v.a, v.ld) &&                      \
@@ -351,6 +357,42 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
         int variant = (int)(take(r) % 2), absorb = (int)(take(r) % 3);        \
         if (entry == 6 && variant)                                            \
             args_ok = args_ok && absorb <= 1;                                 \
+        /* the _ex forms (11, 12): NULL extras, or den, a state of some      \
+         * keys, absorb 0, 1 or the invalid 2, and now and then a reserved  \
+         * word set, which must be refused */                                \
+        linattn_##P##_extras ex;                                              \
+        linattn_##P##_extras_init(&ex);                                       \
+        linattn_##P##_state *es = NULL;                                       \
+        int ex_null = take(r) % 4 == 0;                                       \
+        int64_t es_tokens = -1;                                               \
+        if (entry >= 11 && !ex_null) {                                        \
+            ex.den = take(r) % 2 ? den : NULL;                                \
+            if (take(r) % 2 && !linattn_##P##_state_create(&es, plan)) {      \
+                R k2[16], v2[16];                                             \
+                for (int i = 0; i < 16; i++)                                  \
+                    k2[i] = (R)take_value(r), v2[i] = (R)take_value(r);       \
+                if (d <= 8 && e <= 8)                                         \
+                    linattn_##P##_state_update(es, LINATTN_ROW_MAJOR, 2, k2,  \
+                                               d, v2, e);                     \
+                linattn_##P##_state_get(es, LINATTN_ROW_MAJOR, NULL, 1, NULL, \
+                                        &es_tokens);                          \
+            }                                                                 \
+            ex.state = es;                                                    \
+            ex.absorb = (int)(take(r) % 3);                                   \
+            if (take(r) % 8 == 0)                                             \
+                ex.reserved[take(r) % 16] = 1;                                \
+            if (take(r) % 16 == 0)                                            \
+                ex.reserved_ptr[take(r) % 12] = &ex;                          \
+            args_ok = args_ok && ex.absorb <= 1 && (!ex.absorb || es) &&      \
+                      !ex.reserved_ptr[0] && !ex.reserved_ptr[1] &&           \
+                      !ex.reserved_ptr[2] && !ex.reserved_ptr[3] &&           \
+                      !ex.reserved_ptr[4] && !ex.reserved_ptr[5] &&           \
+                      !ex.reserved_ptr[6] && !ex.reserved_ptr[7] &&           \
+                      !ex.reserved_ptr[8] && !ex.reserved_ptr[9] &&           \
+                      !ex.reserved_ptr[10] && !ex.reserved_ptr[11];           \
+            for (int i = 0; i < 16; i++)                                      \
+                args_ok = args_ok && !ex.reserved[i];                         \
+        }                                                                     \
         /* the checks without the call (1, 6) return what the call does   \
          * before any work, and write nothing */                              \
         int chk = entry == 1                                                  \
@@ -422,10 +464,32 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
                                             causal,                           \
                                             stats_null ? NULL : &stats);      \
             break;                                                            \
+        case 11:                                                              \
+            st = linattn_##P##_attention_ex(plan, layout, nq, nk, q.a, q.ld,  \
+                                            k.a, k.ld, v.a, v.ld, out.a,      \
+                                            out.ld, ex_null ? NULL : &ex,     \
+                                            &bad);                            \
+            break;                                                            \
+        case 12:                                                              \
+            st = linattn_##P##_causal_ex(plan, layout, n, q.a, q.ld, k.a,     \
+                                         k.ld, v.a, v.ld, out.a, out.ld,      \
+                                         ex_null ? NULL : &ex, &bad);         \
+            break;                                                            \
         default:                                                              \
             st = linattn_##P##_features(plan, layout, nq, q.a, q.ld, out.a,   \
                                         out.ld);                              \
             break;                                                            \
+        }                                                                     \
+        /* an _ex call's state: absorbed on success with absorb 1, else     \
+         * unchanged; its den written only when the call was not refused */ \
+        if (es) {                                                             \
+            int64_t now = -1;                                                 \
+            linattn_##P##_state_get(es, LINATTN_ROW_MAJOR, NULL, 1, NULL,     \
+                                    &now);                                    \
+            if (now != (st == 0 && ex.absorb == 1 ? es_tokens + nk             \
+                                                  : es_tokens))               \
+                abort();                                                      \
+            linattn_##P##_state_destroy(es);                                  \
         }                                                                     \
         if (st >= 0 && !args_ok)                                              \
             abort(); /* a bad argument got through (update, for entry 4) */  \
@@ -444,6 +508,9 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
                       st == LINATTN_ENONFINITE;                               \
         if (refused && (!P##untouched(&out) || !P##untouched(&num)))          \
             abort(); /* an output written on a refused call */                \
+        for (int i = 0; refused && entry >= 11 && i < 64; i++)                \
+            if (den[i] != (R)SENTINEL)                                        \
+                abort(); /* an _ex call's den written on a refusal */         \
         if (refused && bad != -7)                                             \
             abort();                                                          \
         /* EOVERFLOW of the update (entry 4, no query ran) writes nothing */ \

@@ -4,6 +4,8 @@
 EXTRA_DIST += tests/hard/run.sh tests/hard/fuzz_args.c
 EXTRA_DIST += tests/hard/fuzz_checkpoint.c tests/crc32_ref.h
 EXTRA_DIST += tests/hard/fuzz_finite.c tests/hard/fuzz_reader.h
+# tracing every call against two builds (doc/internals.md)
+EXTRA_DIST += tests/hard/trace_calls.c tests/hard/compare_builds.sh
 check-hard: all
 	top_srcdir=$(top_srcdir) FUZZ_SECONDS=$${FUZZ_SECONDS:-60} \
 	    $(SHELL) $(top_srcdir)/tests/hard/run.sh

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * extras.c -- the extension point: a call's optional parts
+ * (linattn_d_extras), their defaults, and how an _ex call takes them into
+ * its problem (attn/problem.h).  A part added later goes in the reserved
+ * words; until then they must stay 0, so that an older library refuses a
+ * part it does not know instead of ignoring it.
+ */
+#include <string.h>
+#include "attn/problem.h"
+
+int X(extras_init)(X(extras) *ex)
+{
+    if (!ex)
+        return -1;
+    memset(ex, 0, sizeof *ex);
+    ex->den = NULL;
+    ex->state = NULL;
+    for (size_t i = 0; i < sizeof ex->reserved_ptr / sizeof *ex->reserved_ptr;
+         i++)
+        ex->reserved_ptr[i] = NULL;
+    return 0;
+}
+
+int XI(extras_reserved_zero)(const X(extras) *ex)
+{
+    for (size_t i = 0; i < sizeof ex->reserved_int / sizeof *ex->reserved_int;
+         i++)
+        if (ex->reserved_int[i])
+            return 0;
+    for (size_t i = 0; i < sizeof ex->reserved_ptr / sizeof *ex->reserved_ptr;
+         i++)
+        if (ex->reserved_ptr[i])
+            return 0;
+    for (size_t i = 0; i < sizeof ex->reserved / sizeof *ex->reserved; i++)
+        if (ex->reserved[i])
+            return 0;
+    return 1;
+}
+
+void XI(problem_extras)(XI(problem) *pb, const X(extras) *ex)
+{
+    pb->extras = ex;
+    if (!ex)
+        return;
+    pb->part[LINATTN_I_DEN] = XI(part_single)(ex->den, 1);
+    pb->state = ex->state;
+    pb->absorb = ex->absorb;
+}
