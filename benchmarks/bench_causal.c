@@ -264,7 +264,7 @@ int main(int argc, char **argv)
     chunks_table(lg_max, 14);
     decoding_table(16);
     heads_table();
-    printf("\ntargets (issue 13), d = e = 64, elu+1, %d thread(s), medians of "
+    printf("\nperformance targets, d = e = 64, elu+1, %d thread(s), medians of "
            "%d interleaved repetitions:\n", bench_max_threads(), REPS);
     printf("  causal / non-causal time, n = 2^%d, double, default chunk: %.2f "
            "(target <= 1.25)\n", lg_max, default_ratio);

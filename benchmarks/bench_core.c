@@ -141,7 +141,8 @@ int main(int argc, char **argv)
     printf("%8s %-8s %11s %8s %11s %8s %9s %9s %7s %8s\n", "n", "map",
            "factored_s", "GFLOP/s", "naive_s", "GFLOP/s", "speedup", "bare_s",
            "x_bare", "x_ident");
-    /* The figures of the targets (issue 13), kept per size: factored over
+    /* The figures of the performance targets (doc/performance.md), kept per
+     * size: factored over
      * bare GEMMs for both maps, elu+1 over identity, and at the largest
      * size the useful rate over a 2048^3 dgemm timed in the same
      * repetition. */
@@ -236,8 +237,8 @@ int main(int argc, char **argv)
            "of its bare GEMM calls (same shapes, same thread split, no feature "
            "map, no normalization); x_ident: elu+1 time / identity time; all "
            "medians of per-repetition ratios\n");
-    /* The targets of issue 13, as measured in this run. */
-    printf("\ntargets (issue 13), d = %lld, e = %lld, double, %d thread(s), "
+    /* The performance targets, as measured in this run. */
+    printf("\nperformance targets, d = %lld, e = %lld, double, %d thread(s), "
            "medians of %d interleaved repetitions:\n", (long long)d,
            (long long)e, max_threads, c.reps);
     if (rate_dg > 0)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * finite_check.h -- the invariant of issue 12, shared by tests/test_finite.c
- * (make check) and tests/hard/fuzz_finite.c (libFuzzer, make check-hard):
+ * finite_check.h -- the invariant "finite inputs, finite outputs", shared by
+ * tests/test_finite.c (make check) and tests/hard/fuzz_finite.c (libFuzzer,
+ * make check-hard):
  *
  *     finite inputs never produce a non-finite output with status 0.
  *

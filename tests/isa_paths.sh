@@ -6,7 +6,7 @@
 # library can dispatch to is tested end to end on a machine that has them
 # all (tests/test_kernels tests each kernel build directly): every suite
 # whose calls reach the dispatched kernels.  test_finite:
-# the finite-output invariant (issue 12) on each path, whose fused kernels
+# the invariant "finite inputs, finite outputs" on each path, whose fused kernels
 # note non-finite values in their own stores.
 status=0
 for isa in generic avx2; do

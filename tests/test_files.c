@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_files.c -- checkpoint files on every kind of path (issue 12),
- * compiled once per precision: names as long as the file system takes,
- * FIFOs, sockets and devices refused without blocking, symbolic links
- * written through to their targets, read-only directories (as an
- * unprivileged user, also when the suite runs as root), and a saving
- * process killed again and again: the file under the real name always
- * loads, and no temporary file outlives the next save.
+ * test_files.c -- checkpoint files on every kind of path (nothing lost on bad
+ * input: no crash, no half-written file), compiled once per precision: names
+ * as long as the file system takes, FIFOs, sockets and devices refused
+ * without blocking, symbolic links written through to their targets,
+ * read-only directories (as an unprivileged user, also when the suite runs as
+ * root), and a saving process killed again and again: the file under the real
+ * name always loads, and no temporary file outlives the next save.
  */
 #include <dirent.h>
 #include <errno.h>

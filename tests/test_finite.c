@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_finite.c -- finite inputs never produce a non-finite output with
- * status 0 (issue 12), compiled once per precision.
+ * status 0 (finite inputs, finite outputs), compiled once per precision.
  *
  * The defects that broke it (a normalizer whose reciprocal overflows, sums
  * of finite values beyond the range, a float working copy of a double

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_grad_finite.c -- issue 12's guarantee on the training calls,
- * compiled once per precision: finite inputs never give a non-finite
- * output with status 0.
+ * test_grad_finite.c -- finite inputs, finite gradients: the guarantee on the
+ * training calls, compiled once per precision: finite inputs never give a
+ * non-finite output with status 0.
  *
  * The forward calls that hand back den behave as the plain ones (status,
  * row, out bit for bit; den exact on tiny normalizers).  The backward

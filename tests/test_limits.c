@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_limits.c -- integer limits and aliasing (issue 12), compiled once
- * per precision: every size and count that the library adds or multiplies
- * at its limit (token counts, e + 1 and m (e + 1), n ld in bytes, batch
- * strides), and outputs that share memory with inputs or with each other
- * in the single calls.  make check-hard runs this under UBSan, which
- * reports any signed overflow left on these paths.
+ * test_limits.c -- integer limits and aliasing (sizes checked before any
+ * work, outputs apart from inputs), compiled once per precision: every size
+ * and count that the library adds or multiplies at its limit (token counts,
+ * e + 1 and m (e + 1), n ld in bytes, batch strides), and outputs that share
+ * memory with inputs or with each other in the single calls.  make check-hard
+ * runs this under UBSan, which reports any signed overflow left on these
+ * paths.
  */
 #include <limits.h>
 #include "crc32_ref.h"

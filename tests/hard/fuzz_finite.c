@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * fuzz_finite.c -- libFuzzer harness for the invariant of issue 12:
- * finite inputs never produce a non-finite output with status 0
+ * fuzz_finite.c -- libFuzzer harness for the invariant "finite inputs, finite
+ * outputs": finite inputs never produce a non-finite output with status 0
  * (tests/finite_check.h states it and judges each call).
  *
  * The input picks the precision, the feature map (every built-in one and

@@ -1,14 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_mpi_finite.c -- issue 12's invariant across ranks (finite inputs
- * give finite outputs or a status naming the row), compiled once per
- * precision and run at np 1 to 8: sums of finite values that leave the
- * range on one rank or only once the ranks' states are added, a
- * numerator that overflows on one rank and a bad normalizer on another,
- * NaN that still propagates, and the state collectives and the
- * collective checkpoint with such sums.  The reference is the serial
- * library on the whole sequence (or serial merges in rank order), which
- * every rank runs: the distributed call must return its status, global
+ * test_mpi_finite.c -- the invariant across ranks (finite inputs give finite
+ * outputs or a status naming the row), compiled once per precision and run at
+ * np 1 to 8: sums of finite values that leave the range on one rank or only
+ * once the ranks' states are added, a numerator that overflows on one rank
+ * and a bad normalizer on another, NaN that still propagates, and the state
+ * collectives and the collective checkpoint with such sums.  The reference is
+ * the serial library on the whole sequence (or serial merges in rank order),
+ * which every rank runs: the distributed call must return its status, global
  * row and rows on every rank.
  */
 #include <float.h>
