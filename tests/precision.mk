@@ -150,6 +150,44 @@ tests_test_extras_s_CFLAGS = $(TEST_CFLAGS)
 tests_test_extras_s_LDADD = $(tests_test_extras_d_LDADD)
 endif
 
+# [fortran]
+FORTRAN_PRECISION_LOGS =
+EXTRA_DIST += tests/fortran/test_f_math.inc tests/fortran/test_f_errors.inc tests/fortran/test_f_gbatch.inc
+if BUILD_FORTRAN
+if HAVE_CHECK
+check_PROGRAMS += tests/fortran/test_f_math_d tests/fortran/test_f_math_s
+tests_fortran_test_f_math_d_SOURCES = tests/fortran/test_f_math_d.f90
+tests_fortran_test_f_math_d_FCFLAGS = $(FTEST_FCFLAGS)
+tests_fortran_test_f_math_d_LDADD = $(FTEST_LDADD)
+tests_fortran_test_f_math_s_SOURCES = tests/fortran/test_f_math_s.f90
+tests_fortran_test_f_math_s_FCFLAGS = $(FTEST_FCFLAGS)
+tests_fortran_test_f_math_s_LDADD = $(tests_fortran_test_f_math_d_LDADD)
+$(tests_fortran_test_f_math_d_OBJECTS) $(tests_fortran_test_f_math_s_OBJECTS): fortran/linattn.lo \
+	tests/fortran/libftest.la $(top_srcdir)/tests/fortran/test_f_math.inc
+FORTRAN_PRECISION_LOGS += tests/fortran/test_f_math_d.log tests/fortran/test_f_math_s.log
+check_PROGRAMS += tests/fortran/test_f_errors_d tests/fortran/test_f_errors_s
+tests_fortran_test_f_errors_d_SOURCES = tests/fortran/test_f_errors_d.f90
+tests_fortran_test_f_errors_d_FCFLAGS = $(FTEST_FCFLAGS)
+tests_fortran_test_f_errors_d_LDADD = $(FTEST_LDADD)
+tests_fortran_test_f_errors_s_SOURCES = tests/fortran/test_f_errors_s.f90
+tests_fortran_test_f_errors_s_FCFLAGS = $(FTEST_FCFLAGS)
+tests_fortran_test_f_errors_s_LDADD = $(tests_fortran_test_f_errors_d_LDADD)
+$(tests_fortran_test_f_errors_d_OBJECTS) $(tests_fortran_test_f_errors_s_OBJECTS): fortran/linattn.lo \
+	tests/fortran/libftest.la $(top_srcdir)/tests/fortran/test_f_errors.inc
+FORTRAN_PRECISION_LOGS += tests/fortran/test_f_errors_d.log tests/fortran/test_f_errors_s.log
+check_PROGRAMS += tests/fortran/test_f_gbatch_d tests/fortran/test_f_gbatch_s
+tests_fortran_test_f_gbatch_d_SOURCES = tests/fortran/test_f_gbatch_d.f90
+tests_fortran_test_f_gbatch_d_FCFLAGS = $(FTEST_FCFLAGS)
+tests_fortran_test_f_gbatch_d_LDADD = $(FTEST_LDADD)
+tests_fortran_test_f_gbatch_s_SOURCES = tests/fortran/test_f_gbatch_s.f90
+tests_fortran_test_f_gbatch_s_FCFLAGS = $(FTEST_FCFLAGS)
+tests_fortran_test_f_gbatch_s_LDADD = $(tests_fortran_test_f_gbatch_d_LDADD)
+$(tests_fortran_test_f_gbatch_d_OBJECTS) $(tests_fortran_test_f_gbatch_s_OBJECTS): fortran/linattn.lo \
+	tests/fortran/libftest.la $(top_srcdir)/tests/fortran/test_f_gbatch.inc
+FORTRAN_PRECISION_LOGS += tests/fortran/test_f_gbatch_d.log tests/fortran/test_f_gbatch_s.log
+endif
+endif
+
 # [mpi]
 if HAVE_CHECK
 if HAVE_MPI

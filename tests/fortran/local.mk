@@ -26,36 +26,16 @@ FTEST_LDADD = tests/fortran/libftest.la fortran/liblinattn_fortran.la \
 # stops first); the programs that the scripts below run with arguments or
 # watch are built by make.
 if HAVE_CHECK
-check_PROGRAMS += tests/fortran/test_f_api tests/fortran/test_f_math_d \
-	tests/fortran/test_f_math_s tests/fortran/test_f_errors_d \
-	tests/fortran/test_f_errors_s tests/fortran/test_f_grad \
-	tests/fortran/test_f_gbatch_d tests/fortran/test_f_gbatch_s
+# (the suites of both precisions: tests/precision.list)
+check_PROGRAMS += tests/fortran/test_f_api tests/fortran/test_f_grad
 noinst_PROGRAMS += tests/fortran/test_f_nocopy tests/fortran/stop_f \
 	tests/fortran/ckpt_f tests/fortran/ckpt_c
 tests_fortran_test_f_grad_SOURCES = tests/fortran/test_f_grad.f90
 tests_fortran_test_f_grad_FCFLAGS = $(FTEST_FCFLAGS)
 tests_fortran_test_f_grad_LDADD = $(FTEST_LDADD)
-tests_fortran_test_f_gbatch_d_SOURCES = tests/fortran/test_f_gbatch_d.f90
-tests_fortran_test_f_gbatch_d_FCFLAGS = $(FTEST_FCFLAGS)
-tests_fortran_test_f_gbatch_d_LDADD = $(FTEST_LDADD)
-tests_fortran_test_f_gbatch_s_SOURCES = tests/fortran/test_f_gbatch_s.f90
-tests_fortran_test_f_gbatch_s_FCFLAGS = $(FTEST_FCFLAGS)
-tests_fortran_test_f_gbatch_s_LDADD = $(FTEST_LDADD)
 tests_fortran_test_f_api_SOURCES = tests/fortran/test_f_api.f90
 tests_fortran_test_f_api_FCFLAGS = $(FTEST_FCFLAGS)
 tests_fortran_test_f_api_LDADD = $(FTEST_LDADD)
-tests_fortran_test_f_math_d_SOURCES = tests/fortran/test_f_math_d.f90
-tests_fortran_test_f_math_d_FCFLAGS = $(FTEST_FCFLAGS)
-tests_fortran_test_f_math_d_LDADD = $(FTEST_LDADD)
-tests_fortran_test_f_math_s_SOURCES = tests/fortran/test_f_math_s.f90
-tests_fortran_test_f_math_s_FCFLAGS = $(FTEST_FCFLAGS)
-tests_fortran_test_f_math_s_LDADD = $(FTEST_LDADD)
-tests_fortran_test_f_errors_d_SOURCES = tests/fortran/test_f_errors_d.f90
-tests_fortran_test_f_errors_d_FCFLAGS = $(FTEST_FCFLAGS)
-tests_fortran_test_f_errors_d_LDADD = $(FTEST_LDADD)
-tests_fortran_test_f_errors_s_SOURCES = tests/fortran/test_f_errors_s.f90
-tests_fortran_test_f_errors_s_FCFLAGS = $(FTEST_FCFLAGS)
-tests_fortran_test_f_errors_s_LDADD = $(FTEST_LDADD)
 # No array temporary at compile time or at run time (nocopy.sh).
 tests_fortran_test_f_nocopy_SOURCES = tests/fortran/test_f_nocopy.f90
 tests_fortran_test_f_nocopy_FCFLAGS = $(FTEST_FCFLAGS) $(NOCOPY_FCFLAGS) \
@@ -70,25 +50,13 @@ tests_fortran_ckpt_f_LDADD = $(FTEST_LDADD)
 tests_fortran_ckpt_c_SOURCES = tests/fortran/ckpt_c.c
 tests_fortran_ckpt_c_LDADD = lib/liblinattn.la
 FORTRAN_TEST_OBJS = $(tests_fortran_test_f_api_OBJECTS) \
-	$(tests_fortran_test_f_math_d_OBJECTS) \
-	$(tests_fortran_test_f_math_s_OBJECTS) \
-	$(tests_fortran_test_f_errors_d_OBJECTS) \
-	$(tests_fortran_test_f_errors_s_OBJECTS) \
 	$(tests_fortran_test_f_nocopy_OBJECTS) \
 	$(tests_fortran_stop_f_OBJECTS) $(tests_fortran_ckpt_f_OBJECTS) \
-	$(tests_fortran_test_f_grad_OBJECTS) \
-	$(tests_fortran_test_f_gbatch_d_OBJECTS) \
-	$(tests_fortran_test_f_gbatch_s_OBJECTS)
+	$(tests_fortran_test_f_grad_OBJECTS)
 # They use the module, the test helpers, and their precision-generic
 # bodies.
 $(FORTRAN_TEST_OBJS): fortran/linattn.lo tests/fortran/libftest.la
-$(tests_fortran_test_f_math_d_OBJECTS) $(tests_fortran_test_f_math_s_OBJECTS): \
-	$(top_srcdir)/tests/fortran/test_f_math.inc
-$(tests_fortran_test_f_errors_d_OBJECTS) $(tests_fortran_test_f_errors_s_OBJECTS): \
-	$(top_srcdir)/tests/fortran/test_f_errors.inc
 $(tests_fortran_ckpt_f_OBJECTS): $(top_srcdir)/tests/fortran/ckpt_f.inc
-$(tests_fortran_test_f_gbatch_d_OBJECTS) $(tests_fortran_test_f_gbatch_s_OBJECTS): \
-	$(top_srcdir)/tests/fortran/test_f_gbatch.inc
 FTEST_SH = tests/fortran/nocopy.sh tests/fortran/stop.sh \
 	tests/fortran/checkpoint_interop.sh tests/fortran/coverage.sh \
 	tests/fortran/textbook.sh tests/fortran/timestep_restart.sh \
@@ -99,19 +67,14 @@ TESTS += $(FTEST_SH)
 # runs after every test that loads it.  (The target is a variable so that
 # automake still writes the rule that runs the test.)
 INSTALLED_SH_LOG = tests/fortran/installed.sh.log
-$(INSTALLED_SH_LOG): tests/fortran/test_f_api.log \
-	tests/fortran/test_f_math_d.log tests/fortran/test_f_math_s.log \
-	tests/fortran/test_f_errors_d.log tests/fortran/test_f_errors_s.log \
+$(INSTALLED_SH_LOG): tests/fortran/test_f_api.log $(FORTRAN_PRECISION_LOGS) \
 	tests/fortran/nocopy.sh.log tests/fortran/stop.sh.log \
 	tests/fortran/checkpoint_interop.sh.log tests/fortran/textbook.sh.log \
 	tests/fortran/timestep_restart.sh.log examples/fortran/galerkin.log \
-	tests/fortran/test_f_grad.log examples/fortran/train_map.log \
-	tests/fortran/test_f_gbatch_d.log tests/fortran/test_f_gbatch_s.log
+	tests/fortran/test_f_grad.log examples/fortran/train_map.log
 endif
 endif
-EXTRA_DIST += tests/fortran/test_f_math.inc tests/fortran/test_f_errors.inc \
-	tests/fortran/test_f_gbatch.inc \
-	tests/fortran/ckpt_f.inc tests/fortran/nocopy.sh tests/fortran/stop.sh \
+EXTRA_DIST += tests/fortran/ckpt_f.inc tests/fortran/nocopy.sh tests/fortran/stop.sh \
 	tests/fortran/checkpoint_interop.sh tests/fortran/coverage.sh \
 	tests/fortran/textbook.sh tests/fortran/timestep_restart.sh \
 	tests/fortran/installed.sh
