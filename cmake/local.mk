@@ -6,7 +6,8 @@
 LINATTN_SUBST = $(SED) -e 's|@prefix[@]|$(prefix)|g' \
 	-e 's|@bindir[@]|$(bindir)|g' -e 's|@libdir[@]|$(libdir)|g' \
 	-e 's|@includedir[@]|$(includedir)|g' -e 's|@datadir[@]|$(datadir)|g' \
-	-e 's|@mandir[@]|$(mandir)|g' -e 's|@VERSION[@]|$(VERSION)|g' \
+	-e 's|@mandir[@]|$(mandir)|g' -e 's|@docdir[@]|$(docdir)|g' \
+	-e 's|@VERSION[@]|$(VERSION)|g' \
 	-e 's|@LINATTN_VERSION_MAJOR[@]|$(LINATTN_VERSION_MAJOR)|g' \
 	-e 's|@LINATTN_VERSION_MINOR[@]|$(LINATTN_VERSION_MINOR)|g' \
 	-e 's|@SIZEOF_VOID_P[@]|$(SIZEOF_VOID_P)|g' \

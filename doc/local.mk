@@ -26,8 +26,16 @@ uninstall-local:
 	for page in man/man3/*.3; do \
 	    rm -f "$(DESTDIR)$(man3dir)/$${page##*/}"; \
 	done
-# The guides.
-dist_doc_DATA += README.md LICENSE NEWS doc/maps.md doc/rng.md \
+# The guides: every document the README names, installed in DOCDIR
+# (doc/NAME.md as NAME.md, beside the pictures they show;
+# doc/fortran.md comes from fortran/local.mk), benchmarks/README.md in
+# DOCDIR/benchmarks.  make installcheck checks that every document the
+# installed README names is there (tests/consumers.sh).
+dist_doc_DATA += README.md LICENSE NEWS doc/guide.md doc/internals.md \
+	doc/mpi.md doc/gradients.md doc/maps.md doc/rng.md \
 	doc/approximation.md doc/checkpoint-format.md doc/performance.md \
-	doc/testing.md doc/release.md doc/gradients.md
+	doc/testing.md doc/release.md doc/approx.png doc/approx-norm2.png \
+	doc/scaling-mpi.png
+benchdocdir = $(docdir)/benchmarks
+dist_benchdoc_DATA = benchmarks/README.md
 

@@ -38,6 +38,10 @@ examples_mpi_causal_mpi_f_FCFLAGS = $(FEXAMPLE_FCFLAGS) $(MPI_FCFLAGS)
 examples_mpi_causal_mpi_f_LDADD = fortran/liblinattn_mpi_fortran.la \
 	fortran/liblinattn_fortran.la $(MPI_FCLIBS)
 $(examples_mpi_causal_mpi_f_OBJECTS): $(MPIF_TOP_LO)
+# installed beside the C program (examples/local.mk), whose Makefile
+# builds it when linattn-mpi-fortran.pc is installed
+mpifexamplesdir = $(docexamplesdir)/mpi
+dist_mpifexamples_DATA = examples/mpi/causal_mpi.f90
 endif
 else
 INSTALL_FORTRAN_EXAMPLES = :

@@ -1,12 +1,17 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
 # A Fortran program outside the tree, built against an installed linattn
-# with the README's pkg-config line: the README's own example (its first
-# ```fortran block), linked shared, then against a copy of the prefix
-# that holds only the static libraries (as --disable-shared installs)
-# with pkg-config --static.  Both must run and print outputs in [0, 1]
-# (elu+1 attention averages the values, which are in [0, 1)).  The
-# installed examples build with the Makefile installed beside them.
+# with the README's pkg-config line: the README's own example (its
+# ```fortran block), linked shared (run with LD_LIBRARY_PATH, and with
+# the library directory recorded by the README's
+# -Wl,-rpath,$(pkg-config --variable=libdir linattn-fortran) and nothing
+# set), then against a copy of the prefix that holds only the static
+# libraries (as --disable-shared installs) with pkg-config --static.  All
+# must run and print outputs in [0, 1] (elu+1 attention averages the
+# values, which are in [0, 1)).  Every ```fortran block of doc/guide.md
+# (the installed guide.md in make installcheck) is a program too: built
+# the same way, it must run to exit 0.  The installed examples build with
+# the Makefile installed beside them, and run with nothing set.
 #
 # make check: installs into a staging directory (make install
 # DESTDIR=...) and points pkg-config there with PKG_CONFIG_SYSROOT_DIR.
@@ -19,6 +24,7 @@ src=$(cd "${top_srcdir:-.}" && pwd)
 fcflags=${FCFLAGS:-}
 ldflags=${LDFLAGS:-}
 : "${libdir:?}" "${includedir:?}" "${fmoddir:?}" "${fexamplesdir:?}"
+docdir=${docdir:-${fexamplesdir%/examples/fortran}}
 work=$(mktemp -d) || exit 1
 trap 'rm -rf "$work"' EXIT
 fail() { echo "installed.sh: $*"; exit 1; }
@@ -54,14 +60,46 @@ flags=$($PKG_CONFIG --cflags --libs linattn-fortran) || fail "pkg-config failed"
 echo "$FC app.f90 $flags"
 $FC $fcflags app.f90 $flags $ldflags -o app_shared || fail "shared build failed"
 LD_LIBRARY_PATH=$root$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} check_run ./app_shared
+# The library directory recorded in the program (a prefix the loader
+# does not search), run with no LD_LIBRARY_PATH at all.
+rpath=-Wl,-rpath,$($PKG_CONFIG --variable=libdir linattn-fortran) || fail "pkg-config --variable failed"
+echo "$FC app.f90 $flags $rpath"
+$FC $fcflags app.f90 $flags $ldflags $rpath -o app_rpath || fail "build with -rpath failed"
+(unset LD_LIBRARY_PATH; check_run ./app_rpath) || exit 1
+
+# The guide's Fortran programs, built and run the same way.
+if [ "${INSTALLED:-0}" = 1 ]; then
+    guide=$root$docdir/guide.md
+else
+    guide=$src/doc/guide.md
+fi
+[ -f "$guide" ] || fail "no $guide"
+awk -v dir="$work/app" '
+    /^```fortran$/ { n++; file = sprintf("%s/guide%d.f90", dir, n); inblock = 1; next }
+    /^```/         { inblock = 0; next }
+    inblock        { print > file }
+' "$guide"
+nguide=0
+for f in "$work"/app/guide*.f90; do
+    [ -f "$f" ] || continue
+    nguide=$((nguide + 1))
+    name=$(basename "$f" .f90)
+    $FC $fcflags "$f" $flags $ldflags $rpath -o "$name" > "$work/$name.log" 2>&1 ||
+        { cat "$work/$name.log"; fail "guide.md, Fortran block $nguide does not build"; }
+    out=$(unset LD_LIBRARY_PATH; "./$name" 2>&1) ||
+        { echo "$out"; fail "guide.md, Fortran block $nguide failed"; }
+    echo "guide.md, Fortran block $nguide: $out"
+done
+[ "$nguide" -gt 0 ] || fail "no Fortran block in $guide"
 
 # The installed examples, built by their Makefile through pkg-config.
 cp -R "$root$fexamplesdir" "$work/examples"
 $MAKE -s -C "$work/examples" FC="$FC" FFLAGS="$fcflags $ldflags" > "$work/examples.log" 2>&1 ||
     { cat "$work/examples.log"; fail "the installed Fortran examples do not build"; }
-LD_LIBRARY_PATH=$root$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
-    "$work/examples/textbook" | grep 'output 4.5$' || fail "installed textbook example"
-echo "installed examples built by their Makefile: $(cd "$work/examples" && ls textbook galerkin timestep)"
+(unset LD_LIBRARY_PATH; "$work/examples/textbook") | grep 'output 4.5$' ||
+    fail "installed textbook example"
+(unset LD_LIBRARY_PATH; "$work/examples/galerkin") || fail "installed galerkin example"
+echo "installed examples built by their Makefile:" $(cd "$work/examples" && ls textbook galerkin timestep train_map)
 
 # CMake: find_package(linattn) gives linattn::fortran.
 if command -v cmake > /dev/null 2>&1; then
