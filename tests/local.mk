@@ -59,8 +59,8 @@ EXTRA_DIST += tests/testutil.h tests/refmaps.h tests/gradref.h tests/tbat.h \
 # tree against the installed prefix, with pkg-config, CMake and the
 # environment modules (tests/consumers.sh), and the Fortran example.
 installcheck-local:
-	prefix=$(prefix) top_srcdir=$(top_srcdir) CC="$(CC)" FC="$(FC)" \
-	    $(SHELL) $(top_srcdir)/tests/consumers.sh
+	prefix=$(prefix) docdir=$(docdir) top_srcdir=$(top_srcdir) CC="$(CC)" \
+	    FC="$(FC)" $(SHELL) $(top_srcdir)/tests/consumers.sh
 	$(INSTALLCHECK_FORTRAN)
 EXTRA_DIST += tests/consumers.sh tests/consumer/app.c \
 	tests/consumer/CMakeLists.txt tests/consumer/app_mpi.c \

@@ -708,7 +708,7 @@ START_TEST(large_leading_dimensions)
         tmat kw = tmat_rand(layout, nk, d, pad, 0.1, 1, &s2);
         tmat vw = tmat_rand(layout, nk, e, pad, -1, 1, &s2);
         /* the kernelized maps too: their projection of such rows is a
-         * plain loop (kmaps.c) */
+         * plain loop (lib/maps/kernelized.c) */
         static const int ldmaps[] = {LINATTN_MAP_IDENTITY, LINATTN_MAP_ELU1,
                                      LINATTN_MAP_RELU, LINATTN_MAP_FAVOR,
                                      LINATTN_MAP_FAVOR_HYP, LINATTN_MAP_TAYLOR};

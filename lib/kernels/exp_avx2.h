@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * kern_exp256.h -- the double exponential for AVX2 + FMA, included by the
+ * exp_avx2.h -- the double exponential for AVX2 + FMA, included by the
  * AVX2 build of kern.c (double only; float takes the portable loop, which
  * the compiler vectorizes well enough there).
  *

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * kern_exp512.h -- exponentials for AVX-512 (F, DQ), included by the
+ * exp_avx512.h -- exponentials for AVX-512 (F, DQ), included by the
  * AVX-512 build of kern.c, in the precision it is compiled for.
  *
  * x = (T k + j) ln2 / T + r, |r| <= ln2 / (2T), with T = 32 entries of

@@ -2,15 +2,15 @@
 /*
  * kern.h -- the library's own kernels, in one build per code path.
  *
- * lib/kern.c is compiled once per precision and per level of lib/cpu.h:
- * generic (the compiler's baseline), AVX2 + FMA (-march=x86-64-v3) and
- * AVX-512 (-march=x86-64-v4), where the compiler's vectorization of the
- * plain loops is joined by explicit intrinsics (the table-driven
- * exponentials, the GEMM micro-kernels).  Each build fills a table; the
- * library calls through the table of the level linattn_i_isa() picks,
- * and the tests call every table the CPU can run (tests/test_kernels.c).
- * A build for a level the compiler cannot target leaves its table out,
- * and the next lower one is used.
+ * lib/kernels/kern.c is compiled once per precision and per level of
+ * lib/common/cpu.h: generic (the compiler's baseline), AVX2 + FMA
+ * (-march=x86-64-v3) and AVX-512 (-march=x86-64-v4), where the compiler's
+ * vectorization of the plain loops is joined by explicit intrinsics (the
+ * table-driven exponentials, the GEMM micro-kernels).  Each build fills a
+ * table; the library calls through the table of the level linattn_i_isa()
+ * picks, and the tests call every table the CPU can run
+ * (tests/test_kernels.c).  A build for a level the compiler cannot target
+ * leaves its table out, and the next lower one is used.
  */
 #ifndef LINATTN_KERN_H
 #define LINATTN_KERN_H

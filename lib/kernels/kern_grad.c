@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * kern_grad.c -- the loops of lib/kern_grad.h, compiled once per precision
- * and code path with lib/kern.c (the same -march); the level-0 build
- * also holds the dispatch.
+ * kern_grad.c -- the loops of kernels/kern_grad.h, compiled once per
+ * precision and code path with kernels/kern.c (the same -march); the
+ * tables are chosen in kernels/dispatch.c.
  */
 #include <math.h>
 #include <stdint.h>

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * kern_grad.h -- the backward passes' own loops, built once per code path
- * as lib/kern.c is (lib/kern_grad.c, LINATTN_KERN_LEVEL 0 generic, 1 AVX2
- * + FMA, 2 AVX-512): the compiler vectorizes the same plain loops for each
- * target, and the table of the level in force is used.
+ * kern_grad.h -- the backward passes' own loops, built once per code path as
+ * lib/kernels/kern.c is (lib/kernels/kern_grad.c, LINATTN_KERN_LEVEL 0
+ * generic, 1 AVX2 + FMA, 2 AVX-512): the compiler vectorizes the same plain
+ * loops for each target, and the table of the level in force is used.
  */
 #ifndef LINATTN_KERN_GRAD_H
 #define LINATTN_KERN_GRAD_H

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * kern_mm512.h -- the GEMM micro-kernel of the AVX-512 build of kern.c
- * (after kern_exp512.h, whose vector macros it uses).
+ * mm_avx512.h -- the GEMM micro-kernel of the AVX-512 build of kern.c
+ * (after exp_avx512.h, whose vector macros it uses).
  *
  * C (M x N) = A B (+ C), A(i, k) = a[i ars + k aks], B row major: the
  * shapes of linear attention are skinny (M or N is m, e or a chunk of
