@@ -88,8 +88,7 @@ int XI(attention_run)(const XI(problem) *pb, int64_t *bad_row)
     XI(state_init)(&state, plan, mem);
     if (from)
         XI(state_assign)(&state, from);
-    int st = XI(state_update_checked)(&state, XI(part_view)(pb, LINATTN_I_K),
-                                      XI(part_view)(pb, LINATTN_I_V), pb->nk);
+    int st = XI(state_update_run)(&state, pb, 0);
     if (!st)
         st = XI(state_query_run)(&state, pb, bad_row);
     if (!st && from && pb->absorb)

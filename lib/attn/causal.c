@@ -417,8 +417,6 @@ int XI(causal_run)(const XI(problem) *pb, int64_t *bad_row)
         while (have < nt && !alloc_causal_ws(&ws[have], plan, c))
             have++;
     int64_t bad = INT64_MAX;
-    XI(view) kv = XI(part_view)(pb, LINATTN_I_K);
-    XI(view) vv = XI(part_view)(pb, LINATTN_I_V);
     causal_job job = {pb, ws, c, from ? from->tokens : 0,
                       from ? from->poisoned : 0, {0}};
     if (have == nt && from)
@@ -432,9 +430,10 @@ int XI(causal_run)(const XI(problem) *pb, int64_t *bad_row)
         for (int t = 0; !st && t < nt - 1; t++) {
             int64_t lo = linattn_i_range_start(n, nt, t);
             int64_t hi = linattn_i_range_start(n, nt, t + 1);
-            XI(state_init)(&states[t], plan, (char *)mem + t * XI(state_bytes)(plan));
-            st = XI(state_update_checked)(&states[t], XI(view_rows)(kv, lo),
-                                          XI(view_rows)(vv, lo), hi - lo);
+            XI(problem) rg = XI(problem_rows)(pb, lo, hi);
+            XI(state_init)(&states[t], plan,
+                           (char *)mem + t * XI(state_bytes)(plan));
+            st = XI(state_update_run)(&states[t], &rg, 0);
         }
         /* range t starts from ranges 0 .. t-1 (at the larger shift) */
         for (int t = 1; !st && t < nt; t++) {

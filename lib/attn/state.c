@@ -528,9 +528,10 @@ static int update_run(X(state) *st, XI(view) k, XI(view) v, int64_t n,
     return 0;
 }
 
-int XI(state_update_checked)(X(state) *st, XI(view) k, XI(view) v, int64_t n)
+int XI(state_update_run)(X(state) *st, const XI(problem) *pb, int strict)
 {
-    return update_run(st, k, v, n, 0);
+    return update_run(st, XI(part_view)(pb, LINATTN_I_K),
+                      XI(part_view)(pb, LINATTN_I_V), pb->nk, strict);
 }
 
 /* Workspace of a query on one thread: phi of one block (none for the
@@ -675,10 +676,7 @@ int X(state_update)(X(state) *state, int layout, int64_t n, const real *k,
     pb.part[LINATTN_I_K] = XI(part_single)(k, ldk);
     pb.part[LINATTN_I_V] = XI(part_single)(v, ldv);
     int st = XI(problem_check)(&pb, &update_sig, NULL);
-    if (st)
-        return st;
-    return update_run(state, XI(part_view)(&pb, LINATTN_I_K),
-                      XI(part_view)(&pb, LINATTN_I_V), n, 1);
+    return st ? st : XI(state_update_run)(state, &pb, 1);
 }
 
 /* linattn_d_state_query: out and num are optional (a NULL one is skipped,

@@ -68,11 +68,12 @@ void XI(acc_add)(const X(plan) *plan, acc_t *dst, double *dst_shift,
  * written directly (a restored checkpoint). */
 void XI(state_publish)(X(state) *st);
 
-/* state += the keys and values of rows [0, n) of (k, v), after the
- * call's checks: 0, LINATTN_ENOMEM (state unchanged) or, for sums that
- * finite inputs push beyond the range, the sums kept (the one-call paths,
- * whose queries then report the rows they reach). */
-int XI(state_update_checked)(X(state) *st, XI(view) k, XI(view) v, int64_t n);
+/* st += the state of pb's keys and values (its nk rows of K and V),
+ * after the call's checks: 0 or LINATTN_ENOMEM (st unchanged).  Sums that
+ * finite inputs push beyond the range are LINATTN_EOVERFLOW, st
+ * unchanged, when strict (linattn_d_state_update); else they are kept
+ * (the one-call paths, whose queries then report the rows they reach). */
+int XI(state_update_run)(X(state) *st, const XI(problem) *pb, int strict);
 
 /* The queries of pb (its nq rows of Q into its outputs out, num, den,
  * each may be absent) against st, after the call's checks: 0,
@@ -94,7 +95,7 @@ int XI(state_fits_plan)(const X(state) *st, const X(plan) *plan);
 /* Nonzero when an update or query of n rows takes the small path: plain
  * loops on stack workspace, no allocation, no BLAS. */
 int XI(small_ok)(const X(plan) *plan, int64_t n);
-/* As state_update_checked / state_query_run, for small_ok sizes.  The
+/* As state_update_run / state_query_run, for small_ok sizes.  The
  * update does not count the tokens nor publish; it returns 1 when done, 0
  * (state unchanged) when its sums could leave the range or the inputs are
  * not finite: the blocked path then decides. */

@@ -187,8 +187,7 @@ int XI(attention_backward_run)(const XI(problem) *pb, const XI(pgrad) *pg,
         state = *given; /* read only */
     } else if (!st) {
         XI(state_init)(&state, plan, mem);
-        st = XI(state_update_checked)(&state, XI(part_view)(pb, LINATTN_I_K),
-                                      XI(part_view)(pb, LINATTN_I_V), nk);
+        st = XI(state_update_run)(&state, pb, 0);
     }
     if (!st) {
         const XI(kern) *kn = XI(kern_now)();

@@ -375,9 +375,10 @@ static int64_t reverse_range(void *ctx, int t, int64_t lo, int64_t hi)
 
 /* The start states of ranges 1 .. nt-1: the states of the ranges before,
  * built one after another (each update threaded), then added up. */
-static int prefix_states(const X(plan) *plan, cws *ws, int nt, int64_t n,
-                         XI(view) k, XI(view) v)
+static int prefix_states(const XI(problem) *pb, cws *ws, int nt)
 {
+    const X(plan) *plan = pb->plan;
+    int64_t n = pb->nq;
     size_t bytes = XI(state_bytes)(plan);
     char *mem = malloc((size_t)(nt - 1) * bytes);
     if (!mem)
@@ -386,10 +387,10 @@ static int prefix_states(const X(plan) *plan, cws *ws, int nt, int64_t n,
     for (int t = 1; !st && t < nt; t++) {
         int64_t lo = linattn_i_range_start(n, nt, t - 1);
         int64_t hi = linattn_i_range_start(n, nt, t);
+        XI(problem) rg = XI(problem_rows)(pb, lo, hi);
         X(state) s;
         XI(state_init)(&s, plan, mem + (size_t)(t - 1) * bytes);
-        st = XI(state_update_checked)(&s, XI(view_rows)(k, lo),
-                                      XI(view_rows)(v, lo), hi - lo);
+        st = XI(state_update_run)(&s, &rg, 0);
         if (st)
             break;
         XI(accum) *to = &ws[t].pre, *from = &ws[t - 1].pre;
@@ -446,8 +447,7 @@ int XI(causal_backward_run)(const XI(problem) *pb, const XI(pgrad) *pg,
     if (have < nt || (split && XI(pgrad_alloc)(parts, nt, plan, pgv)))
         st = LINATTN_ENOMEM;
     else if (nt > 1)
-        st = prefix_states(plan, ws, nt, n, XI(part_view)(pb, LINATTN_I_K),
-                           XI(part_view)(pb, LINATTN_I_V));
+        st = prefix_states(pb, ws, nt);
     if (!st) {
         for (int t = 0; !split && t < nt; t++)
             parts[t] = *pgv;
