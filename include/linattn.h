@@ -44,18 +44,18 @@
  *     LINATTN_EOVERFLOW are described at linattn_d_state_query.  Every
  *     argument check runs before the first BLAS call (a reference CBLAS
  *     kills the process on a bad argument).
- *   - Finite inputs give finite outputs or a status: with every input
- *     finite (and a state that holds no NaN or Inf), a call that returns 0
- *     has written only finite values.  A result that the floating-point
- *     range cannot hold (sums of the state, numerators phi(q)^T S, or a
- *     quotient num / den) is LINATTN_EOVERFLOW with the row, as a bad
- *     normalizer is LINATTN_EDENOM; the public update and merge refuse
- *     such sums and leave the state unchanged.  Tiny and huge normalizers
- *     are divided exactly (the fast path multiplies by 1 / den only where
- *     that reciprocal is a normal number).  NaN and Inf in the inputs still
- *     propagate as documented at linattn_opts.check_finite.
- *     (linattn_d_features is the exception: it returns the unshifted
- *     features, which the exponential maps overflow at large norms.)
+ *   - Finite inputs give finite outputs or a status: with every input finite
+ *     (and a state that holds no NaN or Inf), a call that returns 0 has
+ *     written only finite values.  A result that the floating-point range
+ *     cannot hold (sums of the state, numerators phi(q)^T S, or a quotient
+ *     num / den) is LINATTN_EOVERFLOW with the row, as a bad normalizer is
+ *     LINATTN_EDENOM; the public update and merge, and every call that absorbs
+ *     keys into a state, refuse such sums and leave the state unchanged.  Tiny
+ *     and huge normalizers are divided exactly (the fast path multiplies by
+ *     1 / den only where that reciprocal is a normal number).  NaN and Inf in
+ *     the inputs still propagate as documented at linattn_opts.check_finite.
+ *     (linattn_d_features is the exception: it returns the unshifted features,
+ *     which the exponential maps overflow at large norms.)
  *   - A NULL matrix is accepted only when it has no rows, or when it is an
  *     optional one (documented at its call).
  *   - Optional parts: a call that can take more than its arguments has an
@@ -744,20 +744,23 @@ LINATTN_API int X(extras_init)(X(extras) *ex);                                \
  *         const double *k, int64_t ldk, const double *v, int64_t ldv,      \
  *         double *out, int64_t ldout, const linattn_d_extras *ex,          \
  *         int64_t *bad_row)                                                \
- * linattn_d_attention with the parts of ex: out_i = phi(q_i)^T S / den_i,  \
- * S and z over ex->state's keys and these nk (ex->state NULL: these),      \
- * den (if asked for) as linattn_d_attention_forward writes it, and with    \
- * ex->absorb the state then holding its keys and these.  ex NULL, or as   \
- * linattn_d_extras_init leaves it: linattn_d_attention, bit for bit; with  \
- * den only: linattn_d_attention_forward, bit for bit.  Statuses as         \
- * linattn_d_attention; on LINATTN_EDENOM and LINATTN_EOVERFLOW den holds   \
- * the rows that out does.  Errors: -1 .. -12 as linattn_d_attention; -13   \
- * ex: a reserved word not 0, den meeting another array, a state of a plan  \
- * with another map or other sizes, absorb not 0 or 1 (or 1 without a       \
- * state); LINATTN_ESIZE (also the state's tokens + nk beyond INT64_MAX);   \
- * LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW; LINATTN_ENONFINITE.   \
- * Thread-safe; with a state and absorb = 1 it needs exclusive access to    \
- * the state, with absorb = 0 the state is only read. */                    \
+ * linattn_d_attention with the parts of ex: out_i = phi(q_i)^T S / den_i, S  \
+ * and z over ex->state's keys and these nk (ex->state NULL: these), den (if  \
+ * asked for) as linattn_d_attention_forward writes it, and with ex->absorb   \
+ * the state then holding its keys and these (sums that finite keys and       \
+ * values push beyond the range are refused as linattn_d_state_update refuses \
+ * them: LINATTN_EOVERFLOW with *bad_row -1, nothing written, the state       \
+ * unchanged).  ex NULL, or as linattn_d_extras_init leaves it:               \
+ * linattn_d_attention, bit for bit; with den only:                           \
+ * linattn_d_attention_forward, bit for bit.  Statuses as                     \
+ * linattn_d_attention; on LINATTN_EDENOM and LINATTN_EOVERFLOW den holds the \
+ * rows that out does.  Errors: -1 .. -12 as linattn_d_attention; -13 ex: a   \
+ * reserved word not 0, den meeting another array, a state of a plan with     \
+ * another map or other sizes, absorb not 0 or 1 (or 1 without a state);      \
+ * LINATTN_ESIZE (also the state's tokens + nk beyond INT64_MAX);             \
+ * LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW; LINATTN_ENONFINITE.     \
+ * Thread-safe; with a state and absorb = 1 it needs exclusive access to the  \
+ * state, with absorb = 0 the state is only read. */                          \
 LINATTN_API int X(attention_ex)(const X(plan) *plan, int layout, int64_t nq,  \
                                 int64_t nk, const R *q, int64_t ldq,          \
                                 const R *k, int64_t ldk, const R *v,          \
@@ -768,17 +771,18 @@ LINATTN_API int X(attention_ex)(const X(plan) *plan, int layout, int64_t nq,  \
  *         int64_t n, const double *q, int64_t ldq, const double *k,        \
  *         int64_t ldk, const double *v, int64_t ldv, double *out,          \
  *         int64_t ldout, const linattn_d_extras *ex, int64_t *bad_row)     \
- * linattn_d_causal with the parts of ex: rows see ex->state's keys first   \
- * (as linattn_d_state_causal; under LINATTN_DENOM_COUNT row i's count is   \
- * its tokens + i + 1), den (if asked for) as linattn_d_causal_forward      \
- * writes it, and with ex->absorb the state then holding its keys and       \
- * these n.  ex NULL or all absent: linattn_d_causal, bit for bit; den      \
- * only: linattn_d_causal_forward; a state (of the call's plan) only:       \
- * linattn_d_state_causal, bit for bit.  Statuses, work and memory as       \
- * linattn_d_causal.  Errors: -1 .. -11 as linattn_d_causal; -12 ex (as at  \
- * linattn_d_attention_ex); LINATTN_ESIZE (also the state's tokens + n      \
- * beyond INT64_MAX); LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW;    \
- * LINATTN_ENONFINITE.  Thread-safe; a state as at linattn_d_attention_ex.  \
+ * linattn_d_causal with the parts of ex: rows see ex->state's keys first (as \
+ * linattn_d_state_causal; under LINATTN_DENOM_COUNT row i's count is its     \
+ * tokens + i + 1), den (if asked for) as linattn_d_causal_forward writes it, \
+ * and with ex->absorb the state then holding its keys and these n (sums      \
+ * beyond the range refused as linattn_d_state_causal refuses them).  ex NULL \
+ * or all absent: linattn_d_causal, bit for bit; den only:                    \
+ * linattn_d_causal_forward; a state (of the call's plan) only:               \
+ * linattn_d_state_causal, bit for bit.  Statuses, work and memory as         \
+ * linattn_d_causal.  Errors: -1 .. -11 as linattn_d_causal; -12 ex (as at    \
+ * linattn_d_attention_ex); LINATTN_ESIZE (also the state's tokens + n beyond \
+ * INT64_MAX); LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW;             \
+ * LINATTN_ENONFINITE.  Thread-safe; a state as at linattn_d_attention_ex.    \
  */                                                                         \
 LINATTN_API int X(causal_ex)(const X(plan) *plan, int layout, int64_t n,      \
                              const R *q, int64_t ldq, const R *k,             \
@@ -1280,28 +1284,30 @@ LINATTN_API int X(state_import)(X(state) *state, const double *acc,           \
  *         const double *q, int64_t ldq, const double *k, int64_t ldk,       \
  *         const double *v, int64_t ldv, double *out, int64_t ldout,         \
  *         int absorb, int64_t *bad_row)                                     \
- * Causal attention continuing from a state: row i of this call sees the    \
- * state's keys and the call's keys j <= i,                                 \
- *   out_i = (phi(q_i)^T S + sum_{j<=i} phi(q_i).phi(k_j) v_j) /             \
- *           (phi(q_i)^T z + sum_{j<=i} phi(q_i).phi(k_j) + eps),           \
- * which is linattn_d_causal on the state's tokens followed by these rows,  \
- * for rows of this call.  A long sequence cut into segments, each passed   \
- * with absorb = 1, gives the causal result of the whole (to rounding); a   \
- * state holding the keys of other processes' earlier rows gives the      \
- * distributed causal result.  From a zero state it is linattn_d_causal,   \
- * bit for bit.  absorb = 1: on success the state then holds its keys and   \
- * these n (tokens += n, as linattn_d_state_update would leave it, to       \
- * rounding); absorb = 0: the state is only read.  Q, K n x d, V and out    \
- * n x e, in layout; work, memory and threads as linattn_d_causal; bad     \
- * rows as linattn_d_state_query (row numbers within this call).  Under     \
- * LINATTN_DENOM_COUNT row i's count is the state's tokens + i + 1.  On any \
- * error the state is unchanged.  Errors: -1 state NULL; -2 layout; -3      \
- * n < 0; -4 q; -5 ldq; -6 k; -7 ldk; -8 v; -9 ldv; -10 out; -11 ldout;     \
- * -12 absorb not 0 or 1; LINATTN_ESIZE (also the state's tokens + n      \
- * beyond 2^63 - 1, before any work); LINATTN_ENOMEM; LINATTN_EDENOM;       \
- * LINATTN_EOVERFLOW; LINATTN_ENONFINITE.  absorb = 1 needs exclusive      \
- * access to state; absorb = 0 calls may share it (and query it) from       \
- * several threads. */                                                      \
+ * Causal attention continuing from a state: row i of this call sees the      \
+ * state's keys and the call's keys j <= i,                                   \
+ *   out_i = (phi(q_i)^T S + sum_{j<=i} phi(q_i).phi(k_j) v_j) /              \
+ *           (phi(q_i)^T z + sum_{j<=i} phi(q_i).phi(k_j) + eps),             \
+ * which is linattn_d_causal on the state's tokens followed by these rows,    \
+ * for rows of this call.  A long sequence cut into segments, each passed     \
+ * with absorb = 1, gives the causal result of the whole (to rounding); a     \
+ * state holding the keys of other processes' earlier rows gives the          \
+ * distributed causal result.  From a zero state it is linattn_d_causal, bit  \
+ * for bit.  absorb = 1: on success the state then holds its keys and these n \
+ * (tokens += n, as linattn_d_state_update would leave it, to rounding; sums  \
+ * that finite keys and values push beyond the range are refused as           \
+ * linattn_d_state_update refuses them: LINATTN_EOVERFLOW with *bad_row -1,   \
+ * every row written and finite, the state unchanged); absorb = 0: the state  \
+ * is only read.  Q, K n x d, V and out n x e, in layout; work, memory and    \
+ * threads as linattn_d_causal; bad rows as linattn_d_state_query (row        \
+ * numbers within this call).  Under LINATTN_DENOM_COUNT row i's count is the \
+ * state's tokens + i + 1.  On any error the state is unchanged.  Errors: -1  \
+ * state NULL; -2 layout; -3 n < 0; -4 q; -5 ldq; -6 k; -7 ldk; -8 v; -9 ldv; \
+ * -10 out; -11 ldout; -12 absorb not 0 or 1; LINATTN_ESIZE (also the state's \
+ * tokens + n beyond 2^63 - 1, before any work); LINATTN_ENOMEM;              \
+ * LINATTN_EDENOM; LINATTN_EOVERFLOW; LINATTN_ENONFINITE.  absorb = 1 needs   \
+ * exclusive access to state; absorb = 0 calls may share it (and query it)    \
+ * from several threads. */                                                   \
 LINATTN_API int X(state_causal)(X(state) *state, int layout, int64_t n,       \
                                 const R *q, int64_t ldq, const R *k,          \
                                 int64_t ldk, const R *v, int64_t ldv, R *out, \

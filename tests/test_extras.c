@@ -58,6 +58,16 @@ static P(state) *state_with(const P(plan) *p, int64_t n0, int64_t d,
     return st;
 }
 
+/* Extras that start from st and absorb the call's keys into it. */
+static P(extras) absorbing(P(state) *st)
+{
+    P(extras) ex;
+    P(extras_init)(&ex);
+    ex.state = st;
+    ex.absorb = 1;
+    return ex;
+}
+
 /* Rows of a and b one after the other (same layout and columns). */
 static tmat stacked(const tmat *a, const tmat *b)
 {
@@ -453,10 +463,7 @@ START_TEST(failure_does_not_absorb)
         out[i] = den[i] = (real)-9;
     int64_t len;
     unsigned char *before = state_bytes(st, &len);
-    P(extras) ex;
-    P(extras_init)(&ex);
-    ex.state = st;
-    ex.absorb = 1;
+    P(extras) ex = absorbing(st);
     ex.den = den;
     int64_t bad = -1;
     int rc = causal ? P(causal_ex)(p, ROW, n, q, d, k, d, v, e, out, e, &ex,
@@ -477,6 +484,80 @@ START_TEST(failure_does_not_absorb)
 }
 END_TEST
 
+/* Finite keys and values whose sums leave the range: an absorbing call
+ * refuses them as linattn_d_state_update does (LINATTN_EOVERFLOW, *bad_row
+ * -1, the state unchanged), even when no output row reads the sum that
+ * overflows.  ReLU features; the last key (big, 0) with value big puts
+ * S[0][0] = 16 * max beyond the range (in float, the float copy's); the
+ * other keys are (0, 1).  The causal calls see that key only in the last
+ * row's own term, q . k = 0, so every row they write is finite, and the
+ * rows stay written: those of the reading call (absorb 0).  The attention
+ * call reads the whole sums for every row, so it is refused before any
+ * row.  Cases: attention_ex with no queries, with queries, causal_ex,
+ * state_causal. */
+START_TEST(overflowing_sums_not_absorbed)
+{
+    int64_t n = 40, d = 2, e = 1;
+    real big = (real)(4 * sqrt(sizeof(real) == 4 ? FLT_MAX : DBL_MAX));
+    linattn_opts o;
+    linattn_opts_init(&o);
+    o.eps = 1;
+    o.chunk = 5; /* several chunks, and two ranges on two threads */
+    P(plan) *p = NULL;
+    ck_assert_int_eq(P(plan_create)(&p, LINATTN_MAP_RELU, d, e, &o), 0);
+    real *q = malloc(sizeof(real) * (size_t)(n * d));
+    real *k = malloc(sizeof(real) * (size_t)(n * d));
+    real *v = malloc(sizeof(real) * (size_t)n);
+    real *out = malloc(sizeof(real) * (size_t)n);
+    real *want = malloc(sizeof(real) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) {
+        int last = i == n - 1;
+        q[2 * i] = 0, q[2 * i + 1] = 1;
+        k[2 * i] = last ? big : 0, k[2 * i + 1] = last ? 0 : 1;
+        v[i] = last ? big : (real)(i % 3);
+        out[i] = want[i] = (real)-7;
+    }
+    P(state) *st = NULL;
+    ck_assert_int_eq(P(state_create)(&st, p), 0);
+    /* the public update refuses these keys: the behaviour to match */
+    ck_assert_int_eq(P(state_update)(st, ROW, n, k, d, v, e),
+                     LINATTN_EOVERFLOW);
+    real k0[2] = {0, 1}, v0[1] = {2};
+    ck_assert_int_eq(P(state_update)(st, ROW, 1, k0, d, v0, e), 0);
+    int64_t len;
+    unsigned char *before = state_bytes(st, &len);
+    P(extras) ex = absorbing(st);
+    int64_t bad = 99;
+    int rc;
+    if (_i < 2) {
+        int64_t nq = _i ? n : 0;
+        rc = P(attention_ex)(p, ROW, nq, n, nq ? q : NULL, d, k, d, v, e,
+                             nq ? out : NULL, e, &ex, &bad);
+        for (int64_t i = 0; i < n; i++)
+            ck_assert(out[i] == (real)-7);
+    } else {
+        ck_assert_int_eq(P(state_causal)(st, ROW, n, q, d, k, d, v, e, want,
+                                         e, 0, NULL), 0);
+        ck_assert(state_is(st, before, len));
+        rc = _i == 2 ? P(causal_ex)(p, ROW, n, q, d, k, d, v, e, out, e, &ex,
+                                    &bad)
+                     : P(state_causal)(st, ROW, n, q, d, k, d, v, e, out, e,
+                                       1, &bad);
+        for (int64_t i = 0; i < n; i++) {
+            ck_assert(isfinite(want[i]));
+            ck_assert(memcmp(&out[i], &want[i], sizeof(real)) == 0);
+        }
+    }
+    ck_assert_int_eq(rc, LINATTN_EOVERFLOW);
+    ck_assert_int_eq(bad, -1);
+    ck_assert(state_is(st, before, len));
+    free(before);
+    free(q), free(k), free(v), free(out), free(want);
+    P(state_destroy)(st);
+    P(plan_destroy)(p);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("extras " PREC);
@@ -488,6 +569,7 @@ int main(void)
     tcase_add_test(tc, no_queries_still_absorb);
     tcase_add_loop_test(tc, each_bad_field_refused, 0, 2);
     tcase_add_loop_test(tc, failure_does_not_absorb, 0, 2);
+    tcase_add_loop_test(tc, overflowing_sums_not_absorbed, 0, 4);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

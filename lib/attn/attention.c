@@ -88,7 +88,14 @@ int XI(attention_run)(const XI(problem) *pb, int64_t *bad_row)
     XI(state_init)(&state, plan, mem);
     if (from)
         XI(state_assign)(&state, from);
-    int st = XI(state_update_run)(&state, pb, 0);
+    /* a state that absorbs refuses sums beyond the range as
+     * linattn_d_state_update does, before any row is written (every row
+     * reads all of them); only read, the copy keeps them and the queries
+     * report the rows they reach */
+    int absorbing = from && pb->absorb;
+    int st = XI(state_update_run)(&state, pb, absorbing);
+    if (st == LINATTN_EOVERFLOW && bad_row)
+        *bad_row = -1;
     if (!st)
         st = XI(state_query_run)(&state, pb, bad_row);
     if (!st && from && pb->absorb)

@@ -382,21 +382,6 @@ static void seed_ws(const X(plan) *plan, causal_ws *w, const X(state) *from)
     w->has = from->tokens > 0;
 }
 
-/* The carried state after the last range's chunks, back into st. */
-static void absorb_ws(const X(plan) *plan, const causal_ws *w, X(state) *st,
-                      int64_t n)
-{
-    int64_t m = plan->m, e = plan->e;
-    for (int64_t i = 0; i < m; i++) {
-        for (int64_t j = 0; j < e; j++)
-            st->acc[i * (e + 1) + j] = w->acc[i * w->ldacc + j];
-        st->acc[i * (e + 1) + e] = w->zacc[i];
-    }
-    st->shift = w->shift;
-    st->tokens += n;
-    XI(state_publish)(st);
-}
-
 int XI(causal_run)(const XI(problem) *pb, int64_t *bad_row)
 {
     const X(plan) *plan = pb->plan;
@@ -449,13 +434,25 @@ int XI(causal_run)(const XI(problem) *pb, int64_t *bad_row)
     }
     if (!st)
         bad = linattn_i_parallel_ranges(nt, n, range_chunks, &job);
-    if (!st && bad >= n && pb->absorb)
-        absorb_ws(plan, &ws[nt - 1], from, n);
+    /* the carried state after the last range's chunks becomes from's,
+     * refused as linattn_d_state_update refuses it when its sums left the
+     * range: every row is written by then, and stays */
+    int refused = 0;
+    if (!st && bad >= n && pb->absorb) {
+        const causal_ws *w = &ws[nt - 1];
+        refused = XI(state_take)(from, w->acc, w->ldacc, w->zacc, w->shift,
+                                 pb, n);
+    }
     for (int t = 0; t < have; t++)
         free_causal_ws(&ws[t]);
     free(mem);
     if (st)
         return st;
+    if (refused) {
+        if (bad_row)
+            *bad_row = -1;
+        return refused;
+    }
     if (bad < n) {
         if (bad_row)
             *bad_row = bad;

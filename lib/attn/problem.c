@@ -6,7 +6,9 @@
  * each in argument-position order (doc/internals.md, "The validator"):
  *
  *   1. the scalar arguments before the first matrix: plan (or state),
- *      layout, batch, heads, sizes, softmax's widths and scale;
+ *      layout, batch, heads, sizes, softmax's widths and scale; then,
+ *      for a batched call with normalizers (described as one vector of
+ *      nq * heads entries per batch), that count in int64 (LINATTN_ESIZE);
  *   2. the parts' own arguments: a pointer NULL although it has rows
  *      (-pos), a leading dimension, or a batched call's strides (-pos - 1:
  *      NULL, too small, negative, an output whose problems overlap);

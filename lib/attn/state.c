@@ -124,6 +124,37 @@ void XI(state_publish)(X(state) *st)
     publish(st);
 }
 
+int XI(state_take)(X(state) *st, const acc_t *acc, int64_t ldacc,
+                   const acc_t *zacc, double shift, const XI(problem) *pb,
+                   int64_t n)
+{
+    const X(plan) *plan = st->plan;
+    int64_t m = plan->m, e = plan->e;
+    double mx = 0;
+    int nonfinite = 0, nf;
+    for (int64_t i = 0; i < m; i++) {
+        double r = scan_sum(acc + i * ldacc, 1, NULL, 0, e, &nf);
+        mx = r > mx ? r : mx;
+        nonfinite |= nf;
+    }
+    double r = scan_sum(zacc, 1, NULL, 0, m, &nf);
+    mx = r > mx ? r : mx;
+    nonfinite |= nf;
+    int status = settle(st, mx, nonfinite, XI(part_view)(pb, LINATTN_I_K),
+                        XI(part_view)(pb, LINATTN_I_V), n, 1);
+    if (status)
+        return status;
+    for (int64_t i = 0; i < m; i++) {
+        for (int64_t j = 0; j < e; j++)
+            st->acc[i * (e + 1) + j] = acc[i * ldacc + j];
+        st->acc[i * (e + 1) + e] = zacc[i];
+    }
+    st->shift = shift;
+    st->tokens += n;
+    XI(state_publish)(st);
+    return 0;
+}
+
 int X(state_create)(X(state) **state, const X(plan) *plan)
 {
     if (!state)

@@ -75,6 +75,15 @@ void XI(state_publish)(X(state) *st);
  * (the one-call paths, whose queries then report the rows they reach). */
 int XI(state_update_run)(X(state) *st, const XI(problem) *pb, int strict);
 
+/* st = the sums of its keys and rows [0, n) of pb's keys and values,
+ * built elsewhere (a causal call's carried state): S m x e with leading
+ * dimension ldacc, z in zacc, at shift.  Sums that finite inputs pushed
+ * beyond the range are refused as linattn_d_state_update refuses them:
+ * LINATTN_EOVERFLOW, st unchanged. */
+int XI(state_take)(X(state) *st, const acc_t *acc, int64_t ldacc,
+                   const acc_t *zacc, double shift, const XI(problem) *pb,
+                   int64_t n);
+
 /* The queries of pb (its nq rows of Q into its outputs out, num, den,
  * each may be absent) against st, after the call's checks: 0,
  * LINATTN_ENOMEM, LINATTN_EDENOM or LINATTN_EOVERFLOW (with *bad_row), as
