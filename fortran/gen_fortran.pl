@@ -182,7 +182,7 @@ sub struct_fields {
     for my $decl (split /;/, $body) {
         $decl =~ s/^\s+|\s+$//g;
         next if $decl eq '';
-        $decl =~ /^((?:unsigned\s+)?(?:$tmpl_x\(\w+\)|\w+))\s*(.*)$/s
+        $decl =~ /^(?:const\s+)?((?:unsigned\s+)?(?:$tmpl_x\(\w+\)|\w+))\s*(.*)$/s
             or die "gen_fortran.pl: struct $tname: cannot read '$decl'\n";
         my ($type, $names) = ($1, $2);
         for my $n (split /,/, $names) {

@@ -730,7 +730,13 @@ typedef struct X(extras_s) {                                                  \
      * state. */                                                            \
     int absorb;                                                               \
     int reserved_int[3];                                                      \
-    void *reserved_ptr[12];                                                   \
+    /* key weights w_j >= 0, finite, one per key row (stride 1): S = sum    \
+     * w_j phi(k_j) v_j^T, z = sum w_j phi(k_j), and under                  \
+     * LINATTN_DENOM_COUNT the count is sum w_j.  A weight 0 is a padding   \
+     * mask: that key's rows of K and V are never read (NaN there reaches   \
+     * nothing, check_finite skips them).  NULL: every weight 1 */         \
+    const R *weights;                                                         \
+    void *reserved_ptr[11];                                                   \
     int64_t reserved[16];                                                     \
 } X(extras);                                                                  \
                                                                               \
@@ -745,7 +751,9 @@ LINATTN_API int X(extras_init)(X(extras) *ex);                                \
  *         double *out, int64_t ldout, const linattn_d_extras *ex,          \
  *         int64_t *bad_row)                                                \
  * linattn_d_attention with the parts of ex: out_i = phi(q_i)^T S / den_i, S  \
- * and z over ex->state's keys and these nk (ex->state NULL: these), den (if  \
+ * and z over ex->state's keys and these nk (ex->state NULL: these), each of  \
+ * these weighted by ex->weights (S = sum_j w_j phi(k_j) v_j^T, z likewise;  \
+ * under LINATTN_DENOM_COUNT den = the state's count + sum_j w_j), den (if    \
  * asked for) as linattn_d_attention_forward writes it, and with ex->absorb   \
  * the state then holding its keys and these (sums that finite keys and       \
  * values push beyond the range are refused as linattn_d_state_update refuses \
@@ -754,9 +762,10 @@ LINATTN_API int X(extras_init)(X(extras) *ex);                                \
  * linattn_d_attention, bit for bit; with den only:                           \
  * linattn_d_attention_forward, bit for bit.  Statuses as                     \
  * linattn_d_attention; on LINATTN_EDENOM and LINATTN_EOVERFLOW den holds the \
- * rows that out does.  Errors: -1 .. -12 as linattn_d_attention; -13 ex: a   \
- * reserved word not 0, den meeting another array, a state of a plan with     \
- * another map or other sizes, absorb not 0 or 1 (or 1 without a state);      \
+ * rows that out does.  Errors: -1 .. -12 as linattn_d_attention (-12 also   \
+ * out meeting the weights); -13 ex: a reserved word not 0, den meeting       \
+ * another array, a state of a plan with another map or other sizes, absorb   \
+ * not 0 or 1 (or 1 without a state), a weight negative, NaN or Inf;          \
  * LINATTN_ESIZE (also the state's tokens + nk beyond INT64_MAX);             \
  * LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW; LINATTN_ENONFINITE.     \
  * Thread-safe; with a state and absorb = 1 it needs exclusive access to the  \
@@ -773,14 +782,15 @@ LINATTN_API int X(attention_ex)(const X(plan) *plan, int layout, int64_t nq,  \
  *         int64_t ldout, const linattn_d_extras *ex, int64_t *bad_row)     \
  * linattn_d_causal with the parts of ex: rows see ex->state's keys first (as \
  * linattn_d_state_causal; under LINATTN_DENOM_COUNT row i's count is its     \
- * tokens + i + 1), den (if asked for) as linattn_d_causal_forward writes it, \
+ * count + i + 1), den (if asked for) as linattn_d_causal_forward writes it, \
  * and with ex->absorb the state then holding its keys and these n (sums      \
  * beyond the range refused as linattn_d_state_causal refuses them).  ex NULL \
  * or all absent: linattn_d_causal, bit for bit; den only:                    \
  * linattn_d_causal_forward; a state (of the call's plan) only:               \
  * linattn_d_state_causal, bit for bit.  Statuses, work and memory as         \
  * linattn_d_causal.  Errors: -1 .. -11 as linattn_d_causal; -12 ex (as at    \
- * linattn_d_attention_ex); LINATTN_ESIZE (also the state's tokens + n beyond \
+ * linattn_d_attention_ex; ex->weights too, which this version's causal      \
+ * paths do not take); LINATTN_ESIZE (also the state's tokens + n beyond \
  * INT64_MAX); LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW;             \
  * LINATTN_ENONFINITE.  Thread-safe; a state as at linattn_d_attention_ex.    \
  */                                                                         \
@@ -789,6 +799,24 @@ LINATTN_API int X(causal_ex)(const X(plan) *plan, int layout, int64_t n,      \
                              int64_t ldk, const R *v, int64_t ldv, R *out,    \
                              int64_t ldout, const X(extras) *ex,              \
                              int64_t *bad_row);                               \
+                                                                              \
+/* int linattn_d_state_update_ex(linattn_d_state *state, int layout,          \
+ *         int64_t n, const double *k, int64_t ldk, const double *v,          \
+ *         int64_t ldv, const linattn_d_extras *ex)                           \
+ * linattn_d_state_update with the parts of ex it takes, the key weights:     \
+ * S += sum_j w_j phi(k_j) v_j^T, z += sum_j w_j phi(k_j), the count          \
+ * (LINATTN_DENOM_COUNT) += sum_j w_j, tokens += the keys of weight not 0     \
+ * (a key of weight 0 is not read: as if it were not there).  ex NULL or      \
+ * all absent: linattn_d_state_update, bit for bit.  Errors: -1 .. -7 as      \
+ * linattn_d_state_update; -8 ex: a reserved word not 0, a part it does       \
+ * not take (den, state, absorb), a weight negative, NaN or Inf;              \
+ * LINATTN_ESIZE; LINATTN_ENOMEM, LINATTN_ENONFINITE (rows of weight not      \
+ * 0), LINATTN_EOVERFLOW (state unchanged).  Needs exclusive access to the    \
+ * state.  (A checkpoint holds the token count; the count of a weighted       \
+ * stream under LINATTN_DENOM_COUNT is not in format version 1.) */           \
+LINATTN_API int X(state_update_ex)(X(state) *state, int layout, int64_t n,    \
+                                   const R *k, int64_t ldk, const R *v,       \
+                                   int64_t ldv, const X(extras) *ex);         \
                                                                               \
 /* int linattn_d_softmax(int layout, int64_t nq, int64_t nk, int64_t d,      \
  *         int64_t e, double scale, const double *q, int64_t ldq,            \
@@ -831,8 +859,10 @@ LINATTN_API int X(state_save_size)(const X(state) *state, int64_t *bytes);    \
  * buf[0, bytes); *written = bytes (written may be NULL).  S and z go as      \
  * the double accumulator of either precision (float states accumulate in     \
  * double), so nothing is rounded.  Errors: -1 state NULL; -2 buf NULL;       \
- * -3 len < bytes (buffer too small; nothing written).  Several threads may   \
- * save and query one state at once. */                                       \
+ * -3 len < bytes (buffer too small; nothing written); LINATTN_EVERSION (a    \
+ * state of a LINATTN_DENOM_COUNT plan whose count, the weight of its keys,   \
+ * is not its token count: format version 1 holds the tokens only; nothing    \
+ * written).  Several threads may save and query one state at once. */        \
 LINATTN_API int X(state_save)(const X(state) *state, void *buf, int64_t len,  \
                               int64_t *written);                              \
                                                                               \
@@ -873,7 +903,8 @@ LINATTN_API int X(state_load)(X(state) *state, const void *buf, int64_t len); \
  * its own path.  Errors: -1 state NULL; -2 path NULL or empty; LINATTN_EIO   \
  * (errno is that of the failing system call: missing or read-only            \
  * directory, disk full, ...; EISDIR for a directory, EINVAL for another      \
- * file that is not regular, ELOOP for a loop of links); LINATTN_ENOMEM.      \
+ * file that is not regular, ELOOP for a loop of links); LINATTN_ENOMEM;      \
+ * LINATTN_EVERSION (as linattn_d_state_save, before anything is opened).     \
  * Several threads may save one state at once, to one path too. */            \
 LINATTN_API int X(state_save_file)(const X(state) *state, const char *path);  \
                                                                               \

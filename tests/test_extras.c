@@ -98,6 +98,7 @@ START_TEST(init_means_absent)
     ck_assert_int_eq(P(extras_init)(&ex), 0);
     ck_assert_ptr_null(ex.den);
     ck_assert_ptr_null(ex.state);
+    ck_assert_ptr_null(ex.weights);
     ck_assert_int_eq(ex.absorb, 0);
     for (size_t i = 0; i < sizeof ex.reserved_int / sizeof *ex.reserved_int;
          i++)
@@ -376,7 +377,7 @@ START_TEST(each_bad_field_refused)
         case 0: ex.reserved_int[0] = 1; break;
         case 1: ex.reserved_int[2] = -1; break;
         case 2: ex.reserved_ptr[0] = &ex; break;
-        case 3: ex.reserved_ptr[11] = &ex; break;
+        case 3: ex.reserved_ptr[10] = &ex; break;
         case 4: ex.reserved[0] = 1; break;
         case 5: ex.reserved[15] = 1; break;
         case 6: ex.den = q.a + 2; break; /* inside q */

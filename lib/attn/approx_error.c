@@ -152,7 +152,7 @@ static int run_block(job *jb, int64_t nq, int64_t r, int64_t rows, sums *t)
         b[DEN][i] = (real)s;
     }
     if (XI(good_rows)(plan, b[DEN], rows, 1, jb->causal ? r + 1 : cols,
-                      jb->causal) < rows)
+                      jb->causal, NULL) < rows)
         return LINATTN_EDENOM;
     for (int64_t i = 0; i < rows; i++)
         compare_row(b[SC] + i * cols, b[KA] + i * cols, b[DEN][i],

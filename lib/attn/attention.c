@@ -58,7 +58,9 @@ int X(attention_forward)(const X(plan) *plan, int layout, int64_t nq,
 static const linattn_i_signature ex_sig = {
     .plan = 1, .layout = 2, .nq = 3, .nk = 4, .extras = 13, .given = 13,
     .absorb = 13, .flags = LINATTN_I_SCAN | LINATTN_I_TOKENS,
-    .part = {LINATTN_I_QKVO(5), LINATTN_I_DEN_OUT(13, 0)}};
+    .ex_parts = LINATTN_I_X_DEN | LINATTN_I_X_STATE | LINATTN_I_X_WEIGHTS,
+    .part = {LINATTN_I_QKVO(5), LINATTN_I_DEN_OUT(13, 0),
+             LINATTN_I_WEIGHTS_IN(13)}};
 
 int X(attention_ex)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
                     const real *q, int64_t ldq, const real *k, int64_t ldk,

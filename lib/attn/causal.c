@@ -55,6 +55,7 @@
  * z is the working copy the queries read. */
 typedef struct {
     real *phiq, *phik, *vbuf, *r, *dd, *b, *part, *z;
+    real *kbuf; /* key weights: the chunk's keys, those of weight 0 zeroed */
     acc_t *acc, *zacc, *zpart;
     int64_t ldb, ldacc;
     /* shifted maps: each key's largest exponent and the running maximum
@@ -68,12 +69,13 @@ static void free_causal_ws(causal_ws *w)
 {
     free(w->phiq), free(w->phik), free(w->vbuf), free(w->r), free(w->dd);
     free(w->b), free(w->part), free(w->z), free(w->zacc), free(w->zpart);
-    free(w->rexp), free(w->mrun);
+    free(w->rexp), free(w->mrun), free(w->kbuf);
     if (LINATTN_ACC_WIDER)
         free(w->acc);
 }
 
-static int alloc_causal_ws(causal_ws *w, const X(plan) *plan, int64_t c)
+static int alloc_causal_ws(causal_ws *w, const X(plan) *plan, int64_t c,
+                           int weighted)
 {
     int64_t m = plan->m, e = plan->e, ldb = e + c;
     memset(w, 0, sizeof *w);
@@ -101,7 +103,9 @@ static int alloc_causal_ws(causal_ws *w, const X(plan) *plan, int64_t c)
         w->rexp = linattn_i_alloc(c, sizeof(double));
         w->mrun = linattn_i_alloc(c, sizeof(double));
     }
-    if (!w->phiq || !w->phik || !w->vbuf || !w->r || !w->dd || !w->b ||
+    if (weighted)
+        w->kbuf = linattn_i_alloc(c * plan->d, sizeof(real));
+    if ((weighted && !w->kbuf) || !w->phiq || !w->phik || !w->vbuf || !w->r || !w->dd || !w->b ||
         !w->z || !w->zacc || !w->zpart ||
         (LINATTN_ACC_WIDER && (!w->part || !w->acc)) ||
         (plan->shifted && (!w->rexp || !w->mrun))) {
@@ -187,11 +191,16 @@ void XI(tril_times)(const real *a, int64_t lda, XI(view) x, int64_t rows,
     triangle_times(a, lda, x, rows, w, y, ldy);
 }
 
-/* Shifted maps: phi(K_c) with the running shifts m_j into w->phik. */
+/* Shifted maps: phi(K_c) with the running shifts m_j into w->phik (wt:
+ * the chunk's key weights, NULL none; a key of weight 0 has no say in
+ * the running maximum). */
 static void running_keys(const X(plan) *plan, causal_ws *w, XI(view) k,
-                         int64_t rows)
+                         int64_t rows, const real *wt)
 {
     XI(phi_pre)(plan, k, rows, w->phik, w->rexp);
+    for (int64_t j = 0; wt && j < rows; j++)
+        if (wt[j] == 0)
+            w->rexp[j] = -INFINITY;
     double run = w->has ? w->shift : -INFINITY;
     for (int64_t j = 0; j < rows; j++) {
         double x = w->rexp[j];
@@ -199,6 +208,42 @@ static void running_keys(const X(plan) *plan, causal_ws *w, XI(view) k,
         w->mrun[j] = run;
     }
     XI(phi_post)(plan, w->phik, rows, w->rexp, w->mrun, 0, NULL);
+}
+
+/* Key weights: the chunk's keys and values into w->kbuf and w->vbuf with
+ * the rows of weight 0 zeroed (never read: NaN there reaches nothing),
+ * phi(K_c) from them with each row times its weight (0 exactly for
+ * weight 0).  Returns nonzero when a key of the chunk weighs more than
+ * 0. */
+static int weighted_keys(const X(plan) *plan, causal_ws *w, XI(view) k,
+                         XI(view) v, int64_t rows, const real *wt)
+{
+    int64_t d = plan->d, m = plan->m, e = plan->e;
+    int any = 0;
+    for (int64_t j = 0; j < rows; j++) {
+        if (wt[j] == 0) {
+            memset(w->kbuf + j * d, 0, (size_t)d * sizeof(real));
+            memset(w->vbuf + j * e, 0, (size_t)e * sizeof(real));
+            continue;
+        }
+        any = 1;
+        XI(copy_rows)(XI(view_rows)(k, j), 0, 1, d, w->kbuf + j * d);
+        XI(copy_rows)(XI(view_rows)(v, j), 0, 1, e, w->vbuf + j * e);
+    }
+    XI(view) kb = {w->kbuf, d, 0};
+    if (plan->shifted)
+        running_keys(plan, w, kb, rows, wt);
+    else
+        XI(phi_rows)(plan, kb, rows, w->phik, NULL);
+    for (int64_t j = 0; j < rows; j++) {
+        real *fj = w->phik + j * m;
+        if (wt[j] == 0)
+            memset(fj, 0, (size_t)m * sizeof(real));
+        else if (wt[j] != 1)
+            for (int64_t t = 0; t < m; t++)
+                fj[t] *= wt[j];
+    }
+    return any;
 }
 
 /* Shifted maps, on [num | A] and the carried normalizers dq before the
@@ -248,14 +293,14 @@ static void move_shift(const X(plan) *plan, causal_ws *w, int64_t rows)
 }
 
 /* The rows of rg (a range of the call's problem: its queries, keys and
- * outputs at its first row) causally, after `before` tokens absorbed in
- * the carried state (row r is row orow + r of the origin o, the whole
+ * outputs at its first row) causally, after keys of total weight `before`
+ * (the count of LINATTN_DENOM_COUNT) absorbed in the carried state (row r is row orow + r of the origin o, the whole
  * call's inputs); returns -1, or the first row whose normalizer breaks
  * the policy (*status LINATTN_EDENOM) or that overflowed
  * (LINATTN_EOVERFLOW): rows before it written, none after.  The range's
  * den (if any) gets the normalizers of the rows out got. */
 static int64_t causal_serial(const XI(problem) *rg, causal_ws *w, int64_t c,
-                             int64_t before, XI(origin) *o, int64_t orow,
+                             double before, XI(origin) *o, int64_t orow,
                              int *status)
 {
     const X(plan) *plan = rg->plan;
@@ -272,17 +317,27 @@ static int64_t causal_serial(const XI(problem) *rg, causal_ws *w, int64_t c,
      * read it there (row major, a leading dimension BLAS takes) */
     int v_direct = !v.colmajor && linattn_i_ld_fits(v.ld);
     const XI(kern) *kn = XI(kern_now)();
+    /* key weights: the count so far is their running sum */
+    const real *kw = rg->part[LINATTN_I_KW].p;
+    double mass = before;
     for (int64_t r = 0; r < n; r += c) {
         int64_t rows = n - r < c ? n - r : c;
         XI(phi_rows)(plan, XI(view_rows)(q, r), rows, w->phiq, NULL);
-        if (plan->shifted)
-            running_keys(plan, w, XI(view_rows)(k, r), rows);
-        else
-            XI(phi_rows)(plan, XI(view_rows)(k, r), rows, w->phik, NULL);
         XI(view) vc = XI(view_rows)(v, r);
-        if (!v_direct) {
-            XI(copy_rows)(vc, 0, rows, e, w->vbuf);
+        int keys_here = 1; /* a key of this chunk enters the state */
+        if (kw) {
+            keys_here = weighted_keys(plan, w, XI(view_rows)(k, r), vc, rows,
+                                      kw + r);
             vc = (XI(view)){w->vbuf, e, 0};
+        } else {
+            if (plan->shifted)
+                running_keys(plan, w, XI(view_rows)(k, r), rows, NULL);
+            else
+                XI(phi_rows)(plan, XI(view_rows)(k, r), rows, w->phik, NULL);
+            if (!v_direct) {
+                XI(copy_rows)(vc, 0, rows, e, w->vbuf);
+                vc = (XI(view)){w->vbuf, e, 0};
+            }
         }
         kn->transpose(rows, m, w->phik, m, w->b + e, ldb);
         XI(view) pk = {w->phik, m, 0};
@@ -296,7 +351,11 @@ static int64_t causal_serial(const XI(problem) *rg, causal_ws *w, int64_t c,
             rescale_rows(w, rows, e, dq);
         memcpy(den, dq, (size_t)rows * sizeof(real));
         triangle_sums(w->r + e, ldb, rows, den);
-        int64_t good = XI(good_rows)(plan, den, rows, 1, before + r + 1, 1);
+        int64_t good = kw ? XI(good_rows)(plan, den, rows, 1, mass, 1, kw + r)
+                          : XI(good_rows)(plan, den, rows, 1,
+                                          before + (double)(r + 1), 1, NULL);
+        for (int64_t j = 0; kw && j < rows; j++)
+            mass += kw[r + j];
         /* out = (num + tril(A) V_c) / den for the good rows: in one pass
          * by the micro-kernel where there is one, out is row major and
          * every reciprocal is a normal number (the kernel notes
@@ -330,7 +389,7 @@ static int64_t causal_serial(const XI(problem) *rg, causal_ws *w, int64_t c,
         }
         /* The state moves past this chunk: S += phi(K_c)^T V_c,
          * z += phi(K_c)^T 1. */
-        if (plan->shifted)
+        if (plan->shifted && keys_here)
             move_shift(plan, w, rows);
         kn->row_stats(w->phik, m, rows, m, NULL, NULL, w->zpart);
         for (int64_t i = 0; i < m; i++) {
@@ -358,7 +417,8 @@ typedef struct {
     const XI(problem) *pb;
     causal_ws *ws;
     int64_t c;
-    int64_t before; /* tokens of the starting state */
+    double before; /* the starting state's count (its keys' weight) */
+    double range_before[LINATTN_MAX_THREADS]; /* key weights: range t's */
     int poisoned;   /* the starting state holds NaN or Inf from its inputs */
     int status[LINATTN_MAX_THREADS]; /* range t's, with its first bad row */
 } causal_job;
@@ -368,7 +428,9 @@ static int64_t range_chunks(void *ctx, int t, int64_t lo, int64_t hi)
     causal_job *j = ctx;
     XI(origin) o = {j->pb, NULL, j->poisoned ? 0 : -1};
     XI(problem) rg = XI(problem_rows)(j->pb, lo, hi);
-    int64_t bad = causal_serial(&rg, &j->ws[t], j->c, j->before + lo, &o, lo,
+    double before = j->pb->part[LINATTN_I_KW].p ? j->range_before[t]
+                                                : j->before + (double)lo;
+    int64_t bad = causal_serial(&rg, &j->ws[t], j->c, before, &o, lo,
                                 &j->status[t]);
     return bad >= 0 ? lo + bad : INT64_MAX;
 }
@@ -387,6 +449,7 @@ int XI(causal_run)(const XI(problem) *pb, int64_t *bad_row)
     const X(plan) *plan = pb->plan;
     X(state) *from = pb->state;
     int64_t n = pb->nq;
+    const real *kw = pb->part[LINATTN_I_KW].p;
     if (n == 0)
         return 0;
     int st = 0;
@@ -399,11 +462,20 @@ int XI(causal_run)(const XI(problem) *pb, int64_t *bad_row)
     void *mem = nt > 1 ? malloc((size_t)nt * XI(state_bytes)(plan)) : NULL;
     int have = 0;
     if (nt == 1 || mem)
-        while (have < nt && !alloc_causal_ws(&ws[have], plan, c))
+        while (have < nt && !alloc_causal_ws(&ws[have], plan, c, kw != NULL))
             have++;
     int64_t bad = INT64_MAX;
-    causal_job job = {pb, ws, c, from ? from->tokens : 0,
+    causal_job job = {pb, ws, c, from ? from->mass : 0, {0},
                       from ? from->poisoned : 0, {0}};
+    /* with key weights, range t's count starts at the weight before it */
+    int64_t lo = 0;
+    for (int t = 0; kw && t < nt; t++) {
+        double s = t ? job.range_before[t - 1] : job.before;
+        int64_t start = linattn_i_range_start(n, nt, t);
+        for (; lo < start; lo++)
+            s += kw[lo];
+        job.range_before[t] = s;
+    }
     if (have == nt && from)
         seed_ws(plan, &ws[0], from);
     if (have < nt) {
@@ -538,7 +610,9 @@ int X(state_causal)(X(state) *state, int layout, int64_t n, const real *q,
 static const linattn_i_signature ex_sig = {
     .plan = 1, .layout = 2, .nq = 3, .extras = 12, .given = 12,
     .absorb = 12, .flags = LINATTN_I_SCAN | LINATTN_I_TOKENS,
-    .part = {LINATTN_I_QKVO(4), LINATTN_I_DEN_OUT(12, 0)}};
+    .ex_parts = LINATTN_I_X_DEN | LINATTN_I_X_STATE | LINATTN_I_X_WEIGHTS,
+    .part = {LINATTN_I_QKVO(4), LINATTN_I_DEN_OUT(12, 0),
+             LINATTN_I_WEIGHTS_IN(12)}};
 
 int X(causal_ex)(const X(plan) *plan, int layout, int64_t n, const real *q,
                  int64_t ldq, const real *k, int64_t ldk, const real *v,

@@ -16,6 +16,7 @@ int X(extras_init)(X(extras) *ex)
     memset(ex, 0, sizeof *ex);
     ex->den = NULL;
     ex->state = NULL;
+    ex->weights = NULL;
     for (size_t i = 0; i < sizeof ex->reserved_ptr / sizeof *ex->reserved_ptr;
          i++)
         ex->reserved_ptr[i] = NULL;
@@ -38,6 +39,17 @@ int XI(extras_reserved_zero)(const X(extras) *ex)
     return 1;
 }
 
+int XI(extras_taken)(const X(extras) *ex, unsigned parts)
+{
+    if (!(parts & LINATTN_I_X_DEN) && ex->den)
+        return 0;
+    if (!(parts & LINATTN_I_X_STATE) && (ex->state || ex->absorb))
+        return 0;
+    if (!(parts & LINATTN_I_X_WEIGHTS) && ex->weights)
+        return 0;
+    return 1;
+}
+
 void XI(problem_extras)(XI(problem) *pb, const X(extras) *ex)
 {
     pb->extras = ex;
@@ -46,4 +58,5 @@ void XI(problem_extras)(XI(problem) *pb, const X(extras) *ex)
     pb->part[LINATTN_I_DEN] = XI(part_single)(ex->den, 1);
     pb->state = ex->state;
     pb->absorb = ex->absorb;
+    pb->part[LINATTN_I_KW] = XI(part_single)(ex->weights, 1);
 }

@@ -158,7 +158,7 @@ static int64_t naive_range(void *ctx, int t, int64_t lo, int64_t hi)
                     w->a[i * nk + c] *= (real)exp(j->mrun[c] - j->mrun[r + i]);
         row_sums(w->a, rows, nk, w->dd);
         int64_t good = XI(good_rows)(plan, w->dd, rows, 1,
-                                     causal ? r + 1 : nk, causal);
+                                     causal ? r + 1 : nk, causal, NULL);
         int nf = causal
                      ? causal_rows(j, w, r, good, nk)
                      /* with no keys the GEMM has inner dimension 0: zeros */

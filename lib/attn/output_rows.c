@@ -19,12 +19,20 @@
 #include "common/validate.h"
 
 int64_t XI(good_rows)(const X(plan) *plan, real *den, int64_t rows,
-                      int check, int64_t count0, int64_t step)
+                      int check, double count0, int64_t step,
+                      const real *w)
 {
     int nonzero = plan->denom == LINATTN_DENOM_NONZERO;
-    if (plan->denom == LINATTN_DENOM_COUNT)
+    if (plan->denom == LINATTN_DENOM_COUNT && w) {
+        double run = count0;
+        for (int64_t i = 0; i < rows; i++) {
+            run += w[i];
+            den[i] = (real)run;
+        }
+    } else if (plan->denom == LINATTN_DENOM_COUNT) {
         for (int64_t i = 0; i < rows; i++)
-            den[i] = (real)(count0 + i * step);
+            den[i] = (real)(count0 + (double)(i * step));
+    }
     for (int64_t i = 0; i < rows; i++)
         den[i] += plan->eps;
     for (int64_t i = 0; check && i < rows; i++)
@@ -261,7 +269,18 @@ int XI(inputs_finite)(XI(origin) *o, int64_t r)
         return 0;
     if (o->st)
         return !o->st->poisoned;
-    if (o->first_bad < 0) {
+    const real *w = pb->part[LINATTN_I_KW].p;
+    if (o->first_bad < 0 && w) {
+        /* key weights: the keys of weight 0 are not inputs (never read) */
+        XI(view) k = XI(part_view)(pb, LINATTN_I_K);
+        XI(view) v = XI(part_view)(pb, LINATTN_I_V);
+        o->first_bad = pb->nk;
+        for (int64_t j = 0; j < pb->nk && o->first_bad == pb->nk; j++)
+            if (w[j] != 0 &&
+                !(XI(all_finite)(XI(view_rows)(k, j), 1, pb->d) &&
+                  XI(all_finite)(XI(view_rows)(v, j), 1, pb->e)))
+                o->first_bad = j;
+    } else if (o->first_bad < 0) {
         int64_t kb = XI(first_nonfinite_row)(XI(part_view)(pb, LINATTN_I_K),
                                              pb->nk, pb->d);
         int64_t vb = XI(first_nonfinite_row)(XI(part_view)(pb, LINATTN_I_V),

@@ -13,11 +13,13 @@
 
 /* Makes den[0, rows) the normalizers of a block: under LINATTN_DENOM_COUNT
  * den[i] = count0 + i * step (the keys row i sees: step 1 in the causal
- * paths, 0 otherwise), else den as given (phi . z); then adds the plan's
+ * paths, 0 otherwise), or with the causal paths' key weights w (not
+ * NULL) count0 + w[0] + ... + w[i] (count0 the weight seen before), else den as given (phi . z); then adds the plan's
  * eps.  Returns the number of leading rows whose normalizer satisfies the
  * plan's policy (rows when !check). */
 int64_t XI(good_rows)(const X(plan) *plan, real *den, int64_t rows,
-                      int check, int64_t count0, int64_t step);
+                      int check, double count0, int64_t step,
+                      const real *w);
 
 /* Nonzero when den (as the forward calls write it, eps included)
  * satisfies the plan's normalizer policy. */

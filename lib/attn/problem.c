@@ -25,8 +25,11 @@
  *   6. the size condition kept from stage 3;
  *   7. the other size conditions: keys in BLAS, pairs, token counts,
  *      problems countable;
- *   8. dW and db apart from every other matrix (-pos);
- *   9. with check_finite, the inputs (LINATTN_ENONFINITE);
+ *   8. dW and db apart from every other matrix (-pos); key weights each
+ *      finite and >= 0 (-pos of the extras: a weight is a measure, so a
+ *      bad one is an argument, read only once it is addressable);
+ *   9. with check_finite, the inputs (LINATTN_ENONFINITE), a key's rows
+ *      only where its weight is not 0 (those rows are never read);
  *  10. given normalizers against the plan's policy (LINATTN_EDENOM).
  *
  * Negative statuses come before positive ones, except where an overlap
@@ -118,8 +121,9 @@ static int scalar_bad(const XI(problem) *pb, const linattn_i_signature *sig,
     case C_ABSORB: /* 0 or 1; an _ex call's absorbs only into a state */
         return (pb->absorb != 0 && pb->absorb != 1) ||
                (pb->absorb && !pb->state);
-    case C_EXTRAS:
-        return pb->extras && !XI(extras_reserved_zero)(pb->extras);
+    case C_EXTRAS: /* reserved words 0, fields the call takes only */
+        return pb->extras && (!XI(extras_reserved_zero)(pb->extras) ||
+                              !XI(extras_taken)(pb->extras, sig->ex_parts));
     case C_STATS:
         return !pb->stats;
     case C_SOME_OUTPUT:
@@ -225,14 +229,30 @@ static int primary_parts(const XI(problem) *pb, const linattn_i_signature *sig,
     int idx[LINATTN_I_PARTS];
     int n = parts_in_order(sig, 0, idx);
     if (sig->form == LINATTN_I_SINGLE) {
+        /* In position order, except the key weights (an _ex call's,
+         * after the outputs in position): before the first output, so
+         * that they are compared with the outputs as an input, and an
+         * output meeting them is -pos of the output, as for every other
+         * input.  They cannot fail stages 2 and 3 (optional, rows of K). */
         linattn_i_mat mats[LINATTN_I_PARTS];
-        int first_output = n;
+        int first_output = 0, count = 0, kw = 0;
         for (int a = 0; a < n; a++) {
-            mats[a] = single_mat(pb, sig, idx[a]);
-            if (first_output == n && (sig->part[idx[a]].role & LINATTN_I_OUTPUT))
-                first_output = a;
+            if (idx[a] == LINATTN_I_KW) {
+                kw = 1;
+                continue;
+            }
+            mats[count++] = single_mat(pb, sig, idx[a]);
+            if (first_output == count - 1 &&
+                !(sig->part[idx[a]].role & LINATTN_I_OUTPUT))
+                first_output = count;
         }
-        return linattn_i_check_mats_io(pb->layout, sizeof(real), mats, n,
+        if (kw) {
+            for (int a = count; a > first_output; a--)
+                mats[a] = mats[a - 1];
+            mats[first_output++] = single_mat(pb, sig, LINATTN_I_KW);
+            count++;
+        }
+        return linattn_i_check_mats_io(pb->layout, sizeof(real), mats, count,
                                        first_output);
     }
     linattn_i_bmat mats[LINATTN_I_PARTS];
@@ -335,7 +355,35 @@ static int size_conditions(const XI(problem) *pb,
     return 0;
 }
 
-/* Stage 9: every input part of every problem finite. */
+/* Stage 8's second half: the first problem with a key weight that is
+ * not a measure (negative, NaN or Inf): 0 when there is none. */
+static int weights_bad(const XI(problem) *pb)
+{
+    if (!pb->part[LINATTN_I_KW].p)
+        return 0;
+    for (int64_t p = 0; p < XI(problem_count)(pb); p++) {
+        const real *w = XI(part_at)(pb, LINATTN_I_KW, p, pb->nk);
+        for (int64_t j = 0; j < pb->nk; j++)
+            if (!(w[j] >= 0 && w[j] <= REAL_MAX))
+                return 1;
+    }
+    return 0;
+}
+
+/* Nonzero when every entry of rows [0, rows) of the view (cols columns)
+ * is finite, skipping the rows whose weight is 0 (w NULL: none). */
+static int rows_finite(XI(view) v, int64_t rows, int64_t cols, const real *w)
+{
+    if (!w)
+        return XI(all_finite)(v, rows, cols);
+    for (int64_t r = 0; r < rows; r++)
+        if (w[r] != 0 && !XI(all_finite)(XI(view_rows)(v, r), 1, cols))
+            return 0;
+    return 1;
+}
+
+/* Stage 9: every input part of every problem finite (a key's rows only
+ * where its weight is not 0). */
 static int inputs_finite(const XI(problem) *pb, const linattn_i_signature *sig)
 {
     int cm = pb->layout == LINATTN_COL_MAJOR;
@@ -349,9 +397,12 @@ static int inputs_finite(const XI(problem) *pb, const linattn_i_signature *sig)
             XI(view) v = ps->role & LINATTN_I_VECTOR
                              ? (XI(view)){a, rows, 0}
                              : (XI(view)){a, pb->part[i].s.ld, cm};
+            const real *w = ps->rows == LINATTN_I_NK
+                                ? XI(part_at)(pb, LINATTN_I_KW, p, rows)
+                                : NULL;
             if (ps->role & LINATTN_I_VECTOR ? !XI(all_finite)(v, 1, rows)
-                                            : !XI(all_finite)(v, rows,
-                                                  shape_cols(pb, ps->cols)))
+                                            : !rows_finite(v, rows,
+                                                  shape_cols(pb, ps->cols), w))
                 return 0;
         }
     return 1;
@@ -416,6 +467,8 @@ int XI(problem_check)(const XI(problem) *pb, const linattn_i_signature *sig,
     /* 8. */
     if (!st && ns)
         st = secondary_apart(pb, sig, &vec);
+    if (!st && weights_bad(pb))
+        st = -sig->part[LINATTN_I_KW].pos;
     if (st)
         return st;
     /* 9. and 10. */

@@ -51,6 +51,7 @@ enum {
     LINATTN_I_DV,  /* dL/dV                                             */
     LINATTN_I_DW,  /* dL/dW of the map's projection (rows of W x d)     */
     LINATTN_I_DB,  /* dL/db of a custom map's bias (rows of W)          */
+    LINATTN_I_KW,  /* key weights, one per key row (an _ex call's)      */
     LINATTN_I_PARTS
 };
 
@@ -102,6 +103,13 @@ enum {
                                 /* keys (the backward's state of K, V)    */
 };
 
+/* The fields of linattn_d_extras a call may take (flags). */
+enum {
+    LINATTN_I_X_DEN = 1,    /* den: normalizers out                      */
+    LINATTN_I_X_STATE = 2,  /* state and absorb: a state to start from   */
+    LINATTN_I_X_WEIGHTS = 4 /* weights: key weights                      */
+};
+
 /* Forms of a call. */
 enum {
     LINATTN_I_SINGLE = 0, /* one problem, a leading dimension a matrix   */
@@ -121,10 +129,20 @@ typedef struct {
                      /* of its map and sizes (refused there otherwise)   */
     int some_output; /* position refused when no output is asked for   */
     int extras;      /* position of the _ex calls' extras argument      */
+    unsigned ex_parts; /* the extras' fields the call takes (LINATTN_I_X_*): */
+                       /* any other must be at its init value           */
     int nq_min, nk_min;
     unsigned flags;
     linattn_i_part_sig part[LINATTN_I_PARTS];
 } linattn_i_signature;
+
+/* Nonzero for the parts that are vectors, one entry per row at stride
+ * 1 (a batched call's problem p's at p rows): the normalizers and the
+ * key weights. */
+static inline int linattn_i_part_is_vector(int i)
+{
+    return i == LINATTN_I_DEN || i == LINATTN_I_KW;
+}
 
 /* A part of a problem: the caller's pointer (NULL: absent, or no rows)
  * and its leading dimension; a batched call's strides, problem (b, h)'s
@@ -166,12 +184,16 @@ XI(problem) XI(problem_init)(const X(plan) *plan, int layout, int64_t nq,
                              int64_t nk);
 
 /* An _ex call's extras into its problem (ex NULL: none): den, the
- * starting state and absorb, and ex itself for the validator's check of
+ * starting state and absorb, the key weights, and ex itself for the validator's check of
  * the reserved words (attn/extras.c). */
 void XI(problem_extras)(XI(problem) *pb, const X(extras) *ex);
 
 /* Nonzero when every reserved word of ex is 0. */
 int XI(extras_reserved_zero)(const X(extras) *ex);
+
+/* Nonzero when every field of ex that is not among parts (LINATTN_I_X_*)
+ * is at its init value. */
+int XI(extras_taken)(const X(extras) *ex, unsigned parts);
 
 /* The status a call with this problem and signature must return before
  * any work: 0, -i for argument i, LINATTN_ESIZE, LINATTN_ENONFINITE, or
@@ -190,6 +212,11 @@ int XI(problem_check)(const XI(problem) *pb, const linattn_i_signature *sig,
     [LINATTN_I_K] = {(pos) + 2, LINATTN_I_NK, LINATTN_I_D, LINATTN_I_INPUT}, \
     [LINATTN_I_V] = {(pos) + 4, LINATTN_I_NK, LINATTN_I_E, LINATTN_I_INPUT}, \
     [LINATTN_I_OUT] = {(pos) + 6, LINATTN_I_NQ, LINATTN_I_E, LINATTN_I_OUTPUT}
+
+/* Key weights in, one per key row (an _ex call's: optional). */
+#define LINATTN_I_WEIGHTS_IN(pos)                                            \
+    [LINATTN_I_KW] = {(pos), LINATTN_I_NK, LINATTN_I_ONE,                    \
+                      LINATTN_I_INPUT | LINATTN_I_OPTIONAL | LINATTN_I_VECTOR}
 
 /* Normalizers out, one per query row (the forward calls': NULL refused
  * with rows, after the other parts' checks; an _ex call's: optional). */
@@ -244,7 +271,7 @@ static inline const real *XI(part_at)(const XI(problem) *pb, int i,
     const XI(part) *a = &pb->part[i];
     if (rows == 0 || !a->p)
         return a->p;
-    if (i == LINATTN_I_DEN) /* dense: each problem's rows after the last's */
+    if (linattn_i_part_is_vector(i)) /* each problem's after the last's */
         return a->p + p * rows;
     int64_t b = p / pb->heads, h = p % pb->heads;
     return a->p + b * a->s.batch + h * a->s.head;
@@ -272,7 +299,7 @@ static inline real *XI(part_row)(const XI(problem) *pb, int i, int64_t r)
     real *a = XI(part_out)(pb, i);
     if (!a)
         return NULL;
-    if (i == LINATTN_I_DEN || pb->layout == LINATTN_COL_MAJOR)
+    if (linattn_i_part_is_vector(i) || pb->layout == LINATTN_COL_MAJOR)
         return a + r;
     return a + r * pb->part[i].s.ld;
 }
@@ -286,6 +313,7 @@ static inline int linattn_i_part_rows_kind(int i)
     case LINATTN_I_V:
     case LINATTN_I_DK:
     case LINATTN_I_DV:
+    case LINATTN_I_KW:
         return LINATTN_I_NK;
     case LINATTN_I_DW:
     case LINATTN_I_DB:
@@ -333,7 +361,7 @@ static inline XI(problem) XI(problem_rows)(const XI(problem) *pb, int64_t lo,
         if (!a->p || kind == LINATTN_I_WROWS ||
             (kind == LINATTN_I_NK && !pb->causal))
             continue;
-        a->p += i == LINATTN_I_DEN || cm ? lo : lo * a->s.ld;
+        a->p += linattn_i_part_is_vector(i) || cm ? lo : lo * a->s.ld;
     }
     r.nq = hi - lo;
     if (pb->causal)

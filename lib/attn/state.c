@@ -43,6 +43,7 @@ void XI(state_init)(X(state) *st, const X(plan) *plan, void *mem)
 {
     st->plan = plan;
     st->tokens = 0;
+    st->mass = 0;
     st->shift = 0;
     st->poisoned = 0;
     st->bound = 0;
@@ -90,10 +91,50 @@ static double scan_sum(const acc_t *x, acc_t a, const acc_t *y, acc_t b,
     return *nonfinite ? INFINITY : mx;
 }
 
-/* Nonzero when every entry of rows [0, n) of k and v is finite. */
-static int keys_finite(const X(plan) *plan, XI(view) k, XI(view) v, int64_t n)
+/* The keys an update absorbs: rows [0, n) of k and v, and their weights
+ * (w NULL: every weight 1; a row of weight 0 is never read). */
+typedef struct {
+    XI(view) k, v;
+    const real *w;
+    int64_t n;
+} keys;
+
+static keys keys_rows(keys a, int64_t lo, int64_t hi)
 {
-    return XI(all_finite)(k, n, plan->d) && XI(all_finite)(v, n, plan->e);
+    keys r = {XI(view_rows)(a.k, lo), XI(view_rows)(a.v, lo),
+              a.w ? a.w + lo : NULL, hi - lo};
+    return r;
+}
+
+/* Nonzero when every entry of the keys' rows (of weight not 0) is
+ * finite. */
+static int keys_finite(const X(plan) *plan, keys a)
+{
+    if (!a.w)
+        return XI(all_finite)(a.k, a.n, plan->d) &&
+               XI(all_finite)(a.v, a.n, plan->e);
+    for (int64_t r = 0; r < a.n; r++)
+        if (a.w[r] != 0 && !(XI(all_finite)(XI(view_rows)(a.k, r), 1, plan->d) &&
+                             XI(all_finite)(XI(view_rows)(a.v, r), 1, plan->e)))
+            return 0;
+    return 1;
+}
+
+/* The keys that count (weight not 0) and their total weight. */
+static int64_t keys_count(keys a, double *mass)
+{
+    if (!a.w) {
+        *mass = (double)a.n;
+        return a.n;
+    }
+    int64_t c = 0;
+    double s = 0;
+    for (int64_t r = 0; r < a.n; r++) {
+        c += a.w[r] != 0;
+        s += a.w[r];
+    }
+    *mass = s;
+    return c;
 }
 
 /* The verdict on st about to hold entries of largest magnitude mx
@@ -101,11 +142,11 @@ static int keys_finite(const X(plan) *plan, XI(view) k, XI(view) v, int64_t n)
  * LINATTN_EOVERFLOW when strict and finite inputs pushed a sum beyond the
  * working precision's range (then nothing is to change), else 0 with the
  * bookkeeping updated for the new entries. */
-static int settle(X(state) *st, double mx, int nonfinite, XI(view) k,
-                  XI(view) v, int64_t n, int strict)
+static int settle(X(state) *st, double mx, int nonfinite, keys a,
+                  int strict)
 {
     if (!(mx <= REAL_MAX) && !st->poisoned) {
-        if (keys_finite(st->plan, k, v, n)) {
+        if (keys_finite(st->plan, a)) {
             if (strict)
                 return LINATTN_EOVERFLOW;
         } else if (nonfinite) {
@@ -140,8 +181,9 @@ int XI(state_take)(X(state) *st, const acc_t *acc, int64_t ldacc,
     double r = scan_sum(zacc, 1, NULL, 0, m, &nf);
     mx = r > mx ? r : mx;
     nonfinite |= nf;
-    int status = settle(st, mx, nonfinite, XI(part_view)(pb, LINATTN_I_K),
-                        XI(part_view)(pb, LINATTN_I_V), n, 1);
+    keys a = {XI(part_view)(pb, LINATTN_I_K), XI(part_view)(pb, LINATTN_I_V),
+              pb->part[LINATTN_I_KW].p, n};
+    int status = settle(st, mx, nonfinite, a, 1);
     if (status)
         return status;
     for (int64_t i = 0; i < m; i++) {
@@ -149,8 +191,10 @@ int XI(state_take)(X(state) *st, const acc_t *acc, int64_t ldacc,
             st->acc[i * (e + 1) + j] = acc[i * ldacc + j];
         st->acc[i * (e + 1) + e] = zacc[i];
     }
+    double mass;
+    st->tokens += keys_count(a, &mass);
     st->shift = shift;
-    st->tokens += n;
+    st->mass += mass;
     XI(state_publish)(st);
     return 0;
 }
@@ -187,6 +231,7 @@ int X(state_reset)(X(state) *state)
         return -1;
     memset(state->acc, 0, XI(state_bytes)(state->plan));
     state->tokens = 0;
+    state->mass = 0;
     state->shift = 0;
     state->poisoned = 0;
     state->bound = 0;
@@ -288,6 +333,7 @@ int X(state_merge)(X(state) *dst, const X(state) *src)
         dst->acc[i] = a * dst->acc[i] + b * src->acc[i];
     dst->shift = shift;
     dst->tokens += src->tokens;
+    dst->mass += src->mass;
     dst->poisoned |= src->poisoned;
     dst->bound = mx;
     publish(dst);
@@ -309,6 +355,7 @@ void XI(state_assign)(X(state) *dst, const X(state) *src)
     if (dst != src)
         memcpy(dst->acc, src->acc, XI(state_bytes)(dst->plan));
     dst->tokens = src->tokens;
+    dst->mass = src->mass;
     dst->shift = src->shift;
     dst->poisoned = src->poisoned;
     dst->bound = src->bound;
@@ -463,27 +510,102 @@ static int update_serial(const X(plan) *plan, acc_t *acc, double *shift,
     return 0;
 }
 
+/* acc (at *shift; *has: it holds keys) += the state of the weighted
+ * keys a, on this thread: each block's keys of weight not 0 gathered
+ * (the others are never read), then one GEMM phi(K_b)^T [diag(w) V_b | w]
+ * gives S and z together.  *has is set once a key entered. */
+static int weighted_serial(const X(plan) *plan, acc_t *acc, double *shift,
+                           int *has, keys a)
+{
+    int64_t m = plan->m, d = plan->d, e = plan->e, ld = e + 1;
+    int64_t block = XI(block_rows)(plan), rows = a.n < block ? a.n : block;
+    int identity = XI(map_is_identity)(plan);
+    real *kb = linattn_i_alloc(rows * d, sizeof(real));
+    real *vw = linattn_i_alloc(rows * ld, sizeof(real));
+    real *phi = identity ? NULL : linattn_i_alloc(rows * m, sizeof(real));
+    double *rexp = plan->shifted ? linattn_i_alloc(rows, sizeof(double))
+                                 : NULL;
+    real *part = LINATTN_ACC_WIDER ? linattn_i_alloc(m * ld, sizeof(real))
+                                   : NULL;
+    int status = 0;
+    if (!kb || !vw || (!identity && !phi) || (plan->shifted && !rexp) ||
+        (LINATTN_ACC_WIDER && !part))
+        status = LINATTN_ENOMEM;
+    for (int64_t r = 0; !status && r < a.n; r += block) {
+        int64_t hi = a.n - r < block ? a.n : r + block, c = 0;
+        for (int64_t i = r; i < hi; i++) {
+            real wi = a.w[i];
+            if (wi == 0)
+                continue;
+            XI(copy_rows)(XI(view_rows)(a.k, i), 0, 1, d, kb + c * d);
+            XI(copy_rows)(XI(view_rows)(a.v, i), 0, 1, e, vw + c * ld);
+            for (int64_t j = 0; j < e; j++)
+                vw[c * ld + j] *= wi;
+            vw[c * ld + e] = wi;
+            c++;
+        }
+        if (c == 0)
+            continue;
+        XI(view) kv = {kb, d, 0}, pk = kv;
+        if (plan->shifted) {
+            double bmax = XI(phi_pre)(plan, kv, c, phi, rexp);
+            XI(raise_shift)(acc, m * ld, shift, *has, bmax);
+            XI(phi_post)(plan, phi, c, rexp, NULL, *shift, NULL);
+        } else if (!identity) {
+            XI(phi_rows)(plan, kv, c, phi, NULL);
+        }
+        if (!identity)
+            pk = (XI(view)){phi, m, 0};
+        *has = 1;
+        XI(view) vv = {vw, ld, 0};
+#if LINATTN_ACC_WIDER
+        XI(gemm)(1, 0, m, ld, c, 1, pk, vv, 0, part, ld);
+        for (int64_t i = 0; i < m * ld; i++)
+            acc[i] += part[i];
+#else
+        XI(gemm)(1, 0, m, ld, c, 1, pk, vv, 1, acc, ld);
+#endif
+    }
+    free(kb);
+    free(vw);
+    free(phi);
+    free(rexp);
+    free(part);
+    return status;
+}
+
+/* acc (at *shift; *has: it holds keys) += the state of the keys a. */
+static int keys_serial(const X(plan) *plan, acc_t *acc, double *shift,
+                       int *has, keys a)
+{
+    if (a.w)
+        return weighted_serial(plan, acc, shift, has, a);
+    int st = update_serial(plan, acc, shift, *has, a.k, a.v, a.n);
+    *has = *has || a.n > 0;
+    return st;
+}
+
 typedef struct {
     const X(plan) *plan;
     acc_t *parts;
     double *shifts;
+    int has[LINATTN_MAX_THREADS]; /* range t's part holds keys */
     int64_t len;
-    XI(view) k, v;
+    keys a;
 } update_job;
 
 static int64_t update_range(void *ctx, int t, int64_t lo, int64_t hi)
 {
     update_job *j = ctx;
-    int st = update_serial(j->plan, j->parts + t * j->len, &j->shifts[t], 0,
-                           XI(view_rows)(j->k, lo), XI(view_rows)(j->v, lo),
-                           hi - lo);
+    int st = keys_serial(j->plan, j->parts + t * j->len, &j->shifts[t],
+                         &j->has[t], keys_rows(j->a, lo, hi));
     return st ? 0 : 1;
 }
 
-/* st += delta (at dshift: the sums of rows [0, n) of k and v, built from
- * zero), after settle's verdict on the result. */
+/* st += delta (at dshift: the sums of the keys a, built from zero),
+ * after settle's verdict on the result. */
 static int commit(X(state) *st, const acc_t *delta, double dshift,
-                  XI(view) k, XI(view) v, int64_t n, int strict)
+                  keys keys_in, int strict)
 {
     int64_t len = state_len(st->plan);
     acc_t a, b;
@@ -491,7 +613,7 @@ static int commit(X(state) *st, const acc_t *delta, double dshift,
     XI(shift_factors)(st->plan, &shift, st->tokens > 0, dshift, 1, &a, &b);
     int nonfinite;
     double mx = scan_sum(st->acc, a, delta, b, len, &nonfinite);
-    int status = settle(st, mx, nonfinite, k, v, n, strict);
+    int status = settle(st, mx, nonfinite, keys_in, strict);
     if (status)
         return status;
     for (int64_t i = 0; i < len; i++)
@@ -500,32 +622,35 @@ static int commit(X(state) *st, const acc_t *delta, double dshift,
     return 0;
 }
 
-/* st += the state of rows [0, n) of (k, v).  strict (the public update):
- * a sum that finite inputs push beyond the range is refused with
+/* st += the state of the keys a.  strict (the public update): a sum
+ * that finite inputs push beyond the range is refused with
  * LINATTN_EOVERFLOW and st is unchanged; otherwise it is kept (the
- * one-call paths, whose queries then report the rows it reaches). */
-static int update_run(X(state) *st, XI(view) k, XI(view) v, int64_t n,
-                      int strict)
+ * one-call paths, whose queries then report the rows it reaches).  Keys
+ * of weight 0 are as if absent: they are not counted in tokens. */
+static int update_run(X(state) *st, keys a, int strict)
 {
     const X(plan) *plan = st->plan;
     int64_t len = state_len(plan);
     int status;
-    if (n == 0)
+    double mass;
+    int64_t count = keys_count(a, &mass);
+    if (count == 0)
         return 0;
-    int nt = linattn_i_threads(n, XI(block_rows)(plan));
-    if (XI(small_ok)(plan, n) && XI(state_update_small)(st, k, v, n)) {
+    int nt = linattn_i_threads(a.n, XI(block_rows)(plan));
+    if (!a.w && XI(small_ok)(plan, a.n) &&
+        XI(state_update_small)(st, a.k, a.v, a.n)) {
         /* taken in place: its sums could not leave the range */
     } else if (nt == 1 && st->bound == 0 && !st->poisoned) {
         /* acc holds zeros (a new state, the one-call paths): accumulate in
          * place, and a refusal puts the zeros back.  Workspace comes first
          * inside: ENOMEM leaves acc unchanged. */
         double shift = st->shift;
-        status = update_serial(plan, st->acc, &st->shift, st->tokens > 0, k,
-                               v, n);
+        int has = st->tokens > 0;
+        status = keys_serial(plan, st->acc, &st->shift, &has, a);
         int nonfinite;
         double mx = scan_sum(st->acc, 1, NULL, 0, len, &nonfinite);
         if (!status)
-            status = settle(st, mx, nonfinite, k, v, n, strict);
+            status = settle(st, mx, nonfinite, a, strict);
         if (status) {
             memset(st->acc, 0, (size_t)len * sizeof(acc_t));
             st->shift = shift;
@@ -535,34 +660,40 @@ static int update_run(X(state) *st, XI(view) k, XI(view) v, int64_t n,
         /* The increment is built aside from zero (per thread, added in
          * thread order) and taken by commit once all has succeeded.  Its
          * shift starts at the state's, so that keys whose features all
-         * underflow leave the state's shift alone. */
+         * underflow leave the state's shift alone; a range without keys
+         * (all of weight 0) adds nothing and has no say in the shift. */
         acc_t *parts = linattn_i_alloc(nt * len, sizeof(acc_t));
         if (!parts)
             return LINATTN_ENOMEM;
         memset(parts, 0, (size_t)(nt * len) * sizeof(acc_t));
         double shifts[LINATTN_MAX_THREADS];
+        update_job job = {plan, parts, shifts, {0}, len, a};
         for (int t = 0; t < nt; t++)
             shifts[t] = st->shift;
-        update_job job = {plan, parts, shifts, len, k, v};
-        int ok = linattn_i_parallel_ranges(nt, n, update_range, &job) != 0;
-        for (int64_t t = 1; ok && t < nt; t++)
-            XI(acc_add)(plan, parts, &shifts[0], 1, parts + t * len, shifts[t],
-                        1, len);
-        status = ok ? commit(st, parts, shifts[0], k, v, n, strict)
+        int ok = linattn_i_parallel_ranges(nt, a.n, update_range, &job) != 0;
+        int has = job.has[0];
+        for (int64_t t = 1; ok && t < nt; t++) {
+            XI(acc_add)(plan, parts, &shifts[0], has, parts + t * len,
+                        shifts[t], job.has[t], len);
+            has = has || job.has[t];
+        }
+        status = ok ? commit(st, parts, shifts[0], a, strict)
                     : LINATTN_ENOMEM;
         free(parts);
         if (status)
             return status;
     }
-    st->tokens += n;
+    st->tokens += count;
+    st->mass += mass;
     publish(st);
     return 0;
 }
 
 int XI(state_update_run)(X(state) *st, const XI(problem) *pb, int strict)
 {
-    return update_run(st, XI(part_view)(pb, LINATTN_I_K),
-                      XI(part_view)(pb, LINATTN_I_V), pb->nk, strict);
+    keys a = {XI(part_view)(pb, LINATTN_I_K), XI(part_view)(pb, LINATTN_I_V),
+              pb->part[LINATTN_I_KW].p, pb->nk};
+    return update_run(st, a, strict);
 }
 
 /* Workspace of a query on one thread: phi of one block (none for the
@@ -619,8 +750,8 @@ static int query_serial(const X(state) *st, query_ws *w,
         XI(phi_rows)(plan, pq, rows, w->phi, &ds);
         if (w->phi)
             pq = (XI(view)){w->phi, m, 0};
-        int64_t good = XI(good_rows)(plan, w->dd, rows, want_out, st->tokens,
-                                     0);
+        int64_t good = XI(good_rows)(plan, w->dd, rows, want_out, st->mass,
+                                     0, NULL);
         int64_t r1 = r0 + r;
         if (XI(write_rows)(pb, pq, s, m, w->dd, good, r1, inv, w->y)) {
             int64_t over = XI(first_overflow)(pb, r1, good, &origin, r1);
@@ -707,6 +838,32 @@ int X(state_update)(X(state) *state, int layout, int64_t n, const real *k,
     pb.part[LINATTN_I_K] = XI(part_single)(k, ldk);
     pb.part[LINATTN_I_V] = XI(part_single)(v, ldv);
     int st = XI(problem_check)(&pb, &update_sig, NULL);
+    return st ? st : XI(state_update_run)(state, &pb, 1);
+}
+
+/* linattn_d_state_update_ex: and the extras (8), of which it takes the
+ * key weights. */
+static const linattn_i_signature update_ex_sig = {
+    .state = 1, .layout = 2, .nk = 3, .extras = 8,
+    .ex_parts = LINATTN_I_X_WEIGHTS,
+    .flags = LINATTN_I_SCAN | LINATTN_I_TOKENS,
+    .part = {[LINATTN_I_K] = {4, LINATTN_I_NK, LINATTN_I_D, LINATTN_I_INPUT},
+             [LINATTN_I_V] = {6, LINATTN_I_NK, LINATTN_I_E, LINATTN_I_INPUT},
+             LINATTN_I_WEIGHTS_IN(8)}};
+
+int X(state_update_ex)(X(state) *state, int layout, int64_t n, const real *k,
+                       int64_t ldk, const real *v, int64_t ldv,
+                       const X(extras) *ex)
+{
+    const X(plan) *plan = state ? state->plan : NULL;
+    XI(problem) pb = XI(problem_init)(plan, layout, 0, n);
+    pb.state = state;
+    pb.part[LINATTN_I_K] = XI(part_single)(k, ldk);
+    pb.part[LINATTN_I_V] = XI(part_single)(v, ldv);
+    pb.extras = ex;
+    if (ex)
+        pb.part[LINATTN_I_KW] = XI(part_single)(ex->weights, 1);
+    int st = XI(problem_check)(&pb, &update_ex_sig, NULL);
     return st ? st : XI(state_update_run)(state, &pb, 1);
 }
 

@@ -13,6 +13,9 @@
 struct X(state_s) {
     const X(plan) *plan;
     int64_t tokens;
+    /* The keys' total weight (sum w_j: tokens when every key weighed 1),
+     * the count of LINATTN_DENOM_COUNT. */
+    double mass;
     /* Stabilizing shift of the exponential feature maps: the stored S and
      * z are the true sums times exp(-shift).  Always 0 for the maps that
      * need none (identity, elu+1, ReLU). */

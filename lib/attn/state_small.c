@@ -106,7 +106,7 @@ int XI(state_query_small)(const X(state) *st, const XI(problem) *pb,
     for (int64_t r = 0; r < n; r++) {
         kn->row_times(y, st->sz, m, e, phi + r * m);
         real dr = y[e], inv;
-        if (XI(good_rows)(plan, &dr, 1, out != NULL, st->tokens, 0) == 0) {
+        if (XI(good_rows)(plan, &dr, 1, out != NULL, st->mass, 0, NULL) == 0) {
             if (bad_row)
                 *bad_row = r;
             return LINATTN_EDENOM;

@@ -56,6 +56,7 @@ int X(state_import)(X(state) *state, const double *acc, double shift,
     memcpy(state->acc, acc, (size_t)(p->m * (p->e + 1)) * sizeof(acc_t));
     state->shift = shift;
     state->tokens = tokens;
+    state->mass = (double)tokens;
     XI(state_publish)(state);
     return 0;
 }

@@ -4,6 +4,7 @@ program test_f_math_s
   use, intrinsic :: iso_fortran_env, only: int64, real32, real64
   use linattn
   use, intrinsic :: iso_c_binding, only: c_associated
+  use, intrinsic :: ieee_arithmetic, only: ieee_value, ieee_quiet_nan
   use ftest
   implicit none
   integer, parameter :: wp = real32
