@@ -818,6 +818,42 @@ LINATTN_API int X(state_update_ex)(X(state) *state, int layout, int64_t n,    \
                                    const R *k, int64_t ldk, const R *v,       \
                                    int64_t ldv, const X(extras) *ex);         \
                                                                               \
+/* int linattn_d_naive_ex(const linattn_d_plan *plan, int layout,             \
+ *         int64_t nq, int64_t nk, const double *q, int64_t ldq,              \
+ *         const double *k, int64_t ldk, const double *v, int64_t ldv,        \
+ *         double *out, int64_t ldout, const linattn_d_extras *ex,            \
+ *         int64_t *bad_row)                                                  \
+ * linattn_d_naive with the parts of ex it takes, the key weights: out_i =    \
+ * sum_j w_j a_ij v_j / sum_j w_j a_ij, a_ij = phi(q_i) . phi(k_j) (the       \
+ * count normalizer: sum_j w_j), the reference of linattn_d_attention_ex      \
+ * with weights.  A key of weight 0 is never read.  ex NULL or all absent:    \
+ * linattn_d_naive, bit for bit.  Memory as linattn_d_naive, and with         \
+ * weights O(nk (d + e)) for copies of K and V.  Errors as linattn_d_naive;   \
+ * -13 ex: a reserved word not 0, a part it does not take (den, state,        \
+ * absorb), a weight negative, NaN or Inf.  Thread-safe. */                   \
+LINATTN_API int X(naive_ex)(const X(plan) *plan, int layout, int64_t nq,      \
+                            int64_t nk, const R *q, int64_t ldq, const R *k,  \
+                            int64_t ldk, const R *v, int64_t ldv, R *out,     \
+                            int64_t ldout, const X(extras) *ex,               \
+                            int64_t *bad_row);                                \
+                                                                              \
+                                                                              \
+/* int linattn_d_naive_causal_ex(const linattn_d_plan *plan, int layout,      \
+ *         int64_t n, const double *q, int64_t ldq, const double *k,          \
+ *         int64_t ldk, const double *v, int64_t ldv, double *out,            \
+ *         int64_t ldout, const linattn_d_extras *ex, int64_t *bad_row)       \
+ * linattn_d_naive_causal with the key weights of ex, as linattn_d_naive_ex   \
+ * over the keys j <= i (row i's count: the weight of keys j <= i), the       \
+ * reference of linattn_d_causal_ex with weights.  ex NULL or all absent:     \
+ * linattn_d_naive_causal, bit for bit.  Errors as linattn_d_naive_causal;    \
+ * -12 ex (as at linattn_d_naive_ex).  Thread-safe. */                        \
+LINATTN_API int X(naive_causal_ex)(const X(plan) *plan, int layout,           \
+                                   int64_t n, const R *q, int64_t ldq,        \
+                                   const R *k, int64_t ldk, const R *v,       \
+                                   int64_t ldv, R *out, int64_t ldout,        \
+                                   const X(extras) *ex, int64_t *bad_row);    \
+                                                                              \
+                                                                              \
 /* int linattn_d_softmax(int layout, int64_t nq, int64_t nk, int64_t d,      \
  *         int64_t e, double scale, const double *q, int64_t ldq,            \
  *         const double *k, int64_t ldk, const double *v, int64_t ldv,       \

@@ -13,7 +13,12 @@
  * weighted state continued; and every bad weight refused with nothing
  * written.
  */
+#include <limits.h>
 #include "testutil.h"
+
+#ifndef LINATTN_BLAS_INT_MAX /* lowered in one build of make check-hard */
+#define LINATTN_BLAS_INT_MAX INT_MAX
+#endif
 
 #define ROW LINATTN_ROW_MAJOR
 #define COL LINATTN_COL_MAJOR
@@ -165,6 +170,16 @@ START_TEST(weighted_matches_loops)
     ck_assert_int_eq(weighted_call(p, &q, &k, &v, w, &out, &bad), 0);
     ck_assert_double_le(rel_err(&out, ref), 100 * TOL);
     ck_assert(tmat_padding_intact(&out));
+    /* the quadratic baseline with the same weights */
+    tmat nout = tmat_like(&q, nq, e, 1);
+    P(extras) nex;
+    P(extras_init)(&nex);
+    nex.weights = w;
+    ck_assert_int_eq(P(naive_ex)(p, layout, nq, nk, q.a, q.ld, k.a, k.ld, v.a,
+                                 v.ld, nout.a, nout.ld, &nex, &bad), 0);
+    ck_assert_double_le(rel_err(&nout, ref), 100 * TOL);
+    ck_assert(tmat_padding_intact(&nout));
+    tmat_free(&nout);
     /* normalizers out with the weights: sum_j w_j a_ij, or sum_j w_j */
     real den[13];
     P(extras) ex;
@@ -254,6 +269,16 @@ START_TEST(zero_weights_drop_keys)
     ck_assert_int_eq(P(attention)(p, ROW, nq, kk.rows, q.a, q.ld, kk.a, kk.ld,
                                   vk.a, vk.ld, b.a, b.ld, &bad), 0);
     ck_assert_double_le(rel_diff(&a, &b), 100 * TOL);
+    /* and the quadratic baseline, weighted, against the same (its keys
+     * are a GEMM dimension: beyond a lowered BLAS limit, LINATTN_ESIZE) */
+    P(extras) nex;
+    P(extras_init)(&nex);
+    nex.weights = w;
+    ck_assert_int_eq(P(naive_ex)(p, ROW, nq, nk, q.a, q.ld, k.a, k.ld, v.a,
+                                 v.ld, a.a, a.ld, &nex, &bad),
+                     nk > LINATTN_BLAS_INT_MAX ? LINATTN_ESIZE : 0);
+    if (nk <= LINATTN_BLAS_INT_MAX)
+        ck_assert_double_le(rel_diff(&a, &b), 1000 * TOL);
     free(w);
     tmat_free(&q), tmat_free(&k), tmat_free(&v), tmat_free(&kk);
     tmat_free(&vk), tmat_free(&a), tmat_free(&b);
@@ -446,6 +471,16 @@ START_TEST(causal_weighted_matches_loops)
                                   v.ld, out.a, out.ld, &ex, &bad), 0);
     ck_assert_double_le(rel_err(&out, ref), 100 * TOL);
     ck_assert(tmat_padding_intact(&out));
+    /* the quadratic baseline with the same weights */
+    tmat nout = tmat_like(&q, n, e, 1);
+    ex.den = NULL;
+    ck_assert_int_eq(P(naive_causal_ex)(p, layout, n, q.a, q.ld, k.a, k.ld,
+                                        v.a, v.ld, nout.a, nout.ld, &ex,
+                                        &bad), 0);
+    ex.den = den;
+    ck_assert_double_le(rel_err(&nout, ref), 100 * TOL);
+    ck_assert(tmat_padding_intact(&nout));
+    tmat_free(&nout);
     long double mass = 0;
     for (int64_t i = 0; count && i < n; i++) {
         mass += w[i];
@@ -501,6 +536,18 @@ START_TEST(causal_zero_weights_never_read)
     ck_assert_int_eq(P(causal_ex)(p, ROW, n, q.a, q.ld, k2.a, k2.ld, v2.a,
                                   v2.ld, b.a, b.ld, &ex, &bad), 0);
     ck_assert_mem_eq(a.a, b.a, (size_t)(n * e) * sizeof(real));
+    /* the quadratic baseline: the same rows read, the same outputs to
+     * rounding (every map: a reference for FAVOR+ and the rest), and its
+     * own never-read rows, bit for bit */
+    tmat na = tmat_like(&q, n, e, 0), nb = tmat_like(&q, n, e, 0);
+    ck_assert_int_eq(P(naive_causal_ex)(p, ROW, n, q.a, q.ld, k.a, k.ld, v.a,
+                                        v.ld, na.a, na.ld, &ex, &bad), 0);
+    ck_assert_int_eq(P(naive_causal_ex)(p, ROW, n, q.a, q.ld, k2.a, k2.ld,
+                                        v2.a, v2.ld, nb.a, nb.ld, &ex, &bad),
+                     0);
+    ck_assert_mem_eq(na.a, nb.a, (size_t)(n * e) * sizeof(real));
+    ck_assert_double_le(rel_diff(&a, &na), 1000 * TOL);
+    tmat_free(&na), tmat_free(&nb);
     tmat_free(&q), tmat_free(&k), tmat_free(&v), tmat_free(&k2);
     tmat_free(&v2), tmat_free(&a), tmat_free(&b);
     P(plan_destroy)(p);
@@ -741,6 +788,27 @@ START_TEST(bad_weights_refused)
     ex.reserved[3] = 1;
     ck_assert_int_eq(P(state_update_ex)(st, ROW, nk, k.a, k.ld, v.a, v.ld,
                                         &ex), -8);
+    /* the baselines: a bad weight, or a part they do not take, is -13
+     * (-12 causal) */
+    P(extras_init)(&ex);
+    ex.weights = w;
+    w[2] = -1;
+    ck_assert_int_eq(P(naive_ex)(p, ROW, nq, nk, q.a, q.ld, k.a, k.ld, v.a,
+                                 v.ld, out.a, out.ld, &ex, &bad), -13);
+    ck_assert_int_eq(P(naive_causal_ex)(p, ROW, nk, k.a, k.ld, k.a, k.ld, v.a,
+                                        v.ld, buf, e, &ex, &bad), -12);
+    w[2] = 1;
+    ex.den = den;
+    ck_assert_int_eq(P(naive_ex)(p, ROW, nq, nk, q.a, q.ld, k.a, k.ld, v.a,
+                                 v.ld, out.a, out.ld, &ex, &bad), -13);
+    /* ex NULL: linattn_d_naive, bit for bit */
+    tmat o2 = tmat_like(&q, nq, e, 0);
+    ck_assert_int_eq(P(naive_ex)(p, ROW, nq, nk, q.a, q.ld, k.a, k.ld, v.a,
+                                 v.ld, out.a, out.ld, NULL, &bad), 0);
+    ck_assert_int_eq(P(naive)(p, ROW, nq, nk, q.a, q.ld, k.a, k.ld, v.a, v.ld,
+                              o2.a, o2.ld, &bad), 0);
+    ck_assert_mem_eq(out.a, o2.a, (size_t)(nq * e) * sizeof(real));
+    tmat_free(&o2);
     /* causal_ex: a bad weight is -12, the extras', nothing written */
     P(extras_init)(&ex);
     ex.weights = w;

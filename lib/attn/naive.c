@@ -52,6 +52,7 @@ typedef struct {
                            /* read it                                 */
     score_ws *ws;
     const double *mrun;    /* causal, shifted maps: key j's running shift */
+    const double *before;  /* key weights: before[c] = w_0 + .. + w_{c-1} */
     int status[LINATTN_MAX_THREADS]; /* range t's, with its first bad row */
 } score_job;
 
@@ -125,6 +126,45 @@ static int causal_rows(const score_job *j, score_ws *w, int64_t r,
                            e, rows, e, w->dd, w->dd + j->rows_max);
 }
 
+/* Key weights: phi(K) (nk x m) of the keys with the rows of weight 0
+ * zeroed before the map (never read) and after it, every other row times
+ * its weight; the shifted maps' shifts (mrun: causal, the running
+ * maximum) ignore the keys of weight 0.  kz: workspace of nk x d. */
+static void weighted_keys(const X(plan) *plan, XI(view) k, const real *kw,
+                          int64_t nk, real *kz, real *phik, double *rexp,
+                          double *mrun)
+{
+    int64_t d = plan->d, m = plan->m;
+    for (int64_t j = 0; j < nk; j++) {
+        if (kw[j] == 0)
+            memset(kz + j * d, 0, (size_t)d * sizeof(real));
+        else
+            XI(copy_rows)(XI(view_rows)(k, j), 0, 1, d, kz + j * d);
+    }
+    XI(view) kv = {kz, d, 0};
+    if (plan->shifted) {
+        XI(phi_pre)(plan, kv, nk, phik, rexp);
+        double run = -INFINITY;
+        for (int64_t j = 0; j < nk; j++) {
+            double x = kw[j] == 0 ? -INFINITY : rexp[j];
+            run = x > run || x != x ? x : run;
+            if (mrun)
+                mrun[j] = run;
+        }
+        XI(phi_post)(plan, phik, nk, rexp, mrun, run, NULL);
+    } else {
+        XI(phi_rows)(plan, kv, nk, phik, NULL);
+    }
+    for (int64_t j = 0; j < nk; j++) {
+        real *fj = phik + j * m;
+        if (kw[j] == 0)
+            memset(fj, 0, (size_t)m * sizeof(real));
+        else if (kw[j] != 1)
+            for (int64_t t = 0; t < m; t++)
+                fj[t] *= kw[j];
+    }
+}
+
 /* Naive linear attention on query rows [lo, hi). */
 static int64_t naive_range(void *ctx, int t, int64_t lo, int64_t hi)
 {
@@ -157,8 +197,14 @@ static int64_t naive_range(void *ctx, int t, int64_t lo, int64_t hi)
                 if (j->mrun[c] != j->mrun[r + i])
                     w->a[i * nk + c] *= (real)exp(j->mrun[c] - j->mrun[r + i]);
         row_sums(w->a, rows, nk, w->dd);
-        int64_t good = XI(good_rows)(plan, w->dd, rows, 1,
-                                     causal ? r + 1 : nk, causal, NULL);
+        const real *kw = pb->part[LINATTN_I_KW].p;
+        int64_t good =
+            !kw ? XI(good_rows)(plan, w->dd, rows, 1, causal ? r + 1 : nk,
+                                causal, NULL)
+            : causal ? XI(good_rows)(plan, w->dd, rows, 1, j->before[r], 1,
+                                     kw + r)
+                     : XI(good_rows)(plan, w->dd, rows, 1, j->before[nk], 0,
+                                     NULL);
         int nf = causal
                      ? causal_rows(j, w, r, good, nk)
                      /* with no keys the GEMM has inner dimension 0: zeros */
@@ -194,9 +240,10 @@ int XI(naive_run)(const XI(problem) *pb, int64_t *bad_row)
     XI(view) vv = XI(part_view)(pb, LINATTN_I_V);
     /* phi is materialized for every map but the identity, and for the
      * identity too when a leading dimension is beyond BLAS (a copy). */
-    int phi_k = nk && (!identity || !linattn_i_ld_fits(kv.ld));
+    const real *kw = pb->part[LINATTN_I_KW].p;
+    int phi_k = nk && (kw || !identity || !linattn_i_ld_fits(kv.ld));
     int phi_q = !identity || !linattn_i_ld_fits(pb->part[LINATTN_I_Q].s.ld);
-    int copy_v = nk && !linattn_i_ld_fits(vv.ld);
+    int copy_v = nk && (kw || !linattn_i_ld_fits(vv.ld));
     /* All workspace before any output is written. */
     score_ws ws[LINATTN_MAX_THREADS];
     real *phik = phi_k ? linattn_i_alloc(nk * m, sizeof(real)) : NULL;
@@ -208,8 +255,31 @@ int XI(naive_run)(const XI(problem) *pb, int64_t *bad_row)
         free(vcopy);
         return LINATTN_ENOMEM;
     }
-    double *mrun = NULL, *rexp = NULL;
-    if (phik && plan->shifted) {
+    double *mrun = NULL, *rexp = NULL, *before = NULL;
+    if (kw) {
+        /* the keys' copy with the rows of weight 0 zeroed, their weights'
+         * running sums (the count of the count normalizer) */
+        real *kz = nk ? linattn_i_alloc(nk * plan->d, sizeof(real)) : NULL;
+        rexp = nk && plan->shifted ? linattn_i_alloc(nk, sizeof(double))
+                                   : NULL;
+        mrun = nk && plan->shifted && causal
+                   ? linattn_i_alloc(nk, sizeof(double))
+                   : NULL;
+        before = linattn_i_alloc(nk + 1, sizeof(double));
+        if ((nk && !kz) || !before || (nk && plan->shifted && !rexp) ||
+            (nk && plan->shifted && causal && !mrun)) {
+            free(kz), free(rexp), free(mrun), free(before), free(phik);
+            free(vcopy);
+            free_score_ws(ws, nt);
+            return LINATTN_ENOMEM;
+        }
+        if (nk)
+            weighted_keys(plan, kv, kw, nk, kz, phik, rexp, mrun);
+        free(kz), free(rexp);
+        before[0] = 0;
+        for (int64_t j = 0; j < nk; j++)
+            before[j + 1] = before[j] + kw[j];
+    } else if (phik && plan->shifted) {
         /* keys shifted by their maximum (non-causal: it cancels), or by
          * the running maximum up to each key (causal: nothing later) */
         rexp = linattn_i_alloc(nk, sizeof(double));
@@ -233,7 +303,13 @@ int XI(naive_run)(const XI(problem) *pb, int64_t *bad_row)
         XI(phi_rows)(plan, kv, nk, phik, NULL);
     }
     if (vcopy) {
-        XI(copy_rows)(vv, 0, nk, e, vcopy);
+        for (int64_t j = 0; kw && j < nk; j++)
+            if (kw[j] == 0) /* never read: zeros stand in */
+                memset(vcopy + j * e, 0, (size_t)e * sizeof(real));
+            else
+                XI(copy_rows)(XI(view_rows)(vv, j), 0, 1, e, vcopy + j * e);
+        if (!kw)
+            XI(copy_rows)(vv, 0, nk, e, vcopy);
         vv = (XI(view)){vcopy, e, 0};
     }
     /* No keys: the GEMM has inner dimension 0 and never reads V, but BLAS
@@ -241,10 +317,11 @@ int XI(naive_run)(const XI(problem) *pb, int64_t *bad_row)
     if (nk == 0)
         vv = (XI(view)){vv.p, e, 0};
     score_job job = {pb, rows_max, phik ? (XI(view)){phik, m, 0} : kv, vv,
-                     ws, mrun, {0}};
+                     ws, mrun, before, {0}};
     int64_t bad = linattn_i_parallel_ranges(nt, nq, naive_range, &job);
     free_score_ws(ws, nt);
     free(mrun);
+    free(before);
     free(phik);
     free(vcopy);
     if (bad < nq) {
@@ -275,6 +352,45 @@ int X(naive)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
     XI(problem) pb = XI(problem_init)(plan, layout, nq, nk);
     XI(problem_qkvo)(&pb, q, ldq, k, ldk, v, ldv, out, ldout);
     int st = XI(problem_check)(&pb, &naive_sig, NULL);
+    return st ? st : XI(naive_run)(&pb, bad_row);
+}
+
+/* linattn_d_naive_ex, linattn_d_naive_causal_ex: and the extras (13 and
+ * 12), of which they take the key weights. */
+static const linattn_i_signature naive_ex_sig = {
+    .plan = 1, .layout = 2, .nq = 3, .nk = 4, .extras = 13,
+    .ex_parts = LINATTN_I_X_WEIGHTS,
+    .flags = LINATTN_I_SCAN | LINATTN_I_KEYS_IN_BLAS,
+    .part = {LINATTN_I_QKVO(5), LINATTN_I_WEIGHTS_IN(13)}};
+
+static const linattn_i_signature naive_causal_ex_sig = {
+    .plan = 1, .layout = 2, .nq = 3, .extras = 12,
+    .ex_parts = LINATTN_I_X_WEIGHTS,
+    .flags = LINATTN_I_SCAN | LINATTN_I_KEYS_IN_BLAS,
+    .part = {LINATTN_I_QKVO(4), LINATTN_I_WEIGHTS_IN(12)}};
+
+int X(naive_ex)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
+                const real *q, int64_t ldq, const real *k, int64_t ldk,
+                const real *v, int64_t ldv, real *out, int64_t ldout,
+                const X(extras) *ex, int64_t *bad_row)
+{
+    XI(problem) pb = XI(problem_init)(plan, layout, nq, nk);
+    XI(problem_qkvo)(&pb, q, ldq, k, ldk, v, ldv, out, ldout);
+    XI(problem_extras)(&pb, ex);
+    int st = XI(problem_check)(&pb, &naive_ex_sig, NULL);
+    return st ? st : XI(naive_run)(&pb, bad_row);
+}
+
+int X(naive_causal_ex)(const X(plan) *plan, int layout, int64_t n,
+                       const real *q, int64_t ldq, const real *k, int64_t ldk,
+                       const real *v, int64_t ldv, real *out, int64_t ldout,
+                       const X(extras) *ex, int64_t *bad_row)
+{
+    XI(problem) pb = XI(problem_init)(plan, layout, n, n);
+    pb.causal = 1;
+    XI(problem_qkvo)(&pb, q, ldq, k, ldk, v, ldv, out, ldout);
+    XI(problem_extras)(&pb, ex);
+    int st = XI(problem_check)(&pb, &naive_causal_ex_sig, NULL);
     return st ? st : XI(naive_run)(&pb, bad_row);
 }
 
@@ -388,7 +504,7 @@ int X(softmax)(int layout, int64_t nq, int64_t nk, int64_t d, int64_t e,
         XI(copy_rows)(vv, 0, nk, e, vcopy);
         vv = (XI(view)){vcopy, e, 0};
     }
-    score_job job = {&pb, rows_max, kv, vv, ws, NULL, {0}};
+    score_job job = {&pb, rows_max, kv, vv, ws, NULL, NULL, {0}};
     int64_t bad = linattn_i_parallel_ranges(nt, nq, softmax_range, &job);
     free_score_ws(ws, nt);
     free(kcopy);

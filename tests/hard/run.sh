@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 # make check-hard: the whole test suite under AddressSanitizer and
-# UndefinedBehaviorSanitizer, again in a build with the BLAS integer limit
+# UndefinedBehaviorSanitizer in a build whose BLAS integer limit is
 # lowered to 512, a representative subset under valgrind memcheck, the
 # threaded tests under ThreadSanitizer, and the libFuzzer harnesses sharing
 # FUZZ_SECONDS (default 60): half for the argument checks, a quarter for
@@ -10,12 +10,14 @@
 # Needs gcc, clang with its fuzzer runtime (Debian: clang libclang-rt-14-dev),
 # LLVM's OpenMP runtime for the ThreadSanitizer stage (libomp-14-dev, whose
 # libarcher tells TSan about OpenMP's synchronization) and valgrind.  Run from the top build directory (make check-hard does).
-# HARD_STAGES selects stages (default "asan limit valgrind tsan fuzz").
+# HARD_STAGES selects stages (default "asan valgrind tsan fuzz"; "limit"
+# runs the limit build without sanitizers, and "asan" without the limit
+# when HARD_ASAN_LIMIT=0).
 set -euo pipefail
 build=$(pwd)
 hard=$build/_hard
 seconds=${FUZZ_SECONDS:-60}
-stages=" ${HARD_STAGES:-asan limit valgrind tsan fuzz} "
+stages=" ${HARD_STAGES:-asan valgrind tsan fuzz} "
 rm -rf "$hard"
 mkdir -p "$hard"
 # The sanitizer builds configure a clean copy of the distributed sources
@@ -24,13 +26,24 @@ make -s distdir distdir="$hard/src" > /dev/null
 src=$hard/src
 
 if [[ $stages == *" asan "* ]]; then
-echo "== 1/5 AddressSanitizer + UndefinedBehaviorSanitizer: make check"
+echo "== 1/4 AddressSanitizer + UndefinedBehaviorSanitizer, BLAS integer limit 512: make check"
+# One build for two checks, each of which used to cost a whole build and
+# suite: the sanitizers, and the BLAS integer limit lowered to 512 (every
+# GEMM call aborts when a size or leading dimension beyond it reaches
+# BLAS: the tests pass leading dimensions of 600-700 through every path,
+# test_math large_leading_dimensions, so a path that forgets to copy such
+# a block through workspace fails; the copies then run under ASan too).
+# The direct BLAS calls of those large leading dimensions run unlimited in
+# the plain make check and under valgrind.
 mkdir -p "$hard/asan"
 (
     cd "$hard/asan"
     san="-fsanitize=address,undefined -fno-sanitize-recover=all"
+    limit="-DLINATTN_BLAS_INT_MAX=512"
+    [ "${HARD_ASAN_LIMIT:-1}" = 0 ] && limit=
     # The Fortran module and its tests are instrumented too.
-    "$src/configure" --enable-werror CFLAGS="-O1 -g -fno-omit-frame-pointer $san" \
+    "$src/configure" --enable-werror CPPFLAGS="$limit" \
+        CFLAGS="-O1 -g -fno-omit-frame-pointer $san" \
         FCFLAGS="-O1 -g -fno-omit-frame-pointer $san" LDFLAGS="$san" > configure.out
     # The out-of-memory test caps the address space, which ASan's shadow
     # memory cannot live with: LINATTN_NO_RLIMIT skips only that test.
@@ -41,7 +54,7 @@ mkdir -p "$hard/asan"
 fi
 
 if [[ $stages == *" limit "* ]]; then
-echo "== 2/5 a build whose BLAS integer limit is 512: make check"
+echo "== a build whose BLAS integer limit is 512, without sanitizers: make check"
 # Leading dimensions beyond the limit must be copied through workspace;
 # this build aborts if one reaches BLAS (lib/common/blas.h), and the tests use
 # leading dimensions of 600-700 (test_math: large_leading_dimensions).
@@ -55,7 +68,7 @@ mkdir -p "$hard/limit"
 fi
 
 if [[ $stages == *" valgrind "* ]]; then
-echo "== 3/5 valgrind memcheck on a representative subset"
+echo "== 2/4 valgrind memcheck on a representative subset"
 # (and, when configure built it, the Fortran module's API and error tests)
 fortran_progs=
 if make -n tests/fortran/test_f_api > /dev/null 2>&1; then
@@ -76,7 +89,7 @@ done
 fi
 
 if [[ $stages == *" tsan "* ]]; then
-echo "== 4/5 ThreadSanitizer: the threaded tests"
+echo "== 3/4 ThreadSanitizer: the threaded tests"
 # clang with LLVM's OpenMP runtime, which loads libarcher under TSan so
 # that OpenMP's barriers count as synchronization (gcc's libgomp is not
 # instrumented: TSan would report its every barrier).  The kernels' code
@@ -123,7 +136,7 @@ fi
 args_seconds=$(( seconds / 2 > 0 ? seconds / 2 : 1 ))
 finite_seconds=$(( seconds / 4 > 0 ? seconds / 4 : 1 ))
 ckpt_seconds=$(( seconds - args_seconds - finite_seconds > 0 ? seconds - args_seconds - finite_seconds : 1 ))
-echo "== 5/5 libFuzzer: argument checks ${args_seconds} s, finite outputs ${finite_seconds} s, checkpoint loader ${ckpt_seconds} s"
+echo "== 4/4 libFuzzer: argument checks ${args_seconds} s, finite outputs ${finite_seconds} s, checkpoint loader ${ckpt_seconds} s"
 mkdir -p "$hard/fuzz" "$hard/corpus" "$hard/corpus_finite" "$hard/corpus_checkpoint"
 (
     cd "$hard/fuzz"
