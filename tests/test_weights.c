@@ -46,13 +46,16 @@ static void qkv_rand(tmat *q, tmat *k, tmat *v, int64_t nq, int64_t nk,
 }
 
 /* Weights in [0, 2), every third one 0 (with NaN and Inf planted in that
- * key's rows of k and v when poison is set). */
+ * key's rows of k and v when poison is 1); poison 2: in (0.1, 2), none 0
+ * (the paths read blocks without weight 0 where the caller keeps them). */
 static real *weights_for(int64_t n, tmat *k, tmat *v, int poison, uint64_t *s)
 {
     real *w = malloc((size_t)(n + 1) * sizeof *w);
     for (int64_t j = 0; j < n; j++) {
         w[j] = (real)(2 * test_uniform(s));
-        if (j % 3 == 1) {
+        if (poison == 2) {
+            w[j] = (real)(0.1 + 1.9 * test_uniform(s));
+        } else if (j % 3 == 1) {
             w[j] = 0;
             if (poison) {
                 *tmat_at(k, j, 0) = (real)NAN;
@@ -150,7 +153,7 @@ START_TEST(weighted_matches_loops)
     static const int maps[3] = {LINATTN_MAP_IDENTITY, LINATTN_MAP_ELU1,
                                 LINATTN_MAP_RELU};
     int map = maps[_i % 3], layout = _i / 3 % 2 ? COL : ROW;
-    int count = _i / 6;
+    int count = _i / 6 % 2, positive = _i / 12;
     int64_t nq = 13, nk = 40, d = 4, e = 3;
     uint64_t s = 31 + (uint64_t)_i;
     P(plan) *p = plan_with(map, d, e,
@@ -160,7 +163,7 @@ START_TEST(weighted_matches_loops)
     tmat q = tmat_rand(layout, nq, d, 2, 0.1, 1, &s);
     tmat k = tmat_rand(layout, nk, d, 1, 0.1, 1, &s);
     tmat v = tmat_rand(layout, nk, e, 3, -1, 1, &s);
-    real *w = weights_for(nk, &k, &v, 1, &s);
+    real *w = weights_for(nk, &k, &v, positive ? 2 : 1, &s);
     tmat out = tmat_like(&q, nq, e, 2);
     long double *ref = malloc((size_t)(nq * e) * sizeof *ref);
     ref_weighted(map, count, &q, &k, &v, w, ref);
@@ -446,7 +449,7 @@ START_TEST(causal_weighted_matches_loops)
     static const int maps[3] = {LINATTN_MAP_IDENTITY, LINATTN_MAP_ELU1,
                                 LINATTN_MAP_RELU};
     int map = maps[_i % 3], layout = _i / 3 % 2 ? COL : ROW;
-    int count = _i / 6;
+    int count = _i / 6 % 2, positive = _i / 12;
     int64_t n = 37, d = 4, e = 3;
     uint64_t s = 313 + (uint64_t)_i;
     P(plan) *p = causal_plan(map, d, e,
@@ -455,8 +458,8 @@ START_TEST(causal_weighted_matches_loops)
     tmat q = tmat_rand(layout, n, d, 1, 0.1, 1, &s);
     tmat k = tmat_rand(layout, n, d, 0, 0.1, 1, &s);
     tmat v = tmat_rand(layout, n, e, 2, -1, 1, &s);
-    real *w = weights_for(n, &k, &v, 1, &s);
-    for (int64_t j = 10; j < 16; j++) /* a whole chunk of weight 0 */
+    real *w = weights_for(n, &k, &v, positive ? 2 : 1, &s);
+    for (int64_t j = 10; !positive && j < 16; j++) /* a chunk of weight 0 */
         w[j] = 0;
     tmat out = tmat_like(&q, n, e, 1);
     real den[37];
@@ -872,13 +875,13 @@ int main(void)
     Suite *s = suite_create("weights " PREC);
     TCase *tc = tcase_create("weights");
     tcase_set_timeout(tc, 120);
-    tcase_add_loop_test(tc, weighted_matches_loops, 0, 12);
+    tcase_add_loop_test(tc, weighted_matches_loops, 0, 24);
     tcase_add_loop_test(tc, unit_weights_are_none, 0, 2);
     tcase_add_loop_test(tc, zero_weights_drop_keys, 0, 8);
     tcase_add_loop_test(tc, integer_weights_repeat_keys, 0, 6);
     tcase_add_loop_test(tc, weighted_stream_is_one_call, 0, 4);
     tcase_add_test(tc, weighted_state_and_call_compose);
-    tcase_add_loop_test(tc, causal_weighted_matches_loops, 0, 12);
+    tcase_add_loop_test(tc, causal_weighted_matches_loops, 0, 24);
     tcase_add_loop_test(tc, causal_zero_weights_never_read, 0, 5);
     tcase_add_loop_test(tc, causal_leading_zero_weights, 0, 2);
     tcase_add_loop_test(tc, causal_weighted_state_composes, 0, 2);

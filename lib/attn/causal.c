@@ -210,27 +210,41 @@ static void running_keys(const X(plan) *plan, causal_ws *w, XI(view) k,
     XI(phi_post)(plan, w->phik, rows, w->rexp, w->mrun, 0, NULL);
 }
 
-/* Key weights: the chunk's keys and values into w->kbuf and w->vbuf with
- * the rows of weight 0 zeroed (never read: NaN there reaches nothing),
- * phi(K_c) from them with each row times its weight (0 exactly for
- * weight 0).  Returns nonzero when a key of the chunk weighs more than
- * 0. */
+/* Key weights: phi(K_c) into w->phik with each row times its weight (0
+ * exactly for weight 0), and in *vc the chunk's values as the GEMMs read
+ * them.  A chunk without weight 0 reads K and V where the caller keeps
+ * them (V through w->vbuf unless v_direct); one with some copies them
+ * with the rows of weight 0 zeroed (never read: NaN there reaches
+ * nothing), and those rows have no say in the shifted maps' running
+ * maximum.  Returns nonzero when a key of the chunk weighs more than 0. */
 static int weighted_keys(const X(plan) *plan, causal_ws *w, XI(view) k,
-                         XI(view) v, int64_t rows, const real *wt)
+                         XI(view) v, int64_t rows, const real *wt,
+                         int v_direct, XI(view) *vc)
 {
     int64_t d = plan->d, m = plan->m, e = plan->e;
-    int any = 0;
+    int any = 0, zeros = 0;
     for (int64_t j = 0; j < rows; j++) {
-        if (wt[j] == 0) {
-            memset(w->kbuf + j * d, 0, (size_t)d * sizeof(real));
-            memset(w->vbuf + j * e, 0, (size_t)e * sizeof(real));
-            continue;
-        }
-        any = 1;
-        XI(copy_rows)(XI(view_rows)(k, j), 0, 1, d, w->kbuf + j * d);
-        XI(copy_rows)(XI(view_rows)(v, j), 0, 1, e, w->vbuf + j * e);
+        any |= wt[j] != 0;
+        zeros |= wt[j] == 0;
     }
-    XI(view) kb = {w->kbuf, d, 0};
+    XI(view) kb = k;
+    *vc = v;
+    if (zeros) {
+        for (int64_t j = 0; j < rows; j++) {
+            if (wt[j] == 0) {
+                memset(w->kbuf + j * d, 0, (size_t)d * sizeof(real));
+                memset(w->vbuf + j * e, 0, (size_t)e * sizeof(real));
+                continue;
+            }
+            XI(copy_rows)(XI(view_rows)(k, j), 0, 1, d, w->kbuf + j * d);
+            XI(copy_rows)(XI(view_rows)(v, j), 0, 1, e, w->vbuf + j * e);
+        }
+        kb = (XI(view)){w->kbuf, d, 0};
+        *vc = (XI(view)){w->vbuf, e, 0};
+    } else if (!v_direct) {
+        XI(copy_rows)(v, 0, rows, e, w->vbuf);
+        *vc = (XI(view)){w->vbuf, e, 0};
+    }
     if (plan->shifted)
         running_keys(plan, w, kb, rows, wt);
     else
@@ -327,8 +341,7 @@ static int64_t causal_serial(const XI(problem) *rg, causal_ws *w, int64_t c,
         int keys_here = 1; /* a key of this chunk enters the state */
         if (kw) {
             keys_here = weighted_keys(plan, w, XI(view_rows)(k, r), vc, rows,
-                                      kw + r);
-            vc = (XI(view)){w->vbuf, e, 0};
+                                      kw + r, v_direct, &vc);
         } else {
             if (plan->shifted)
                 running_keys(plan, w, XI(view_rows)(k, r), rows, NULL);

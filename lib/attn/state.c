@@ -25,6 +25,7 @@
 #include "attn/problem.h"
 #include "attn/output_rows.h"
 #include "maps/features.h"
+#include "common/simd.h"
 #include "common/threads.h"
 #include "common/validate.h"
 
@@ -510,66 +511,108 @@ static int update_serial(const X(plan) *plan, acc_t *acc, double *shift,
     return 0;
 }
 
+/* out (rows x cols, row major; may be x's memory) = rows [0, rows) of x,
+ * row i times w[i], and sum[t] = the sum of out's column t. */
+static void weigh_rows(XI(view) x, int64_t rows, int64_t cols,
+                       const real *w, real *out, acc_t *sum)
+{
+    for (int64_t t = 0; t < cols; t++)
+        sum[t] = 0;
+    if (x.colmajor) {
+        XI(copy_rows)(x, 0, rows, cols, out);
+        x = (XI(view)){out, cols, 0};
+    }
+    for (int64_t i = 0; i < rows; i++) {
+        const real *xi = x.p + i * x.ld;
+        real *oi = out + i * cols, wi = w[i];
+        LINATTN_SIMD
+        for (int64_t t = 0; t < cols; t++) {
+            real y = wi * xi[t];
+            oi[t] = y;
+            sum[t] += y;
+        }
+    }
+}
+
 /* acc (at *shift; *has: it holds keys) += the state of the weighted
- * keys a, on this thread: each block's keys of weight not 0 gathered
- * (the others are never read), then one GEMM phi(K_b)^T [diag(w) V_b | w]
- * gives S and z together.  *has is set once a key entered. */
+ * keys a, on this thread, block by block: phi(K_b) with each row times
+ * its weight, then S += phi_w^T V_b by GEMM and z += the column sums of
+ * phi_w, as the unweighted update does.  A block without weight 0 reads
+ * K and V where the caller keeps them (only the identity's features need
+ * a buffer, for their scaling); a block with some gathers its keys and
+ * values of weight not 0 (the others are never read).  *has is set once
+ * a key entered. */
 static int weighted_serial(const X(plan) *plan, acc_t *acc, double *shift,
                            int *has, keys a)
 {
     int64_t m = plan->m, d = plan->d, e = plan->e, ld = e + 1;
     int64_t block = XI(block_rows)(plan), rows = a.n < block ? a.n : block;
-    int identity = XI(map_is_identity)(plan);
     real *kb = linattn_i_alloc(rows * d, sizeof(real));
-    real *vw = linattn_i_alloc(rows * ld, sizeof(real));
-    real *phi = identity ? NULL : linattn_i_alloc(rows * m, sizeof(real));
+    real *vb = linattn_i_alloc(rows * e, sizeof(real));
+    real *wb = linattn_i_alloc(rows, sizeof(real));
+    real *phi = linattn_i_alloc(rows * m, sizeof(real));
+    acc_t *zpart = linattn_i_alloc(m, sizeof(acc_t));
     double *rexp = plan->shifted ? linattn_i_alloc(rows, sizeof(double))
                                  : NULL;
-    real *part = LINATTN_ACC_WIDER ? linattn_i_alloc(m * ld, sizeof(real))
+    real *part = LINATTN_ACC_WIDER ? linattn_i_alloc(m * e, sizeof(real))
                                    : NULL;
     int status = 0;
-    if (!kb || !vw || (!identity && !phi) || (plan->shifted && !rexp) ||
+    if (!kb || !vb || !wb || !phi || !zpart || (plan->shifted && !rexp) ||
         (LINATTN_ACC_WIDER && !part))
         status = LINATTN_ENOMEM;
     for (int64_t r = 0; !status && r < a.n; r += block) {
         int64_t hi = a.n - r < block ? a.n : r + block, c = 0;
-        for (int64_t i = r; i < hi; i++) {
-            real wi = a.w[i];
-            if (wi == 0)
+        keys b = keys_rows(a, r, hi);
+        int zeros = 0;
+        for (int64_t i = 0; i < b.n; i++)
+            zeros |= b.w[i] == 0;
+        XI(view) kv = b.k, vv = b.v;
+        const real *wc = b.w;
+        if (zeros) {
+            for (int64_t i = 0; i < b.n; i++) {
+                if (b.w[i] == 0)
+                    continue;
+                XI(copy_rows)(XI(view_rows)(b.k, i), 0, 1, d, kb + c * d);
+                XI(copy_rows)(XI(view_rows)(b.v, i), 0, 1, e, vb + c * e);
+                wb[c++] = b.w[i];
+            }
+            if (c == 0)
                 continue;
-            XI(copy_rows)(XI(view_rows)(a.k, i), 0, 1, d, kb + c * d);
-            XI(copy_rows)(XI(view_rows)(a.v, i), 0, 1, e, vw + c * ld);
-            for (int64_t j = 0; j < e; j++)
-                vw[c * ld + j] *= wi;
-            vw[c * ld + e] = wi;
-            c++;
+            kv = (XI(view)){kb, d, 0};
+            vv = (XI(view)){vb, e, 0};
+            wc = wb;
+        } else {
+            c = b.n;
+            if (!linattn_i_ld_fits(vv.ld)) {
+                XI(copy_rows)(vv, 0, c, e, vb);
+                vv = (XI(view)){vb, e, 0};
+            }
         }
-        if (c == 0)
-            continue;
-        XI(view) kv = {kb, d, 0}, pk = kv;
         if (plan->shifted) {
             double bmax = XI(phi_pre)(plan, kv, c, phi, rexp);
             XI(raise_shift)(acc, m * ld, shift, *has, bmax);
             XI(phi_post)(plan, phi, c, rexp, NULL, *shift, NULL);
-        } else if (!identity) {
+        } else if (!XI(map_is_identity)(plan)) {
             XI(phi_rows)(plan, kv, c, phi, NULL);
         }
-        if (!identity)
-            pk = (XI(view)){phi, m, 0};
+        /* the rows weighted and their column sums taken in one pass (the
+         * identity's features are the keys: copied in the same pass) */
+        weigh_rows(XI(map_is_identity)(plan) ? kv : (XI(view)){phi, m, 0}, c,
+                   m, wc, phi, zpart);
         *has = 1;
-        XI(view) vv = {vw, ld, 0};
+        XI(view) pk = {phi, m, 0};
 #if LINATTN_ACC_WIDER
-        XI(gemm)(1, 0, m, ld, c, 1, pk, vv, 0, part, ld);
-        for (int64_t i = 0; i < m * ld; i++)
-            acc[i] += part[i];
+        XI(gemm)(1, 0, m, e, c, 1, pk, vv, 0, part, e);
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < e; j++)
+                acc[i * ld + j] += part[i * e + j];
 #else
-        XI(gemm)(1, 0, m, ld, c, 1, pk, vv, 1, acc, ld);
+        XI(gemm)(1, 0, m, e, c, 1, pk, vv, 1, acc, ld);
 #endif
+        for (int64_t i = 0; i < m; i++)
+            acc[i * ld + e] += zpart[i];
     }
-    free(kb);
-    free(vw);
-    free(phi);
-    free(rexp);
+    free(kb), free(vb), free(wb), free(phi), free(zpart), free(rexp);
     free(part);
     return status;
 }
