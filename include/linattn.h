@@ -594,7 +594,8 @@ LINATTN_API int X(state_copy)(X(state) *dst, const X(state) *src);            \
  *                         double *s, int64_t lds, double *z,                 \
  *                         int64_t *tokens)                                   \
  * Reads S (m x e, in layout) into s, z (m) into z, and the number of         \
- * tokens absorbed; s, z and tokens may each be NULL to skip them.            \
+ * tokens absorbed (keys of weight 0 are not counted: linattn_d_extras);      \
+ * s, z and tokens may each be NULL to skip them.                             \
  * Errors: -1 state NULL; -2 layout; -4 lds (when s is not NULL); -5 z        \
  * meeting s; LINATTN_ESIZE (s not addressable). */                           \
 LINATTN_API int X(state_get)(const X(state) *state, int layout, R *s,         \

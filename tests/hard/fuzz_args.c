@@ -23,8 +23,11 @@
  * a row of dq, dk, dv or -1, and a call that returns 0 on finite inputs
  * must have written finite gradients.
  * The _ex forms of attention and causal attention too: their extras
- * (den, a starting state, absorb, reserved words that must be 0), whose
- * state must be absorbed only on success with absorb = 1.
+ * (den, a starting state, absorb, key weights, reserved words that must
+ * be 0), whose state must be absorbed only on success with absorb = 1,
+ * by as many tokens as keys of weight not 0; a negative, NaN or Inf
+ * weight must be refused before any work (after the size checks: a
+ * LINATTN_ESIZE may come first).
  * The batched calls are fuzzed too: batch and head strides that are
  * natural, padded, zero, small (interleaving or overlapping), negative or
  * beyond int64, against an oracle that enumerates every element (an output
@@ -357,16 +360,33 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
         int variant = (int)(take(r) % 2), absorb = (int)(take(r) % 3);        \
         if (entry == 6 && variant)                                            \
             args_ok = args_ok && absorb <= 1;                                 \
-        /* the _ex forms (11, 12): NULL extras, or den, a state of some      \
-         * keys, absorb 0, 1 or the invalid 2, and now and then a reserved  \
-         * word set, which must be refused */                                \
+        /* the _ex forms (11, 12): NULL extras, or den, a state of some       \
+         * keys, absorb 0, 1 or the invalid 2, key weights (now and then      \
+         * 0, and now and then a negative, NaN or Inf one, which must be      \
+         * refused), and now and then a reserved word set, which must be      \
+         * refused too */                                                     \
         linattn_##P##_extras ex;                                              \
         linattn_##P##_extras_init(&ex);                                       \
         linattn_##P##_state *es = NULL;                                       \
         int ex_null = take(r) % 4 == 0;                                       \
         int64_t es_tokens = -1;                                               \
+        R wts[64];                                                            \
+        int64_t kept = nk; /* keys of weight not 0: what a state absorbs */   \
+        int weights_ok = 1; /* read at stage 8: after the size checks */      \
         if (entry >= 11 && !ex_null) {                                        \
             ex.den = take(r) % 2 ? den : NULL;                                \
+            if (take(r) % 2 && nk >= 0 && nk <= 64) {                         \
+                static const double badw[4] = {-1, NAN, INFINITY, -0.0};      \
+                kept = 0;                                                     \
+                for (int64_t i = 0; i < nk; i++) {                            \
+                    unsigned b = take(r) % 16;                                \
+                    wts[i] = b == 0 ? (R)badw[take(r) % 4]                    \
+                                    : b < 4 ? 0 : (R)(0.25 * b);              \
+                    weights_ok = weights_ok && wts[i] >= 0 && wts[i] <= 4;    \
+                    kept += wts[i] != 0;                                      \
+                }                                                             \
+                ex.weights = wts;                                             \
+            }                                                                 \
             if (take(r) % 2 && !linattn_##P##_state_create(&es, plan)) {      \
                 R k2[16], v2[16];                                             \
                 for (int i = 0; i < 16; i++)                                  \
@@ -382,14 +402,14 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
             if (take(r) % 8 == 0)                                             \
                 ex.reserved[take(r) % 16] = 1;                                \
             if (take(r) % 16 == 0)                                            \
-                ex.reserved_ptr[take(r) % 12] = &ex;                          \
+                ex.reserved_ptr[take(r) % 11] = &ex;                          \
             args_ok = args_ok && ex.absorb <= 1 && (!ex.absorb || es) &&      \
                       !ex.reserved_ptr[0] && !ex.reserved_ptr[1] &&           \
                       !ex.reserved_ptr[2] && !ex.reserved_ptr[3] &&           \
                       !ex.reserved_ptr[4] && !ex.reserved_ptr[5] &&           \
                       !ex.reserved_ptr[6] && !ex.reserved_ptr[7] &&           \
                       !ex.reserved_ptr[8] && !ex.reserved_ptr[9] &&           \
-                      !ex.reserved_ptr[10] && !ex.reserved_ptr[11];           \
+                      !ex.reserved_ptr[10];                                   \
             for (int i = 0; i < 16; i++)                                      \
                 args_ok = args_ok && !ex.reserved[i];                         \
         }                                                                     \
@@ -486,13 +506,14 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
             int64_t now = -1;                                                 \
             linattn_##P##_state_get(es, LINATTN_ROW_MAJOR, NULL, 1, NULL,     \
                                     &now);                                    \
-            if (now != (st == 0 && ex.absorb == 1 ? es_tokens + nk             \
+            if (now != (st == 0 && ex.absorb == 1 ? es_tokens + kept          \
                                                   : es_tokens))               \
                 abort();                                                      \
             linattn_##P##_state_destroy(es);                                  \
         }                                                                     \
-        if (st >= 0 && !args_ok)                                              \
-            abort(); /* a bad argument got through (update, for entry 4) */  \
+        if ((st >= 0 && !args_ok) ||                                          \
+            (!weights_ok && st >= 0 && st != LINATTN_ESIZE))                  \
+            abort(); /* a bad argument got through (update, for entry 4) */   \
         if ((entry == 1 || (entry == 6 && (!variant || absorb <= 1))) &&     \
             (chk ? st != chk                                                  \
                  : st < 0 || st == LINATTN_ESIZE || st == LINATTN_ENONFINITE))\
