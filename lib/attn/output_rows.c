@@ -261,6 +261,16 @@ int64_t XI(first_nonfinite_row)(XI(view) x, int64_t rows, int64_t cols)
     return first;
 }
 
+int64_t XI(first_bad_kept_key)(XI(view) k, XI(view) v, int64_t d,
+                               int64_t e, const real *w, int64_t n)
+{
+    for (int64_t j = 0; j < n; j++)
+        if (w[j] != 0 && !(XI(all_finite)(XI(view_rows)(k, j), 1, d) &&
+                           XI(all_finite)(XI(view_rows)(v, j), 1, e)))
+            return j;
+    return n;
+}
+
 int XI(inputs_finite)(XI(origin) *o, int64_t r)
 {
     const XI(problem) *pb = o->pb;
@@ -272,14 +282,9 @@ int XI(inputs_finite)(XI(origin) *o, int64_t r)
     const real *w = pb->part[LINATTN_I_KW].p;
     if (o->first_bad < 0 && w) {
         /* key weights: the keys of weight 0 are not inputs (never read) */
-        XI(view) k = XI(part_view)(pb, LINATTN_I_K);
-        XI(view) v = XI(part_view)(pb, LINATTN_I_V);
-        o->first_bad = pb->nk;
-        for (int64_t j = 0; j < pb->nk && o->first_bad == pb->nk; j++)
-            if (w[j] != 0 &&
-                !(XI(all_finite)(XI(view_rows)(k, j), 1, pb->d) &&
-                  XI(all_finite)(XI(view_rows)(v, j), 1, pb->e)))
-                o->first_bad = j;
+        o->first_bad = XI(first_bad_kept_key)(XI(part_view)(pb, LINATTN_I_K),
+                                              XI(part_view)(pb, LINATTN_I_V),
+                                              pb->d, pb->e, w, pb->nk);
     } else if (o->first_bad < 0) {
         int64_t kb = XI(first_nonfinite_row)(XI(part_view)(pb, LINATTN_I_K),
                                              pb->nk, pb->d);

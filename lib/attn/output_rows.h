@@ -39,6 +39,12 @@ typedef struct {
     int64_t first_bad;
 } XI(origin);
 
+/* The first of keys [0, n) whose weight w[j] is not 0 and whose row of k
+ * (d columns) or v (e columns) holds NaN or Inf, or n (the keys of weight
+ * 0 are never read, so they are not inputs). */
+int64_t XI(first_bad_kept_key)(XI(view) k, XI(view) v, int64_t d,
+                               int64_t e, const real *w, int64_t n);
+
 /* Nonzero when row r's inputs are all finite (see XI(origin)). */
 int XI(inputs_finite)(XI(origin) *o, int64_t r);
 

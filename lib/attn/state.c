@@ -114,11 +114,8 @@ static int keys_finite(const X(plan) *plan, keys a)
     if (!a.w)
         return XI(all_finite)(a.k, a.n, plan->d) &&
                XI(all_finite)(a.v, a.n, plan->e);
-    for (int64_t r = 0; r < a.n; r++)
-        if (a.w[r] != 0 && !(XI(all_finite)(XI(view_rows)(a.k, r), 1, plan->d) &&
-                             XI(all_finite)(XI(view_rows)(a.v, r), 1, plan->e)))
-            return 0;
-    return 1;
+    return XI(first_bad_kept_key)(a.k, a.v, plan->d, plan->e, a.w, a.n) ==
+           a.n;
 }
 
 /* The keys that count (weight not 0) and their total weight. */
