@@ -38,6 +38,10 @@ noinst_PROGRAMS += benchmarks/bench_ragged
 benchmarks_bench_ragged_SOURCES = benchmarks/bench_ragged.c benchmarks/timing.h
 benchmarks_bench_ragged_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS)
 benchmarks_bench_ragged_LDADD = $(BENCH_LDADD)
+noinst_PROGRAMS += benchmarks/bench_packed
+benchmarks_bench_packed_SOURCES = benchmarks/bench_packed.c benchmarks/timing.h
+benchmarks_bench_packed_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS)
+benchmarks_bench_packed_LDADD = $(BENCH_LDADD)
 # The backward calls against the forward calls, and their memory.
 noinst_PROGRAMS += benchmarks/bench_grad
 benchmarks_bench_grad_SOURCES = benchmarks/bench_grad.c benchmarks/timing.h \

@@ -187,7 +187,8 @@ sub struct_fields {
         my ($type, $names) = ($1, $2);
         for my $n (split /,/, $names) {
             $n =~ s/\s+//g;
-            $n =~ /^(\*?)(\w+)(?:\[(\w+)\])?$/
+            $n =~ s/^\*const\*/**/; # a const array of pointers: a pointer
+            $n =~ /^(\*{0,2})(\w+)(?:\[(\w+)\])?$/
                 or die "gen_fortran.pl: struct $tname: field '$n'\n";
             my ($ptr, $fn, $dim) = ($1, $2, $3);
             my $ft = $ptr ? 'type(c_ptr)'

@@ -737,8 +737,25 @@ typedef struct X(extras_s) {                                                  \
      * mask: that key's rows of K and V are never read (NaN there reaches   \
      * nothing, check_finite skips them).  NULL: every weight 1 */         \
     const R *weights;                                                         \
-    void *reserved_ptr[11];                                                   \
-    int64_t reserved[16];                                                     \
+    /* packed sequences: nseq sequences stored end to end, sequence s the     \
+     * query rows [offsets[s], offsets[s+1]) (nseq + 1 non-decreasing         \
+     * entries from 0 to nq: FlashAttention's cu_seqlens) and the key rows    \
+     * [key_offsets[s], key_offsets[s+1]) (0 to nk; NULL: offsets, which      \
+     * then end at nk too).  Each sequence's queries see its own keys only    \
+     * (causal: its earlier ones), as a call of its own would; empty          \
+     * sequences are allowed.  The weights, den and the rows named by         \
+     * bad_row are the packed stream's.  NULL (nseq 0): one sequence */       \
+    const int64_t *offsets;                                                   \
+    const int64_t *key_offsets;                                               \
+    /* with offsets: nseq states, sequence s's to start from (as state        \
+     * above; every one of the call's plan and not NULL), and with absorb     \
+     * = 1 each then holds its keys and the sequence's (the final states;     \
+     * no state twice), all unchanged on any error.  state must be NULL.      \
+     * NULL: every sequence from a zero state */                              \
+    X(state) *const *states;                                                  \
+    void *reserved_ptr[8];                                                    \
+    int64_t nseq; /* the sequences of offsets (0 without them) */             \
+    int64_t reserved[15];                                                     \
 } X(extras);                                                                  \
                                                                               \
 /* int linattn_d_extras_init(linattn_d_extras *ex)                           \
@@ -763,11 +780,19 @@ LINATTN_API int X(extras_init)(X(extras) *ex);                                \
  * linattn_d_attention, bit for bit; with den only:                           \
  * linattn_d_attention_forward, bit for bit.  Statuses as                     \
  * linattn_d_attention; on LINATTN_EDENOM and LINATTN_EOVERFLOW den holds the \
- * rows that out does.  Errors: -1 .. -12 as linattn_d_attention (-12 also   \
- * out meeting the weights); -13 ex: a reserved word not 0, den meeting       \
- * another array, a state of a plan with another map or other sizes, absorb   \
- * not 0 or 1 (or 1 without a state), a weight negative, NaN or Inf;          \
- * LINATTN_ESIZE (also the state's tokens + nk beyond INT64_MAX);             \
+ * rows that out does.  Packed (ex->offsets): each sequence's queries         \
+ * against its keys (ex->key_offsets: cross-attention) and its state          \
+ * (ex->states), every sequence run whatever another returned, the status     \
+ * the first failing sequence's and *bad_row its packed row; absorbing        \
+ * states are all unchanged on any error (memory O(nseq m e) for their        \
+ * backups).  Errors: -1 .. -12 as linattn_d_attention (-11 also out          \
+ * meeting the weights, offsets or states); -13 ex: a reserved word not 0,    \
+ * den meeting another array, a state of a plan with another map or other     \
+ * sizes, absorb not 0 or 1 (or 1 without a state), a weight negative, NaN    \
+ * or Inf, nseq < 0, offsets not running from 0 to nq (key offsets: to nk)    \
+ * without decreasing, key offsets or states without offsets, state with      \
+ * them, a states entry NULL, of another plan or (absorbing) twice;           \
+ * LINATTN_ESIZE (also a state's tokens + its keys beyond INT64_MAX);         \
  * LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW; LINATTN_ENONFINITE.     \
  * Thread-safe; with a state and absorb = 1 it needs exclusive access to the  \
  * state, with absorb = 0 the state is only read. */                          \
@@ -789,10 +814,14 @@ LINATTN_API int X(attention_ex)(const X(plan) *plan, int layout, int64_t nq,  \
  * or all absent: linattn_d_causal, bit for bit; den only:                    \
  * linattn_d_causal_forward; a state (of the call's plan) only:               \
  * linattn_d_state_causal, bit for bit.  Statuses, work and memory as         \
- * linattn_d_causal.  Errors: -1 .. -11 as linattn_d_causal; -12 ex (as at    \
- * linattn_d_attention_ex; ex->weights too, which this version's causal      \
- * paths do not take); LINATTN_ESIZE (also the state's tokens + n beyond \
- * INT64_MAX); LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW;             \
+ * linattn_d_causal.  Packed (ex->offsets; no key_offsets: a token is a       \
+ * query and a key): each sequence restarts from its state (ex->states,       \
+ * else zero) and no output reads a token of another sequence; as at          \
+ * linattn_d_attention_ex otherwise.  Errors: -1 .. -11 as linattn_d_causal   \
+ * (-10 also out meeting the weights, offsets or states); -12 ex (as at       \
+ * linattn_d_attention_ex, and key_offsets not NULL); LINATTN_ESIZE (also     \
+ * a state's tokens + its n beyond INT64_MAX); LINATTN_ENOMEM;                \
+ * LINATTN_EDENOM; LINATTN_EOVERFLOW;                                         \
  * LINATTN_ENONFINITE.  Thread-safe; a state as at linattn_d_attention_ex.    \
  */                                                                         \
 LINATTN_API int X(causal_ex)(const X(plan) *plan, int layout, int64_t n,      \
@@ -812,7 +841,8 @@ LINATTN_API int X(causal_ex)(const X(plan) *plan, int layout, int64_t n,      \
  * linattn_d_state_update; -8 ex: a reserved word not 0, a part it does       \
  * not take (den, state, absorb), a weight negative, NaN or Inf;              \
  * LINATTN_ESIZE; LINATTN_ENOMEM, LINATTN_ENONFINITE (rows of weight not      \
- * 0), LINATTN_EOVERFLOW (state unchanged).  Needs exclusive access to the    \
+ * 0), LINATTN_EOVERFLOW (state unchanged); offsets and states are not        \
+ * taken (-8).  Needs exclusive access to the                                 \
  * state.  (A checkpoint holds the token count; the count of a weighted       \
  * stream under LINATTN_DENOM_COUNT is not in format version 1.) */           \
 LINATTN_API int X(state_update_ex)(X(state) *state, int layout, int64_t n,    \
@@ -829,9 +859,11 @@ LINATTN_API int X(state_update_ex)(X(state) *state, int layout, int64_t n,    \
  * count normalizer: sum_j w_j), the reference of linattn_d_attention_ex      \
  * with weights.  A key of weight 0 is never read.  ex NULL or all absent:    \
  * linattn_d_naive, bit for bit.  Memory as linattn_d_naive, and with         \
- * weights O(nk (d + e)) for copies of K and V.  Errors as linattn_d_naive;   \
- * -13 ex: a reserved word not 0, a part it does not take (den, state,        \
- * absorb), a weight negative, NaN or Inf.  Thread-safe. */                   \
+ * weights O(nk (d + e)) for copies of K and V.  Packed (ex->offsets,         \
+ * ex->key_offsets) as linattn_d_attention_ex, the reference of its packed    \
+ * calls.  Errors as linattn_d_naive; -13 ex: a reserved word not 0, a part   \
+ * it does not take (den, state, absorb, states), a weight negative, NaN or   \
+ * Inf, offsets as at linattn_d_attention_ex.  Thread-safe. */                \
 LINATTN_API int X(naive_ex)(const X(plan) *plan, int layout, int64_t nq,      \
                             int64_t nk, const R *q, int64_t ldq, const R *k,  \
                             int64_t ldk, const R *v, int64_t ldv, R *out,     \
@@ -845,7 +877,8 @@ LINATTN_API int X(naive_ex)(const X(plan) *plan, int layout, int64_t nq,      \
  *         int64_t ldout, const linattn_d_extras *ex, int64_t *bad_row)       \
  * linattn_d_naive_causal with the key weights of ex, as linattn_d_naive_ex   \
  * over the keys j <= i (row i's count: the weight of keys j <= i), the       \
- * reference of linattn_d_causal_ex with weights.  ex NULL or all absent:     \
+ * reference of linattn_d_causal_ex with weights (and packed: offsets).       \
+ * ex NULL or all absent:                                                     \
  * linattn_d_naive_causal, bit for bit.  Errors as linattn_d_naive_causal;    \
  * -12 ex (as at linattn_d_naive_ex).  Thread-safe. */                        \
 LINATTN_API int X(naive_causal_ex)(const X(plan) *plan, int layout,           \

@@ -157,6 +157,15 @@ tests_test_weights_s_SOURCES = $(tests_test_weights_d_SOURCES)
 tests_test_weights_s_CPPFLAGS = $(AM_CPPFLAGS) -DTEST_SINGLE
 tests_test_weights_s_CFLAGS = $(TEST_CFLAGS)
 tests_test_weights_s_LDADD = $(tests_test_weights_d_LDADD)
+check_PROGRAMS += tests/test_packed_d tests/test_packed_s
+tests_test_packed_d_SOURCES = tests/test_packed.c tests/testutil.h
+tests_test_packed_d_CPPFLAGS = $(AM_CPPFLAGS)
+tests_test_packed_d_CFLAGS = $(TEST_CFLAGS)
+tests_test_packed_d_LDADD = $(TEST_LDADD)
+tests_test_packed_s_SOURCES = $(tests_test_packed_d_SOURCES)
+tests_test_packed_s_CPPFLAGS = $(AM_CPPFLAGS) -DTEST_SINGLE
+tests_test_packed_s_CFLAGS = $(TEST_CFLAGS)
+tests_test_packed_s_LDADD = $(tests_test_packed_d_LDADD)
 endif
 
 # [fortran]

@@ -58,7 +58,9 @@ int X(attention_forward)(const X(plan) *plan, int layout, int64_t nq,
 static const linattn_i_signature ex_sig = {
     .plan = 1, .layout = 2, .nq = 3, .nk = 4, .extras = 13, .given = 13,
     .absorb = 13, .flags = LINATTN_I_SCAN | LINATTN_I_TOKENS,
-    .ex_parts = LINATTN_I_X_DEN | LINATTN_I_X_STATE | LINATTN_I_X_WEIGHTS,
+    .ex_parts = LINATTN_I_X_DEN | LINATTN_I_X_STATE | LINATTN_I_X_WEIGHTS |
+                LINATTN_I_X_OFFSETS | LINATTN_I_X_KEY_OFFSETS |
+                LINATTN_I_X_STATES,
     .part = {LINATTN_I_QKVO(5), LINATTN_I_DEN_OUT(13, 0),
              LINATTN_I_WEIGHTS_IN(13)}};
 
@@ -76,6 +78,8 @@ int X(attention_ex)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
 
 int XI(attention_run)(const XI(problem) *pb, int64_t *bad_row)
 {
+    if (pb->qoff) /* packed: each sequence by this path */
+        return XI(packed_run)(pb, XI(attention_run), bad_row);
     const X(plan) *plan = pb->plan;
     X(state) *from = pb->state;
     /* without queries nothing is asked, but a state may absorb the keys */

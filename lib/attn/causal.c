@@ -459,6 +459,8 @@ static void seed_ws(const X(plan) *plan, causal_ws *w, const X(state) *from)
 
 int XI(causal_run)(const XI(problem) *pb, int64_t *bad_row)
 {
+    if (pb->qoff) /* packed: each sequence by this path */
+        return XI(packed_run)(pb, XI(causal_run), bad_row);
     const X(plan) *plan = pb->plan;
     X(state) *from = pb->state;
     int64_t n = pb->nq;
@@ -623,7 +625,8 @@ int X(state_causal)(X(state) *state, int layout, int64_t n, const real *q,
 static const linattn_i_signature ex_sig = {
     .plan = 1, .layout = 2, .nq = 3, .extras = 12, .given = 12,
     .absorb = 12, .flags = LINATTN_I_SCAN | LINATTN_I_TOKENS,
-    .ex_parts = LINATTN_I_X_DEN | LINATTN_I_X_STATE | LINATTN_I_X_WEIGHTS,
+    .ex_parts = LINATTN_I_X_DEN | LINATTN_I_X_STATE | LINATTN_I_X_WEIGHTS |
+                LINATTN_I_X_OFFSETS | LINATTN_I_X_STATES,
     .part = {LINATTN_I_QKVO(4), LINATTN_I_DEN_OUT(12, 0),
              LINATTN_I_WEIGHTS_IN(12)}};
 

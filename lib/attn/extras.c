@@ -17,6 +17,8 @@ int X(extras_init)(X(extras) *ex)
     ex->den = NULL;
     ex->state = NULL;
     ex->weights = NULL;
+    ex->offsets = ex->key_offsets = NULL;
+    ex->states = NULL;
     for (size_t i = 0; i < sizeof ex->reserved_ptr / sizeof *ex->reserved_ptr;
          i++)
         ex->reserved_ptr[i] = NULL;
@@ -47,6 +49,12 @@ int XI(extras_taken)(const X(extras) *ex, unsigned parts)
         return 0;
     if (!(parts & LINATTN_I_X_WEIGHTS) && ex->weights)
         return 0;
+    if (!(parts & LINATTN_I_X_OFFSETS) && (ex->offsets || ex->nseq))
+        return 0;
+    if (!(parts & LINATTN_I_X_KEY_OFFSETS) && ex->key_offsets)
+        return 0;
+    if (!(parts & LINATTN_I_X_STATES) && ex->states)
+        return 0;
     return 1;
 }
 
@@ -59,4 +67,10 @@ void XI(problem_extras)(XI(problem) *pb, const X(extras) *ex)
     pb->state = ex->state;
     pb->absorb = ex->absorb;
     pb->part[LINATTN_I_KW] = XI(part_single)(ex->weights, 1);
+    if (ex->offsets) {
+        pb->nseq = ex->nseq;
+        pb->qoff = ex->offsets;
+        pb->koff = ex->key_offsets ? ex->key_offsets : ex->offsets;
+        pb->states = ex->states;
+    }
 }

@@ -15,6 +15,7 @@ GENERIC_SOURCES += lib/attn/output_rows.c
 GENERIC_SOURCES += lib/attn/attention.c
 GENERIC_SOURCES += lib/attn/causal.c
 GENERIC_SOURCES += lib/attn/naive.c
+GENERIC_SOURCES += lib/attn/packed.c
 GENERIC_SOURCES += lib/attn/batched.c
 GENERIC_SOURCES += lib/attn/approx_error.c
 INTERNAL_H += lib/attn/problem.h lib/attn/plan.h lib/attn/state.h \

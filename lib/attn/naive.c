@@ -223,6 +223,8 @@ static int64_t naive_range(void *ctx, int t, int64_t lo, int64_t hi)
 
 int XI(naive_run)(const XI(problem) *pb, int64_t *bad_row)
 {
+    if (pb->qoff) /* packed: each sequence by this path */
+        return XI(packed_run)(pb, XI(naive_run), bad_row);
     const X(plan) *plan = pb->plan;
     int64_t nq = pb->nq, nk = pb->nk;
     int causal = pb->causal;
@@ -359,13 +361,14 @@ int X(naive)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
  * 12), of which they take the key weights. */
 static const linattn_i_signature naive_ex_sig = {
     .plan = 1, .layout = 2, .nq = 3, .nk = 4, .extras = 13,
-    .ex_parts = LINATTN_I_X_WEIGHTS,
+    .ex_parts = LINATTN_I_X_WEIGHTS | LINATTN_I_X_OFFSETS |
+                LINATTN_I_X_KEY_OFFSETS,
     .flags = LINATTN_I_SCAN | LINATTN_I_KEYS_IN_BLAS,
     .part = {LINATTN_I_QKVO(5), LINATTN_I_WEIGHTS_IN(13)}};
 
 static const linattn_i_signature naive_causal_ex_sig = {
     .plan = 1, .layout = 2, .nq = 3, .extras = 12,
-    .ex_parts = LINATTN_I_X_WEIGHTS,
+    .ex_parts = LINATTN_I_X_WEIGHTS | LINATTN_I_X_OFFSETS,
     .flags = LINATTN_I_SCAN | LINATTN_I_KEYS_IN_BLAS,
     .part = {LINATTN_I_QKVO(4), LINATTN_I_WEIGHTS_IN(12)}};
 

@@ -26,6 +26,18 @@ int XI(causal_run)(const XI(problem) *pb, int64_t *bad_row);
  * linattn_d_naive_causal when pb->causal. */
 int XI(naive_run)(const XI(problem) *pb, int64_t *bad_row);
 
+/* ---- packed sequences (attn/packed.c) ---- */
+
+/* A single-problem path (one of the above). */
+typedef int (*XI(run_fn))(const XI(problem) *pb, int64_t *bad_row);
+
+/* The packed problem pb (pb->qoff not NULL, after its checks), each
+ * sequence by run as its own problem: 0, or the status of the first
+ * failing sequence, with *bad_row its row in the packed stream (if it
+ * names one).  Absorbing states are all restored when any sequence
+ * fails. */
+int XI(packed_run)(const XI(problem) *pb, XI(run_fn) run, int64_t *bad_row);
+
 /* ---- batched calls (attn/batched.c) ---- */
 
 /* batch x heads problems of plan in layout, of nq queries and nk keys

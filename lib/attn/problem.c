@@ -27,7 +27,12 @@
  *      problems countable;
  *   8. dW and db apart from every other matrix (-pos); key weights each
  *      finite and >= 0 (-pos of the extras: a weight is a measure, so a
- *      bad one is an argument, read only once it is addressable);
+ *      bad one is an argument, read only once it is addressable); packed
+ *      sequences: an output meeting the offsets or the states (-pos of
+ *      the output), offsets that do not run from 0 to the rows without
+ *      decreasing, states NULL, of another plan or absorbing twice (-pos
+ *      of the extras), a state's tokens + its keys beyond int64
+ *      (LINATTN_ESIZE);
  *   9. with check_finite, the inputs (LINATTN_ENONFINITE), a key's rows
  *      only where its weight is not 0 (those rows are never read);
  *  10. given normalizers against the plan's policy (LINATTN_EDENOM).
@@ -120,10 +125,13 @@ static int scalar_bad(const XI(problem) *pb, const linattn_i_signature *sig,
         return pb->causal != 0 && pb->causal != 1;
     case C_ABSORB: /* 0 or 1; an _ex call's absorbs only into a state */
         return (pb->absorb != 0 && pb->absorb != 1) ||
-               (pb->absorb && !pb->state);
-    case C_EXTRAS: /* reserved words 0, fields the call takes only */
+               (pb->absorb && !pb->state && !(pb->extras &&
+                                              pb->extras->states));
+    case C_EXTRAS: /* reserved words 0, fields the call takes only, packed
+                    * fields that agree */
         return pb->extras && (!XI(extras_reserved_zero)(pb->extras) ||
-                              !XI(extras_taken)(pb->extras, sig->ex_parts));
+                              !XI(extras_taken)(pb->extras, sig->ex_parts) ||
+                              !XI(packed_fields_ok)(pb));
     case C_STATS:
         return !pb->stats;
     case C_SOME_OUTPUT:
@@ -370,6 +378,41 @@ static int weights_bad(const XI(problem) *pb)
     return 0;
 }
 
+/* Nonzero when [lo, hi) meets the n entries of size elem at p. */
+static int meets(uintptr_t lo, uintptr_t hi, const void *p, int64_t n,
+                 size_t elem)
+{
+    uintptr_t a = (uintptr_t)p, b = a + (uintptr_t)n * elem;
+    return p && n > 0 && lo < hi && lo < b && a < hi;
+}
+
+/* Stage 8's packed sequences: an output meeting the offsets or the
+ * states (-pos of the output), offsets or states that are not what they
+ * must be (-pos of the extras), a state's tokens beyond int64
+ * (LINATTN_ESIZE). */
+static int packed_check(const XI(problem) *pb, const linattn_i_signature *sig)
+{
+    int idx[LINATTN_I_PARTS];
+    int n = parts_in_order(sig, 0, idx);
+    for (int a = 0; a < n; a++) {
+        if (!(sig->part[idx[a]].role & LINATTN_I_OUTPUT))
+            continue;
+        linattn_i_mat m = single_mat(pb, sig, idx[a]);
+        m.optional = 1;
+        uintptr_t lo, hi;
+        linattn_i_mat_range(pb->layout, sizeof(real), &m, &lo, &hi);
+        if (meets(lo, hi, pb->qoff, pb->nseq + 1, sizeof *pb->qoff) ||
+            meets(lo, hi, pb->koff, pb->nseq + 1, sizeof *pb->koff) ||
+            meets(lo, hi, pb->states, pb->nseq, sizeof *pb->states))
+            return -sig->part[idx[a]].pos;
+    }
+    if (XI(packed_values_check)(pb))
+        return -sig->extras;
+    if ((sig->flags & LINATTN_I_TOKENS) && !XI(packed_tokens_fit)(pb))
+        return LINATTN_ESIZE;
+    return 0;
+}
+
 /* Nonzero when every entry of rows [0, rows) of the view (cols columns)
  * is finite, skipping the rows whose weight is 0 (w NULL: none). */
 static int rows_finite(XI(view) v, int64_t rows, int64_t cols, const real *w)
@@ -469,6 +512,8 @@ int XI(problem_check)(const XI(problem) *pb, const linattn_i_signature *sig,
         st = secondary_apart(pb, sig, &vec);
     if (!st && weights_bad(pb))
         st = -sig->part[LINATTN_I_KW].pos;
+    if (!st && pb->qoff)
+        st = packed_check(pb, sig);
     if (st)
         return st;
     /* 9. and 10. */

@@ -107,7 +107,10 @@ enum {
 enum {
     LINATTN_I_X_DEN = 1,    /* den: normalizers out                      */
     LINATTN_I_X_STATE = 2,  /* state and absorb: a state to start from   */
-    LINATTN_I_X_WEIGHTS = 4 /* weights: key weights                      */
+    LINATTN_I_X_WEIGHTS = 4, /* weights: key weights                     */
+    LINATTN_I_X_OFFSETS = 8, /* offsets and nseq: packed sequences        */
+    LINATTN_I_X_KEY_OFFSETS = 16, /* key_offsets: the keys' own offsets  */
+    LINATTN_I_X_STATES = 32  /* states (and absorb): one per sequence     */
 };
 
 /* Forms of a call. */
@@ -175,6 +178,16 @@ typedef struct XI(problem_s) {
     double scale;                 /* softmax, approx_error             */
     linattn_approx_stats *stats;  /* approx_error's output             */
     const X(extras) *extras;      /* an _ex call's, for their checks   */
+    /* Packed sequences (an _ex call's; qoff NULL: one sequence): nseq
+     * sequences end to end, sequence s the query rows [qoff[s],
+     * qoff[s + 1]) and the key rows [koff[s], koff[s + 1]) (koff = qoff
+     * when the keys have no offsets of their own), each its own problem
+     * (attn/packed.c); states: NULL, or sequence s's starting state
+     * states[s] (absorb: on success each then holds its sequence's keys
+     * too). */
+    int64_t nseq;
+    const int64_t *qoff, *koff;
+    X(state) *const *states;
 } XI(problem);
 
 /* One problem (batch = heads = 1) of plan in layout with these sizes
@@ -187,6 +200,17 @@ XI(problem) XI(problem_init)(const X(plan) *plan, int layout, int64_t nq,
  * starting state and absorb, the key weights, and ex itself for the validator's check of
  * the reserved words (attn/extras.c). */
 void XI(problem_extras)(XI(problem) *pb, const X(extras) *ex);
+
+/* The validator's checks of packed sequences (attn/packed.c).  Fields:
+ * nonzero when the extras' packed fields agree with each other (nseq >=
+ * 0 and addressable, no key offsets, states or nseq without offsets, no
+ * single state with them); nothing is read.  Values: 0, or -1 when the
+ * offsets do not run from 0 to nq (nk) without decreasing or a state is
+ * NULL, of another plan, or (absorbing) given to two sequences.  Tokens:
+ * nonzero when every state's tokens + its sequence's keys fit int64. */
+int XI(packed_fields_ok)(const XI(problem) *pb);
+int XI(packed_values_check)(const XI(problem) *pb);
+int XI(packed_tokens_fit)(const XI(problem) *pb);
 
 /* Nonzero when every reserved word of ex is 0. */
 int XI(extras_reserved_zero)(const X(extras) *ex);
@@ -347,26 +371,37 @@ static inline XI(problem) XI(problem_one)(const XI(problem) *pb, int64_t p)
     return one;
 }
 
-/* Rows [lo, hi) of a single problem: of the queries and what goes with
- * them (out, num, den, g, dq), and of the keys and theirs too when causal
- * (row i and key i are one token); nq (and nk) become hi - lo. */
-static inline XI(problem) XI(problem_rows)(const XI(problem) *pb, int64_t lo,
-                                           int64_t hi)
+/* Query rows [qlo, qhi) and key rows [klo, khi) of a single problem:
+ * the parts with the queries' rows (out, num, den, g, dq) from row qlo,
+ * those with the keys' (k, v, dk, dv, the key weights) from row klo; nq
+ * becomes qhi - qlo and nk khi - klo. */
+static inline XI(problem) XI(problem_span)(const XI(problem) *pb,
+                                           int64_t qlo, int64_t qhi,
+                                           int64_t klo, int64_t khi)
 {
     XI(problem) r = *pb;
     int cm = pb->layout == LINATTN_COL_MAJOR;
     for (int i = 0; i < LINATTN_I_PARTS; i++) {
         XI(part) *a = &r.part[i];
         int kind = linattn_i_part_rows_kind(i);
-        if (!a->p || kind == LINATTN_I_WROWS ||
-            (kind == LINATTN_I_NK && !pb->causal))
+        if (!a->p || kind == LINATTN_I_WROWS)
             continue;
+        int64_t lo = kind == LINATTN_I_NK ? klo : qlo;
         a->p += linattn_i_part_is_vector(i) || cm ? lo : lo * a->s.ld;
     }
-    r.nq = hi - lo;
-    if (pb->causal)
-        r.nk = hi - lo;
+    r.nq = qhi - qlo;
+    r.nk = khi - klo;
     return r;
+}
+
+/* Rows [lo, hi) of a single problem: of the queries and what goes with
+ * them, and of the keys and theirs too when causal (row i and key i are
+ * one token); nq (and nk) become hi - lo. */
+static inline XI(problem) XI(problem_rows)(const XI(problem) *pb, int64_t lo,
+                                           int64_t hi)
+{
+    return pb->causal ? XI(problem_span)(pb, lo, hi, lo, hi)
+                      : XI(problem_span)(pb, lo, hi, 0, pb->nk);
 }
 
 #endif

@@ -48,6 +48,7 @@ void XI(state_init)(X(state) *st, const X(plan) *plan, void *mem)
     st->shift = 0;
     st->poisoned = 0;
     st->bound = 0;
+    st->mark = 0;
     st->acc = mem;
     memset(mem, 0, XI(state_bytes)(plan));
 #if LINATTN_ACC_WIDER

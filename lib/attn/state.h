@@ -30,6 +30,9 @@ struct X(state_s) {
      * its overflow check when the sum cannot leave the range. */
     int poisoned;
     double bound;
+    /* 0 between calls: a packed call that absorbs marks its states while
+     * it checks that no two sequences share one (attn/packed.c). */
+    int mark;
 };
 
 /* ---- state internals (state.c) ---- */

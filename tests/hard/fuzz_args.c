@@ -371,6 +371,7 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
         int ex_null = take(r) % 4 == 0;                                       \
         int64_t es_tokens = -1;                                               \
         R wts[64];                                                            \
+        int64_t offs[4];                                                      \
         int64_t kept = nk; /* keys of weight not 0: what a state absorbs */   \
         int weights_ok = 1; /* read at stage 8: after the size checks */      \
         if (entry >= 11 && !ex_null) {                                        \
@@ -387,6 +388,23 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
                 }                                                             \
                 ex.weights = wts;                                             \
             }                                                                 \
+            /* packed sequences: up to 3, offsets now and then not from 0,  \
+             * decreasing or not ending at the rows (read at stage 8) */     \
+            if (take(r) % 4 == 0) {                                           \
+                int64_t rows = entry == 12 ? n : nq;                          \
+                ex.nseq = (int64_t)(take(r) % 4);                             \
+                offs[0] = take(r) % 8 == 0;                                   \
+                for (int64_t i = 1; i <= ex.nseq; i++)                        \
+                    offs[i] = offs[i - 1] + (int64_t)(take(r) % 5) - 1;       \
+                if (take(r) % 4)                                              \
+                    offs[ex.nseq] = rows;                                     \
+                ex.offsets = offs;                                            \
+                int good = offs[0] == 0 && offs[ex.nseq] == rows &&           \
+                           (entry == 12 || nk == nq);                         \
+                for (int64_t i = 0; i < ex.nseq; i++)                         \
+                    good = good && offs[i + 1] >= offs[i];                    \
+                weights_ok = weights_ok && good;                              \
+            }                                                                 \
             if (take(r) % 2 && !linattn_##P##_state_create(&es, plan)) {      \
                 R k2[16], v2[16];                                             \
                 for (int i = 0; i < 16; i++)                                  \
@@ -400,17 +418,16 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
             ex.state = es;                                                    \
             ex.absorb = (int)(take(r) % 3);                                   \
             if (take(r) % 8 == 0)                                             \
-                ex.reserved[take(r) % 16] = 1;                                \
+                ex.reserved[take(r) % 15] = 1;                                \
             if (take(r) % 16 == 0)                                            \
-                ex.reserved_ptr[take(r) % 11] = &ex;                          \
+                ex.reserved_ptr[take(r) % 8] = &ex;                           \
             args_ok = args_ok && ex.absorb <= 1 && (!ex.absorb || es) &&      \
+                      !(es && ex.offsets) && /* states replace it */        \
                       !ex.reserved_ptr[0] && !ex.reserved_ptr[1] &&           \
                       !ex.reserved_ptr[2] && !ex.reserved_ptr[3] &&           \
                       !ex.reserved_ptr[4] && !ex.reserved_ptr[5] &&           \
-                      !ex.reserved_ptr[6] && !ex.reserved_ptr[7] &&           \
-                      !ex.reserved_ptr[8] && !ex.reserved_ptr[9] &&           \
-                      !ex.reserved_ptr[10];                                   \
-            for (int i = 0; i < 16; i++)                                      \
+                      !ex.reserved_ptr[6] && !ex.reserved_ptr[7];             \
+            for (int i = 0; i < 15; i++)                                      \
                 args_ok = args_ok && !ex.reserved[i];                         \
         }                                                                     \
         /* the checks without the call (1, 6) return what the call does   \
