@@ -51,6 +51,61 @@ static double timed(const linattn_d_plan *p, int causal, int64_t n,
     return bench_now() - t0;
 }
 
+/* One decoding step of the count states: in one call, or as separate
+ * calls per state. */
+static void step(linattn_d_state **st, int64_t count, int one_call,
+                 const double *q, const double *k, const double *v,
+                 double *out, int64_t d, int64_t e)
+{
+    if (one_call) {
+        check(linattn_d_states_step(st, count, LINATTN_ROW_MAJOR, q, d, k, d,
+                                    v, e, out, e, NULL), "states_step");
+        return;
+    }
+    for (int64_t r = 0; r < count; r++) {
+        check(linattn_d_state_update(st[r], LINATTN_ROW_MAJOR, 1, k + r * d,
+                                     d, v + r * e, e), "state_update");
+        check(linattn_d_state_query(st[r], LINATTN_ROW_MAJOR, 1, q + r * d, d,
+                                    out + r * e, e, NULL, 1, NULL, NULL),
+              "state_query");
+    }
+}
+
+/* Tokens per second of the decoding step, one call against separate
+ * ones. */
+static void decode(const linattn_d_plan *p, int64_t d, int64_t e, int reps,
+                   uint64_t *seed)
+{
+    enum { SEQS = 64, HEADS = 8, COUNT = SEQS * HEADS, STEPS = 200 };
+    linattn_d_state *st[COUNT];
+    double *q = bench_random(COUNT * d, seed), *k = bench_random(COUNT * d, seed);
+    double *v = bench_random(COUNT * e, seed);
+    double *out = malloc((size_t)(COUNT * e) * sizeof(double));
+    for (int r = 0; r < COUNT; r++)
+        check(linattn_d_state_create(&st[r], p), "state_create");
+    printf("decoding: %d sequences x %d heads, one token each per step, %d "
+           "steps, d = %lld, e = %lld, double, elu+1\n", SEQS, HEADS, STEPS,
+           (long long)d, (long long)e);
+    printf("%-16s %14s\n", "calls", "tokens_per_s");
+    double rate[2][99], r2[99];
+    for (int i = 0; i < reps; i++)
+        for (int one = 1; one >= 0; one--) {
+            double t0 = bench_now();
+            for (int s = 0; s < STEPS; s++)
+                step(st, COUNT, one, q, k, v, out, d, e);
+            rate[one][i] = (double)COUNT * STEPS / (bench_now() - t0);
+            if (!one)
+                r2[i] = rate[1][i] / rate[0][i];
+        }
+    printf("%-16s %14.0f\n", "states_step", bench_median(rate[1], reps));
+    printf("%-16s %14.0f\n", "update+query", bench_median(rate[0], reps));
+    printf("one call / separate calls: %.3f (tokens per second, median of "
+           "the repetitions' ratios)\n", bench_median(r2, reps));
+    for (int r = 0; r < COUNT; r++)
+        linattn_d_state_destroy(st[r]);
+    free(q), free(k), free(v), free(out);
+}
+
 int main(int argc, char **argv)
 {
     int lg = 18, reps = 5;
@@ -117,8 +172,9 @@ int main(int argc, char **argv)
                causal ? "causal" : "nonc", bench_median(ts, reps),
                bench_median(tp, reps), bench_median(r, reps));
     }
+    printf("\ntarget: packed / single <= 1.10 (x_single)\n\n");
+    decode(p, d, e, reps, &seed);
     linattn_d_plan_destroy(p);
-    printf("\ntarget: packed / single <= 1.10 (x_single)\n");
     printf("load average at the end: %.2f\n", bench_load_average());
     free(q), free(k), free(v), free(out), free(off);
     return 0;

@@ -644,6 +644,36 @@ LINATTN_API int X(state_query)(const X(state) *state, int layout, int64_t n,  \
                                int64_t ldout, R *num, int64_t ldnum, R *den,  \
                                int64_t *bad_row);                             \
                                                                               \
+/* int linattn_d_states_step(linattn_d_state *const *states, int64_t count,   \
+ *         int layout, const double *q, int64_t ldq, const double *k,         \
+ *         int64_t ldk, const double *v, int64_t ldv, double *out,            \
+ *         int64_t ldout, int64_t *bad_row)                                   \
+ * One decoding step of count streams (sequences x heads, one state each):    \
+ * for every r < count, states[r] absorbs key row r of K and value row r of   \
+ * V, S_r += phi(k_r) v_r^T, z_r += phi(k_r), then answers query row r of Q:  \
+ * out_r = phi(q_r)^T S_r / (phi(q_r)^T z_r + eps), each row as               \
+ * linattn_d_state_update of that row then linattn_d_state_query of it, bit   \
+ * for bit.  Q and K are count x d, V and out count x e (every state's plan   \
+ * of those d and e; maps and m may differ, one plan per head).  No           \
+ * allocation and no BLAS when every plan has m <= 512 and e < 512 and the    \
+ * sums stay well inside the range.  Rows are independent: a row that fails   \
+ * leaves its state unchanged when its update failed (LINATTN_EOVERFLOW), or  \
+ * its state advanced and its out row unwritten when its query did            \
+ * (LINATTN_EDENOM, LINATTN_EOVERFLOW), and the other rows are done; the      \
+ * status is the first failing row's, that row in *bad_row.  Errors: -1       \
+ * states NULL (count > 0), an entry NULL, of other d or e than states[0]'s,  \
+ * or one state twice; -2 count < 0; -3 layout; -4 q NULL; -5 ldq; -6 k       \
+ * NULL; -7 ldk; -8 v NULL; -9 ldv; -10 out NULL or meeting q, k or v; -11    \
+ * ldout; LINATTN_ESIZE (also a state's tokens at INT64_MAX);                 \
+ * LINATTN_ENONFINITE (the rows of a state whose plan asks for check_finite); \
+ * LINATTN_ENOMEM (only beyond the sizes above); LINATTN_EDENOM;              \
+ * LINATTN_EOVERFLOW.  Needs exclusive access to every state. */              \
+LINATTN_API int X(states_step)(X(state) *const *states, int64_t count,        \
+                               int layout, const R *q, int64_t ldq,           \
+                               const R *k, int64_t ldk, const R *v,           \
+                               int64_t ldv, R *out, int64_t ldout,            \
+                               int64_t *bad_row);                             \
+                                                                              \
 /* int linattn_d_attention(const linattn_d_plan *plan, int layout,            \
  *         int64_t nq, int64_t nk, const double *q, int64_t ldq,              \
  *         const double *k, int64_t ldk, const double *v, int64_t ldv,        \

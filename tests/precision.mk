@@ -166,6 +166,15 @@ tests_test_packed_s_SOURCES = $(tests_test_packed_d_SOURCES)
 tests_test_packed_s_CPPFLAGS = $(AM_CPPFLAGS) -DTEST_SINGLE
 tests_test_packed_s_CFLAGS = $(TEST_CFLAGS)
 tests_test_packed_s_LDADD = $(tests_test_packed_d_LDADD)
+check_PROGRAMS += tests/test_step_d tests/test_step_s
+tests_test_step_d_SOURCES = tests/test_step.c tests/testutil.h
+tests_test_step_d_CPPFLAGS = $(AM_CPPFLAGS)
+tests_test_step_d_CFLAGS = $(TEST_CFLAGS)
+tests_test_step_d_LDADD = $(TEST_LDADD)
+tests_test_step_s_SOURCES = $(tests_test_step_d_SOURCES)
+tests_test_step_s_CPPFLAGS = $(AM_CPPFLAGS) -DTEST_SINGLE
+tests_test_step_s_CFLAGS = $(TEST_CFLAGS)
+tests_test_step_s_LDADD = $(tests_test_step_d_LDADD)
 endif
 
 # [fortran]

@@ -11,6 +11,7 @@ GENERIC_SOURCES += lib/attn/fingerprint.c
 GENERIC_SOURCES += lib/attn/state.c
 GENERIC_SOURCES += lib/attn/state_small.c
 GENERIC_SOURCES += lib/attn/state_transfer.c
+GENERIC_SOURCES += lib/attn/state_step.c
 GENERIC_SOURCES += lib/attn/output_rows.c
 GENERIC_SOURCES += lib/attn/attention.c
 GENERIC_SOURCES += lib/attn/causal.c
