@@ -132,8 +132,8 @@ module linattn_base
   public :: call_begin, call_fail, call_c, call_c_row, call_c_where, &
       call_end, check_plan, &
       check_state, check_shape, layout_of, describe_matrix, &
-      describe_batch, describe_vector, settle, element_stride, itoa, &
-      kind_name, check_new, adopt_plan, &
+      describe_batch, describe_vector, view_int64, settle, element_stride, &
+      itoa, kind_name, check_new, adopt_plan, &
       opts_to_c, opts_from_c, platform_from_c, c_string, f_string
 
 contains
@@ -570,6 +570,24 @@ contains
     end if
     ptr = base
   end subroutine describe_vector
+
+  ! A vector of int64 (packed sequences' offsets) as C's pointer: it must
+  ! be contiguous (NULL when empty).
+  subroutine view_int64(c, argno, name, a, ptr)
+    type(linattn_call), intent(inout) :: c
+    integer, intent(in) :: argno
+    character(*), intent(in) :: name
+    integer(int64), intent(in), target :: a(:)
+    type(c_ptr), intent(out) :: ptr
+    integer(int64) :: str
+    ptr = c_null_ptr
+    if (size(a) == 0) return
+    str = 1
+    if (size(a) > 1) str = element_stride(c_loc(a(1)), c_loc(a(2)), &
+        c_sizeof(a(1)))
+    call describe_vector(c, argno, name, c_loc(a(1)), size(a, kind=int64), &
+        str, ptr)
+  end subroutine view_int64
 
   function itoa(i) result(s)
     integer(int64), intent(in) :: i

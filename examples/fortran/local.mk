@@ -4,7 +4,8 @@
 # them through pkg-config; and the Fortran twin of the MPI example.
 if BUILD_FORTRAN
 noinst_PROGRAMS += examples/fortran/textbook examples/fortran/galerkin \
-	examples/fortran/timestep examples/fortran/train_map
+	examples/fortran/galerkin_meshes examples/fortran/timestep \
+	examples/fortran/train_map
 FEXAMPLE_FCFLAGS = $(FMOD_FCFLAGS) $(WARN_FCFLAGS)
 examples_fortran_textbook_SOURCES = examples/fortran/textbook.f90
 examples_fortran_textbook_FCFLAGS = $(FEXAMPLE_FCFLAGS)
@@ -12,6 +13,9 @@ examples_fortran_textbook_LDADD = fortran/liblinattn_fortran.la
 examples_fortran_galerkin_SOURCES = examples/fortran/galerkin.f90
 examples_fortran_galerkin_FCFLAGS = $(FEXAMPLE_FCFLAGS)
 examples_fortran_galerkin_LDADD = fortran/liblinattn_fortran.la
+examples_fortran_galerkin_meshes_SOURCES = examples/fortran/galerkin_meshes.f90
+examples_fortran_galerkin_meshes_FCFLAGS = $(FEXAMPLE_FCFLAGS)
+examples_fortran_galerkin_meshes_LDADD = fortran/liblinattn_fortran.la
 examples_fortran_timestep_SOURCES = examples/fortran/timestep.f90
 examples_fortran_timestep_FCFLAGS = $(FEXAMPLE_FCFLAGS)
 examples_fortran_timestep_LDADD = fortran/liblinattn_fortran.la
@@ -19,12 +23,15 @@ examples_fortran_train_map_SOURCES = examples/fortran/train_map.f90
 examples_fortran_train_map_FCFLAGS = $(FEXAMPLE_FCFLAGS)
 examples_fortran_train_map_LDADD = fortran/liblinattn_fortran.la
 FORTRAN_EXAMPLE_OBJS = $(examples_fortran_textbook_OBJECTS) \
-	$(examples_fortran_galerkin_OBJECTS) $(examples_fortran_timestep_OBJECTS) \
+	$(examples_fortran_galerkin_OBJECTS) \
+	$(examples_fortran_galerkin_meshes_OBJECTS) \
+	$(examples_fortran_timestep_OBJECTS) \
 	$(examples_fortran_train_map_OBJECTS)
 $(FORTRAN_EXAMPLE_OBJS): fortran/linattn.lo
 fexamplesdir = $(docexamplesdir)/fortran
 dist_fexamples_DATA = examples/fortran/textbook.f90 \
-	examples/fortran/galerkin.f90 examples/fortran/timestep.f90 \
+	examples/fortran/galerkin.f90 examples/fortran/galerkin_meshes.f90 \
+	examples/fortran/timestep.f90 \
 	examples/fortran/train_map.f90
 INSTALL_FORTRAN_EXAMPLES = $(INSTALL_DATA) \
 	$(top_srcdir)/examples/fortran/Makefile.installed \

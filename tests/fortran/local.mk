@@ -61,7 +61,7 @@ FTEST_SH = tests/fortran/nocopy.sh tests/fortran/stop.sh \
 	tests/fortran/checkpoint_interop.sh tests/fortran/coverage.sh \
 	tests/fortran/textbook.sh tests/fortran/timestep_restart.sh \
 	tests/fortran/installed.sh examples/fortran/galerkin \
-	examples/fortran/train_map
+	examples/fortran/galerkin_meshes examples/fortran/train_map
 TESTS += $(FTEST_SH)
 # make install relinks liblinattn_fortran in the build tree: installed.sh
 # runs after every test that loads it.  (The target is a variable so that
@@ -71,7 +71,8 @@ $(INSTALLED_SH_LOG): tests/fortran/test_f_api.log $(FORTRAN_PRECISION_LOGS) \
 	tests/fortran/nocopy.sh.log tests/fortran/stop.sh.log \
 	tests/fortran/checkpoint_interop.sh.log tests/fortran/textbook.sh.log \
 	tests/fortran/timestep_restart.sh.log examples/fortran/galerkin.log \
-	tests/fortran/test_f_grad.log examples/fortran/train_map.log
+	examples/fortran/galerkin_meshes.log tests/fortran/test_f_grad.log \
+	examples/fortran/train_map.log
 endif
 endif
 EXTRA_DIST += tests/fortran/ckpt_f.inc tests/fortran/nocopy.sh tests/fortran/stop.sh \
