@@ -10,11 +10,12 @@
  * for bit), and with one thread a packed call is bit for bit the calls
  * on the pieces.
  *
- * Threads: a sequence long enough to give every thread a fair range runs
+ * Threads: a sequence with more than a thread's share of the work runs
  * alone and splits its rows as a single call does; the others run side
- * by side, each on one thread, the team's ranges balanced by their rows
- * (a skewed batch, one long sequence and many short ones, keeps both
- * cores busy).  Every sequence runs whatever another returned; the call
+ * by side, each on one thread, the longest first to the least loaded
+ * thread (a skewed batch, one long sequence and many short ones, keeps
+ * both cores busy, and most sequences skip the split's costs: the
+ * partial states and their sum, the causal prefix over the threads).  Every sequence runs whatever another returned; the call
  * reports the first failing sequence in order.  With absorbing states the
  * call is all or nothing: each state is backed up first and every one is
  * restored when any sequence fails.
@@ -25,10 +26,6 @@
 #include "attn/state.h"
 #include "common/threads.h"
 #include "common/validate.h"
-
-/* A sequence runs alone, its rows split over the threads, from this many
- * rows per thread; shorter ones run side by side on one thread each. */
-#define PACKED_ALONE_ROWS 4096
 
 /* The work of a sequence for balancing, in rows: its queries and keys,
  * and a fixed cost (workspace, state) that even an empty one has. */
@@ -113,10 +110,11 @@ static XI(problem) sequence(const XI(problem) *pb, int64_t s)
 typedef struct {
     const XI(problem) *pb;
     XI(run_fn) run;
-    const int64_t *side;  /* the sequences that run side by side, in order */
-    const int64_t *start; /* the work before side[i]                       */
-    int64_t count;
-    /* range t's first failing sequence (INT64_MAX: none), its status and
+    /* the sequences that run side by side, grouped by thread: thread t's
+     * are side[seg[t]] .. side[seg[t + 1] - 1] */
+    const int64_t *side;
+    int64_t seg[LINATTN_MAX_THREADS + 1];
+    /* thread t's first failing sequence (INT64_MAX: none), its status and
      * row */
     int64_t first[LINATTN_MAX_THREADS];
     int status[LINATTN_MAX_THREADS];
@@ -146,27 +144,68 @@ static void keep_first(int64_t *first, int *status, int64_t *row, int64_t s,
     }
 }
 
-/* Range t of the side-by-side sequences: those whose work starts in
- * [lo, hi), in order. */
+/* Thread t's side-by-side sequences (the range [t, t + 1) of nt). */
 static int64_t side_range(void *ctx, int t, int64_t lo, int64_t hi)
 {
     packed_job *j = ctx;
-    int64_t a = 0, b = j->count; /* the first i with start[i] >= lo */
-    while (a < b) {
-        int64_t mid = a + (b - a) / 2;
-        if (j->start[mid] < lo)
-            a = mid + 1;
-        else
-            b = mid;
-    }
+    (void)lo;
+    (void)hi;
     j->first[t] = INT64_MAX;
-    for (int64_t i = a; i < j->count && j->start[i] < hi; i++) {
+    for (int64_t i = j->seg[t]; i < j->seg[t + 1]; i++) {
         int64_t row;
         int st = run_sequence(j, j->side[i], &row);
         keep_first(&j->first[t], &j->status[t], &j->row[t], j->side[i], st,
                    row);
     }
     return 0;
+}
+
+/* The sequences side[0 .. n) (work[i] each) over nt threads, the longest
+ * first, each to the thread with the least work so far (within 4/3 of
+ * the best balance); side is regrouped by thread into segments seg. */
+static void assign_threads(int64_t *side, int64_t *work, int64_t *tmp,
+                           int64_t n, int nt, int64_t *seg)
+{
+    /* sort by work, decreasing (a heap sort: no allocation, n log n) */
+    for (int64_t start = n / 2 - 1, end = n;; ) {
+        int64_t root;
+        if (start >= 0) {
+            root = start--;
+        } else if (--end > 0) {
+            int64_t t = work[0]; work[0] = work[end]; work[end] = t;
+            t = side[0]; side[0] = side[end]; side[end] = t;
+            root = 0;
+        } else {
+            break;
+        }
+        for (int64_t child; (child = 2 * root + 1) < end; root = child) {
+            if (child + 1 < end && work[child + 1] < work[child])
+                child++;
+            if (work[root] <= work[child])
+                break;
+            int64_t t = work[root]; work[root] = work[child]; work[child] = t;
+            t = side[root]; side[root] = side[child]; side[child] = t;
+        }
+    }
+    int64_t load[LINATTN_MAX_THREADS] = {0}, count[LINATTN_MAX_THREADS] = {0};
+    for (int64_t i = 0; i < n; i++) { /* work[i] becomes its thread */
+        int best = 0;
+        for (int t = 1; t < nt; t++)
+            best = load[t] < load[best] ? t : best;
+        load[best] += work[i];
+        work[i] = best;
+        count[best]++;
+    }
+    seg[0] = 0;
+    for (int t = 0; t < nt; t++)
+        seg[t + 1] = seg[t] + count[t];
+    int64_t at[LINATTN_MAX_THREADS];
+    for (int t = 0; t < nt; t++)
+        at[t] = seg[t];
+    for (int64_t i = 0; i < n; i++)
+        tmp[at[work[i]]++] = side[i];
+    for (int64_t i = 0; i < n; i++)
+        side[i] = tmp[i];
 }
 
 /* Backups of the states a packed call absorbs into (NULL when it does
@@ -197,26 +236,29 @@ int XI(packed_run)(const XI(problem) *pb, XI(run_fn) run, int64_t *bad_row)
     if (failed)
         return LINATTN_ENOMEM;
     int nt = linattn_i_threads(INT64_MAX, 1);
-    int64_t nseq = pb->nseq, nside = 0;
+    int64_t nseq = pb->nseq, nside = 0, total = 0;
     int64_t *side = NULL;
     if (nt > 1) {
-        side = linattn_i_alloc(2 * nseq + 1, sizeof *side);
+        side = linattn_i_alloc(3 * nseq + 1, sizeof *side);
         if (!side) {
             free(bk);
             return LINATTN_ENOMEM;
         }
+        for (int64_t s = 0; s < nseq; s++)
+            total += sequence_work(pb, s);
     }
-    packed_job job = {pb, run, side, side ? side + nseq : NULL, 0,
-                      {0}, {0}, {0}};
+    packed_job job;
+    job.pb = pb;
+    job.run = run;
+    job.side = side;
     int status = 0;
-    int64_t first = INT64_MAX, row = NO_ROW, work = 0;
+    int64_t first = INT64_MAX, row = NO_ROW;
     for (int64_t s = 0; s < nseq; s++) {
-        int64_t q = pb->qoff[s + 1] - pb->qoff[s];
-        int64_t k = pb->koff[s + 1] - pb->koff[s];
-        if (side && (q > k ? q : k) < (int64_t)nt * PACKED_ALONE_ROWS) {
+        /* more than a thread's share of the work: alone, split */
+        int64_t work = side ? sequence_work(pb, s) : 0;
+        if (side && work <= total / nt) {
             side[nside] = s;
             side[nseq + nside++] = work;
-            work += sequence_work(pb, s);
             continue;
         }
         int64_t r;
@@ -224,10 +266,10 @@ int XI(packed_run)(const XI(problem) *pb, XI(run_fn) run, int64_t *bad_row)
         keep_first(&first, &status, &row, s, st, r);
     }
     if (nside) {
-        job.start = side + nseq;
-        job.count = nside;
         int ranges = nt < nside ? nt : (int)nside;
-        linattn_i_parallel_ranges(ranges, work, side_range, &job);
+        assign_threads(side, side + nseq, side + 2 * nseq, nside, ranges,
+                       job.seg);
+        linattn_i_parallel_ranges(ranges, ranges, side_range, &job);
         for (int t = 0; t < ranges; t++)
             keep_first(&first, &status, &row, job.first[t], job.status[t],
                        job.row[t]);
