@@ -783,7 +783,11 @@ typedef struct X(extras_s) {                                                  \
      * no state twice), all unchanged on any error.  state must be NULL.      \
      * NULL: every sequence from a zero state */                              \
     X(state) *const *states;                                                  \
-    void *reserved_ptr[8];                                                    \
+    /* the backward _ex calls: dL/dw_j out, one per key row (stride 1):       \
+     * phi(k_j) . (dS v_j + dz), 0 for a key of weight 0 (absent: never       \
+     * read); NULL: not asked for (weights NULL: dL/dw at every w_j = 1) */   \
+    R *dweights;                                                              \
+    void *reserved_ptr[7];                                                    \
     int64_t nseq; /* the sequences of offsets (0 without them) */             \
     int64_t reserved[15];                                                     \
 } X(extras);                                                                  \
@@ -1260,6 +1264,59 @@ LINATTN_API int X(causal_backward)(const X(plan) *plan, int layout,           \
         const R *v, int64_t ldv, const R *out, int64_t ldout, const R *den,   \
         const R *g, int64_t ldg, R *dq, int64_t lddq, R *dk, int64_t lddk,    \
         R *dv, int64_t lddv, R *dw, int64_t lddw, R *db, int64_t *bad_row);   \
+                                                                              \
+/* int linattn_d_attention_backward_ex(const linattn_d_plan *plan,            \
+ *         int layout, int64_t nq, int64_t nk, const double *q, int64_t ldq,  \
+ *         const double *k, int64_t ldk, const double *v, int64_t ldv,        \
+ *         const double *out, int64_t ldout, const double *den,               \
+ *         const double *g, int64_t ldg, double *dq, int64_t lddq,            \
+ *         double *dk, int64_t lddk, double *dv, int64_t lddv, double *dw,    \
+ *         int64_t lddw, double *db, const linattn_d_state *state,            \
+ *         const linattn_d_extras *ex, int64_t *bad_row)                      \
+ * linattn_d_attention_backward through linattn_d_attention_ex with the       \
+ * parts of ex it takes: key weights (S = sum_j w_j phi(k_j) v_j^T, z         \
+ * likewise; out and den as that call wrote them): dphi(k_j) = w_j (dS v_j +  \
+ * dz), dv_j = w_j dS^T phi(k_j), and ex->dweights (nk) = dL/dw_j =           \
+ * phi(k_j) . (dS v_j + dz), with dS, dz the adjoints of S and z; a key of    \
+ * weight 0 is absent (never read: its dk, dv rows and dL/dw_j are 0; a       \
+ * weight learnt through 0 wants a positive parametrization).  Packed         \
+ * (ex->offsets, ex->key_offsets): each sequence's gradients as a call of     \
+ * its own, dw and db summed over them (a failure after the checks leaves     \
+ * the earlier sequences' rows written).  state (if given) holds the keys     \
+ * of weight not 0, weighted; not with offsets.  ex NULL or all absent:       \
+ * linattn_d_attention_backward, bit for bit.  Errors as                      \
+ * linattn_d_attention_backward (-25 also a state whose tokens are not the    \
+ * keys of weight not 0); -26 ex: a reserved word not 0, a part it does not   \
+ * take (den, state, absorb, states), a weight negative, NaN or Inf,          \
+ * dweights meeting another array, offsets as at linattn_d_attention_ex,      \
+ * offsets with a state.  Thread-safe. */                                     \
+LINATTN_API int X(attention_backward_ex)(const X(plan) *plan, int layout,     \
+        int64_t nq, int64_t nk, const R *q, int64_t ldq, const R *k,          \
+        int64_t ldk, const R *v, int64_t ldv, const R *out, int64_t ldout,    \
+        const R *den, const R *g, int64_t ldg, R *dq, int64_t lddq, R *dk,    \
+        int64_t lddk, R *dv, int64_t lddv, R *dw, int64_t lddw, R *db,        \
+        const X(state) *state, const X(extras) *ex, int64_t *bad_row);        \
+                                                                              \
+/* int linattn_d_causal_backward_ex(const linattn_d_plan *plan, int layout,   \
+ *         int64_t n, const double *q, int64_t ldq, const double *k,          \
+ *         int64_t ldk, const double *v, int64_t ldv, const double *out,      \
+ *         int64_t ldout, const double *den, const double *g, int64_t ldg,    \
+ *         double *dq, int64_t lddq, double *dk, int64_t lddk, double *dv,    \
+ *         int64_t lddv, double *dw, int64_t lddw, double *db,                \
+ *         const linattn_d_extras *ex, int64_t *bad_row)                      \
+ * linattn_d_causal_backward through linattn_d_causal_ex with the parts of    \
+ * ex it takes in this version: packed sequences (ex->offsets), each          \
+ * sequence's gradients as a call of its own, dw and db summed over them.     \
+ * ex NULL or all absent: linattn_d_causal_backward, bit for bit.  Errors     \
+ * as linattn_d_causal_backward; -24 ex: a reserved word not 0, a part it     \
+ * does not take (key weights among them: not yet), offsets as at             \
+ * linattn_d_causal_ex.  Thread-safe. */                                      \
+LINATTN_API int X(causal_backward_ex)(const X(plan) *plan, int layout,        \
+        int64_t n, const R *q, int64_t ldq, const R *k, int64_t ldk,          \
+        const R *v, int64_t ldv, const R *out, int64_t ldout, const R *den,   \
+        const R *g, int64_t ldg, R *dq, int64_t lddq, R *dk, int64_t lddk,    \
+        R *dv, int64_t lddv, R *dw, int64_t lddw, R *db,                      \
+        const X(extras) *ex, int64_t *bad_row);                               \
                                                                               \
 /* int linattn_d_features_backward(const linattn_d_plan *plan, int layout,  \
  *         int64_t n, const double *x, int64_t ldx, const double *dphi,     \

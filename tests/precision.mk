@@ -175,6 +175,15 @@ tests_test_step_s_SOURCES = $(tests_test_step_d_SOURCES)
 tests_test_step_s_CPPFLAGS = $(AM_CPPFLAGS) -DTEST_SINGLE
 tests_test_step_s_CFLAGS = $(TEST_CFLAGS)
 tests_test_step_s_LDADD = $(tests_test_step_d_LDADD)
+check_PROGRAMS += tests/test_weighted_grad_d tests/test_weighted_grad_s
+tests_test_weighted_grad_d_SOURCES = tests/test_weighted_grad.c tests/testutil.h
+tests_test_weighted_grad_d_CPPFLAGS = $(AM_CPPFLAGS)
+tests_test_weighted_grad_d_CFLAGS = $(TEST_CFLAGS)
+tests_test_weighted_grad_d_LDADD = $(TEST_LDADD)
+tests_test_weighted_grad_s_SOURCES = $(tests_test_weighted_grad_d_SOURCES)
+tests_test_weighted_grad_s_CPPFLAGS = $(AM_CPPFLAGS) -DTEST_SINGLE
+tests_test_weighted_grad_s_CFLAGS = $(TEST_CFLAGS)
+tests_test_weighted_grad_s_LDADD = $(tests_test_weighted_grad_d_LDADD)
 endif
 
 # [fortran]

@@ -19,6 +19,7 @@ int X(extras_init)(X(extras) *ex)
     ex->weights = NULL;
     ex->offsets = ex->key_offsets = NULL;
     ex->states = NULL;
+    ex->dweights = NULL;
     for (size_t i = 0; i < sizeof ex->reserved_ptr / sizeof *ex->reserved_ptr;
          i++)
         ex->reserved_ptr[i] = NULL;
@@ -55,6 +56,8 @@ int XI(extras_taken)(const X(extras) *ex, unsigned parts)
         return 0;
     if (!(parts & LINATTN_I_X_STATES) && ex->states)
         return 0;
+    if (!(parts & LINATTN_I_X_DWEIGHTS) && ex->dweights)
+        return 0;
     return 1;
 }
 
@@ -67,6 +70,7 @@ void XI(problem_extras)(XI(problem) *pb, const X(extras) *ex)
     pb->state = ex->state;
     pb->absorb = ex->absorb;
     pb->part[LINATTN_I_KW] = XI(part_single)(ex->weights, 1);
+    pb->part[LINATTN_I_DKW] = XI(part_single)(ex->dweights, 1);
     if (ex->offsets) {
         pb->nseq = ex->nseq;
         pb->qoff = ex->offsets;

@@ -55,7 +55,9 @@ int XI(packed_fields_ok)(const XI(problem) *pb)
         return 0; /* no offsets of that many entries are addressable */
     if (!ex->offsets)
         return !ex->nseq && !ex->key_offsets && !ex->states;
-    return !ex->state; /* a packed call's states are per sequence */
+    /* a packed call's states are per sequence (the backward's state of
+     * the keys is refused with offsets too) */
+    return !ex->state && !pb->state;
 }
 
 int XI(packed_values_check)(const XI(problem) *pb)

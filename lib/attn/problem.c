@@ -85,6 +85,17 @@ static int64_t shape_cols(const XI(problem) *pb, int code)
                                  : 1;
 }
 
+/* The keys a state of the call's keys holds: those of weight not 0
+ * (the weights are addressable by now: stage 3). */
+static int64_t kept_keys(const XI(problem) *pb)
+{
+    const real *w = pb->part[LINATTN_I_KW].p;
+    int64_t n = 0;
+    for (int64_t j = 0; w && j < pb->nk; j++)
+        n += w[j] != 0;
+    return w ? n : pb->nk;
+}
+
 /* The scalar checks, by kind. */
 enum { C_PLAN, C_STATE, C_GIVEN, C_LAYOUT, C_BATCH, C_HEADS, C_NQ, C_NK, C_D, C_E,
        C_SCALE, C_CAUSAL, C_ABSORB, C_STATS, C_EXTRAS, C_SOME_OUTPUT,
@@ -102,7 +113,7 @@ static int scalar_bad(const XI(problem) *pb, const linattn_i_signature *sig,
     case C_GIVEN: /* a state given to a call of a plan: of its map */
         return pb->state && (!XI(state_fits_plan)(pb->state, pb->plan) ||
                              ((sig->flags & LINATTN_I_GIVEN_KEYS) &&
-                              pb->state->tokens != pb->nk));
+                              pb->state->tokens != kept_keys(pb)));
     case C_LAYOUT:
         return !linattn_i_layout_ok(pb->layout);
     case C_BATCH:

@@ -52,6 +52,7 @@ enum {
     LINATTN_I_DW,  /* dL/dW of the map's projection (rows of W x d)     */
     LINATTN_I_DB,  /* dL/db of a custom map's bias (rows of W)          */
     LINATTN_I_KW,  /* key weights, one per key row (an _ex call's)      */
+    LINATTN_I_DKW, /* dL/d(key weights), one per key row (backward _ex) */
     LINATTN_I_PARTS
 };
 
@@ -110,7 +111,8 @@ enum {
     LINATTN_I_X_WEIGHTS = 4, /* weights: key weights                     */
     LINATTN_I_X_OFFSETS = 8, /* offsets and nseq: packed sequences        */
     LINATTN_I_X_KEY_OFFSETS = 16, /* key_offsets: the keys' own offsets  */
-    LINATTN_I_X_STATES = 32  /* states (and absorb): one per sequence     */
+    LINATTN_I_X_STATES = 32,  /* states (and absorb): one per sequence    */
+    LINATTN_I_X_DWEIGHTS = 64 /* dweights: dL/dw out (the backward)       */
 };
 
 /* Forms of a call. */
@@ -144,7 +146,7 @@ typedef struct {
  * key weights. */
 static inline int linattn_i_part_is_vector(int i)
 {
-    return i == LINATTN_I_DEN || i == LINATTN_I_KW;
+    return i == LINATTN_I_DEN || i == LINATTN_I_KW || i == LINATTN_I_DKW;
 }
 
 /* A part of a problem: the caller's pointer (NULL: absent, or no rows)
@@ -242,6 +244,13 @@ int XI(problem_check)(const XI(problem) *pb, const linattn_i_signature *sig,
     [LINATTN_I_KW] = {(pos), LINATTN_I_NK, LINATTN_I_ONE,                    \
                       LINATTN_I_INPUT | LINATTN_I_OPTIONAL | LINATTN_I_VECTOR}
 
+/* dL/d(key weights) out, one per key row (a backward _ex call's:
+ * optional). */
+#define LINATTN_I_DWEIGHTS_OUT(pos)                                          \
+    [LINATTN_I_DKW] = {(pos), LINATTN_I_NK, LINATTN_I_ONE,                   \
+                       LINATTN_I_OUTPUT | LINATTN_I_OPTIONAL |               \
+                           LINATTN_I_VECTOR}
+
 /* Normalizers out, one per query row (the forward calls': NULL refused
  * with rows, after the other parts' checks; an _ex call's: optional). */
 #define LINATTN_I_DEN_OUT(pos, required)                                     \
@@ -338,6 +347,7 @@ static inline int linattn_i_part_rows_kind(int i)
     case LINATTN_I_DK:
     case LINATTN_I_DV:
     case LINATTN_I_KW:
+    case LINATTN_I_DKW:
         return LINATTN_I_NK;
     case LINATTN_I_DW:
     case LINATTN_I_DB:

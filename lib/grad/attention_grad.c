@@ -40,6 +40,7 @@
 /* One thread's workspace for blocks of up to rows rows. */
 typedef struct {
     real *f, *a, *gh, *vc, *y;
+    real *kz; /* a block's keys with the rows of weight 0 zeroed */
     double *rexp;
     XI(fgrad_ws) fw;
     XI(accum) ds; /* this thread's part of d[S z] */
@@ -48,12 +49,13 @@ typedef struct {
 static void free_bwd_ws(bwd_ws *w)
 {
     free(w->f), free(w->a), free(w->gh), free(w->vc), free(w->y);
-    free(w->rexp);
+    free(w->kz), free(w->rexp);
     XI(fgrad_free)(&w->fw);
     XI(accum_free)(&w->ds);
 }
 
-static int alloc_bwd_ws(bwd_ws *w, const X(plan) *plan, int64_t rows)
+static int alloc_bwd_ws(bwd_ws *w, const X(plan) *plan, int64_t rows,
+                        int weighted)
 {
     int64_t m = plan->m, e = plan->e;
     memset(w, 0, sizeof *w);
@@ -63,7 +65,9 @@ static int alloc_bwd_ws(bwd_ws *w, const X(plan) *plan, int64_t rows)
     w->vc = linattn_i_alloc(rows * e, sizeof(real));
     w->y = linattn_i_alloc(rows * e, sizeof(real));
     w->rexp = linattn_i_alloc(rows, sizeof(double));
-    int bad = !w->f || !w->a || !w->gh || !w->vc || !w->y || !w->rexp;
+    w->kz = weighted ? linattn_i_alloc(rows * plan->d, sizeof(real)) : NULL;
+    int bad = !w->f || !w->a || !w->gh || !w->vc || !w->y || !w->rexp ||
+              (weighted && !w->kz);
     bad = bad || XI(fgrad_alloc)(&w->fw, plan, rows);
     bad = bad || XI(accum_alloc)(&w->ds, m * (e + 1));
     if (bad) {
@@ -112,46 +116,92 @@ static int64_t query_pass(void *ctx, int t, int64_t lo, int64_t hi)
     return bad ? lo : INT64_MAX;
 }
 
-/* Pass 3 on key rows [lo, hi); lo when a value written to dk or dv is
- * not finite, else INT64_MAX. */
+/* Rows [0, rows) of x (cols columns) into buf (row major, ld cols), the
+ * rows whose weight is 0 as zeros (never read). */
+static XI(view) zero_dropped(XI(view) x, int64_t rows, int64_t cols,
+                             const real *w, real *buf)
+{
+    for (int64_t i = 0; i < rows; i++) {
+        if (w[i] == 0)
+            memset(buf + i * cols, 0, (size_t)cols * sizeof(real));
+        else
+            XI(copy_rows)(XI(view_rows)(x, i), 0, 1, cols, buf + i * cols);
+    }
+    return (XI(view)){buf, cols, 0};
+}
+
+/* Pass 3 on key rows [lo, hi); lo when a value written to dk, dv or
+ * dweights is not finite, else INT64_MAX.  Key weights w_j: the unweighted
+ * adjoint of phi(k_j) is a_j = dS v_j + dz, so dweights_j = phi(k_j) . a_j,
+ * dphi(k_j) = w_j a_j and dv_j = w_j dS^T phi(k_j); a block with weights 0
+ * is read through copies whose rows of weight 0 are zeros (those keys'
+ * gradients are 0). */
 static int64_t key_pass(void *ctx, int t, int64_t lo, int64_t hi)
 {
     bwd_job *j = ctx;
     const XI(problem) *pb = j->pb;
     const X(plan) *plan = pb->plan;
     bwd_ws *w = &j->ws[t];
-    int64_t m = plan->m, e = plan->e, block = XI(block_rows)(plan);
+    int64_t m = plan->m, d = plan->d, e = plan->e, block = XI(block_rows)(plan);
     int64_t lddk = pb->part[LINATTN_I_DK].s.ld;
     int64_t lddv = pb->part[LINATTN_I_DV].s.ld;
+    const real *kw = pb->part[LINATTN_I_KW].p;
+    real *dkw = XI(part_out)(pb, LINATTN_I_DKW);
     int cm = pb->layout == LINATTN_COL_MAJOR, bad = 0;
     XI(view) ds = {j->dsz, e + 1, 0}, fv = {w->f, m, 0};
     for (int64_t r = lo; r < hi; r += block) {
         int64_t rows = hi - r < block ? hi - r : block;
+        const real *wr = kw ? kw + r : NULL;
+        int dropped = 0;
+        for (int64_t i = 0; wr && i < rows; i++)
+            dropped |= wr[i] == 0;
         XI(view) kb = XI(view_rows)(XI(part_view)(pb, LINATTN_I_K), r);
+        XI(view) vr = XI(view_rows)(XI(part_view)(pb, LINATTN_I_V), r);
+        if (dropped)
+            kb = zero_dropped(kb, rows, d, wr, w->kz);
         if (plan->shifted) { /* at the state's shift, as the forward */
             XI(phi_pre)(plan, kb, rows, w->f, w->rexp);
             XI(phi_post)(plan, w->f, rows, w->rexp, NULL, j->shift, NULL);
         } else {
             XI(phi_rows)(plan, kb, rows, w->f, NULL);
         }
-        XI(view) vb = XI(fit_view)(
-            XI(view_rows)(XI(part_view)(pb, LINATTN_I_V), r), rows, e, w->vc);
+        XI(view) vb = dropped ? zero_dropped(vr, rows, e, wr, w->vc)
+                              : XI(fit_view)(vr, rows, e, w->vc);
         /* dphi(K_b) = V_b dS^T + 1 dz^T */
         XI(gemm)(0, 0, rows, m, e, 1, vb, (XI(view)){j->dst, m, 0}, 0, w->a,
                  m);
         const real *dz = j->dst + e * m;
         for (int64_t i = 0; i < rows; i++) {
-            real *ai = w->a + i * m;
+            real *ai = w->a + i * m, *fi = w->f + i * m;
             LINATTN_SIMD
             for (int64_t c = 0; c < m; c++)
                 ai[c] += dz[c];
+            if (dkw) {
+                real dot = 0;
+                for (int64_t c = 0; c < m; c++)
+                    dot += fi[c] * ai[c];
+                dkw[r + i] = wr && wr[i] == 0 ? 0 : dot;
+                bad |= LINATTN_NOT_FINITE(dkw[r + i]);
+            }
+            if (wr) {
+                real wi = wr[i];
+                LINATTN_SIMD
+                for (int64_t c = 0; c < m; c++)
+                    ai[c] *= wi;
+            }
+        }
+        bad |= XI(phi_backward)(plan, kb, rows, w->f, w->a, cm,
+                                XI(part_row)(pb, LINATTN_I_DK, r), lddk,
+                                &w->fw, &j->pg[t]);
+        for (int64_t i = 0; wr && i < rows; i++) { /* dV = diag(w) phi dS */
+            real *fi = w->f + i * m, wi = wr[i];
+            LINATTN_SIMD
+            for (int64_t c = 0; c < m; c++)
+                fi[c] *= wi;
         }
         bad |= XI(gemm_to_checked)(rows, e, m, fv, ds, cm,
                                    XI(part_row)(pb, LINATTN_I_DV, r), lddv,
                                    w->y, w->fw.ones);
-        bad |= XI(phi_backward)(plan, kb, rows, w->f, w->a, cm,
-                                XI(part_row)(pb, LINATTN_I_DK, r), lddk,
-                                &w->fw, &j->pg[t]);
     }
     return bad ? lo : INT64_MAX;
 }
@@ -175,7 +225,8 @@ int XI(attention_backward_run)(const XI(problem) *pb, const XI(pgrad) *pg,
     const XI(pgrad) *pgv = pg ? pg : &none;
     int have = 0, st = 0;
     int split = nt > 1 && (pgv->dw || pgv->db);
-    while (have < nt && !alloc_bwd_ws(&ws[have], plan, rows))
+    int weighted = pb->part[LINATTN_I_KW].p != NULL;
+    while (have < nt && !alloc_bwd_ws(&ws[have], plan, rows, weighted))
         have++;
     void *mem = given ? NULL : malloc(XI(state_bytes)(plan));
     real *tr = linattn_i_alloc(2 * m * (e + 1), sizeof(real));
@@ -242,4 +293,32 @@ int X(attention_backward)(const X(plan) *plan, int layout, int64_t nq,
                       lddw, db);
     pb.state = (X(state) *)state; /* only read */
     return XI(backward_single)(&pb, &backward_sig, bad_row);
+}
+
+/* linattn_d_attention_backward_ex: and the extras (26): key weights in,
+ * dL/dw out, packed sequences (the queries' and the keys' offsets). */
+static const linattn_i_signature backward_ex_sig = {
+    .plan = 1, .layout = 2, .nq = 3, .nk = 4, .given = 25, .extras = 26,
+    .ex_parts = LINATTN_I_X_WEIGHTS | LINATTN_I_X_DWEIGHTS |
+                LINATTN_I_X_OFFSETS | LINATTN_I_X_KEY_OFFSETS,
+    .flags = LINATTN_I_SCAN | LINATTN_I_DEN_POLICY | LINATTN_I_GIVEN_KEYS,
+    .part = {LINATTN_I_BACKWARD(5), LINATTN_I_WEIGHTS_IN(26),
+             LINATTN_I_DWEIGHTS_OUT(26)}};
+
+int X(attention_backward_ex)(const X(plan) *plan, int layout, int64_t nq,
+                             int64_t nk, const real *q, int64_t ldq,
+                             const real *k, int64_t ldk, const real *v,
+                             int64_t ldv, const real *out, int64_t ldout,
+                             const real *den, const real *g, int64_t ldg,
+                             real *dq, int64_t lddq, real *dk, int64_t lddk,
+                             real *dv, int64_t lddv, real *dw, int64_t lddw,
+                             real *db, const X(state) *state,
+                             const X(extras) *ex, int64_t *bad_row)
+{
+    XI(problem) pb = XI(problem_init)(plan, layout, nq, nk);
+    XI(problem_qkvo)(&pb, q, ldq, k, ldk, v, ldv, out, ldout);
+    XI(problem_grads)(&pb, den, g, ldg, dq, lddq, dk, lddk, dv, lddv, dw,
+                      lddw, db);
+    XI(problem_backward_extras)(&pb, ex, state);
+    return XI(backward_single)(&pb, &backward_ex_sig, bad_row);
 }

@@ -490,3 +490,28 @@ int X(causal_backward)(const X(plan) *plan, int layout, int64_t n,
                       lddw, db);
     return XI(backward_single)(&pb, &backward_sig, bad_row);
 }
+
+/* linattn_d_causal_backward_ex: and the extras (24): packed sequences. */
+static const linattn_i_signature backward_ex_sig = {
+    .plan = 1, .layout = 2, .nq = 3, .extras = 24,
+    .ex_parts = LINATTN_I_X_OFFSETS,
+    .flags = LINATTN_I_SCAN | LINATTN_I_DEN_POLICY,
+    .part = {LINATTN_I_BACKWARD(4)}};
+
+int X(causal_backward_ex)(const X(plan) *plan, int layout, int64_t n,
+                          const real *q, int64_t ldq, const real *k,
+                          int64_t ldk, const real *v, int64_t ldv,
+                          const real *out, int64_t ldout, const real *den,
+                          const real *g, int64_t ldg, real *dq, int64_t lddq,
+                          real *dk, int64_t lddk, real *dv, int64_t lddv,
+                          real *dw, int64_t lddw, real *db,
+                          const X(extras) *ex, int64_t *bad_row)
+{
+    XI(problem) pb = XI(problem_init)(plan, layout, n, n);
+    pb.causal = 1;
+    XI(problem_qkvo)(&pb, q, ldq, k, ldk, v, ldv, out, ldout);
+    XI(problem_grads)(&pb, den, g, ldg, dq, lddq, dk, lddk, dv, lddv, dw,
+                      lddw, db);
+    XI(problem_backward_extras)(&pb, ex, NULL);
+    return XI(backward_single)(&pb, &backward_ex_sig, bad_row);
+}

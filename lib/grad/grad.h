@@ -179,6 +179,21 @@ static inline void XI(problem_grads)(XI(problem) *pb, const real *den,
     pb->part[LINATTN_I_DB] = XI(part_single)(db, 1);
 }
 
+/* A backward _ex call's extras into its problem: the parts of
+ * XI(problem_extras) (key weights, dL/dw out, offsets) without its den
+ * and state, which are the call's own arguments here (the forward's
+ * normalizers in, the keys' state). */
+static inline void XI(problem_backward_extras)(XI(problem) *pb,
+                                               const X(extras) *ex,
+                                               const X(state) *state)
+{
+    XI(part) den = pb->part[LINATTN_I_DEN];
+    XI(problem_extras)(pb, ex);
+    pb->part[LINATTN_I_DEN] = den;
+    pb->state = (X(state) *)state; /* only read */
+    pb->absorb = 0;
+}
+
 /* A public single backward call after its problem is described: the
  * checks (sig; LINATTN_EDENOM names den's row in *bad_row), then the run
  * (pb->causal: causal) with dW and db accumulated, the verdict on

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "grad/grad.h"
+#include "attn/output_rows.h"
 #include "attn/problem.h"
 #include "kernels/kern_grad.h"
 #include "common/simd.h"
@@ -229,9 +230,15 @@ void XI(pgrad_write)(const X(plan) *plan, const XI(pgrad) *pg, int layout,
 int XI(bwd_inputs_finite)(const XI(problem) *pb)
 {
     int64_t d = pb->d, e = pb->e, nq = pb->nq, nk = pb->nk;
-    return XI(all_finite)(XI(part_view)(pb, LINATTN_I_Q), nq, d) &&
-           XI(all_finite)(XI(part_view)(pb, LINATTN_I_K), nk, d) &&
-           XI(all_finite)(XI(part_view)(pb, LINATTN_I_V), nk, e) &&
+    /* the keys of weight 0 are not inputs: never read */
+    const real *w = pb->part[LINATTN_I_KW].p;
+    int keys_ok = w ? XI(first_bad_kept_key)(XI(part_view)(pb, LINATTN_I_K),
+                                             XI(part_view)(pb, LINATTN_I_V),
+                                             d, e, w, nk) == nk
+                    : XI(all_finite)(XI(part_view)(pb, LINATTN_I_K), nk, d) &&
+                          XI(all_finite)(XI(part_view)(pb, LINATTN_I_V), nk,
+                                         e);
+    return XI(all_finite)(XI(part_view)(pb, LINATTN_I_Q), nq, d) && keys_ok &&
            XI(all_finite)(XI(part_view)(pb, LINATTN_I_OUT), nq, e) &&
            XI(all_finite)(XI(part_view)(pb, LINATTN_I_G), nq, e) &&
            XI(all_finite)((XI(view)){pb->part[LINATTN_I_DEN].p, nq, 0}, 1,
@@ -288,8 +295,21 @@ int XI(backward_single)(const XI(problem) *pb, const linattn_i_signature *sig,
     if (XI(pgrad_open)(&pg, plan, dw != NULL, db != NULL))
         return LINATTN_ENOMEM;
     int nonfinite = 0;
-    st = pb->causal ? XI(causal_backward_run)(pb, &pg, &nonfinite)
-                    : XI(attention_backward_run)(pb, &pg, &nonfinite);
+    if (pb->qoff) /* packed: each sequence its own problem, in order */
+        for (int64_t s = 0; !st && s < pb->nseq; s++) {
+            XI(problem) one = XI(problem_span)(pb, pb->qoff[s],
+                                               pb->qoff[s + 1], pb->koff[s],
+                                               pb->koff[s + 1]);
+            one.qoff = one.koff = NULL;
+            one.nseq = 0;
+            int nf = 0;
+            st = one.causal ? XI(causal_backward_run)(&one, &pg, &nf)
+                            : XI(attention_backward_run)(&one, &pg, &nf);
+            nonfinite |= nf;
+        }
+    else
+        st = pb->causal ? XI(causal_backward_run)(pb, &pg, &nonfinite)
+                        : XI(attention_backward_run)(pb, &pg, &nonfinite);
     if (st == LINATTN_EOVERFLOW && bad_row)
         *bad_row = -1; /* the keys' sums, before anything was written */
     if (!st && (nonfinite || !XI(pgrad_finite)(plan, &pg)))
