@@ -1305,11 +1305,15 @@ LINATTN_API int X(attention_backward_ex)(const X(plan) *plan, int layout,     \
  *         int64_t lddv, double *dw, int64_t lddw, double *db,                \
  *         const linattn_d_extras *ex, int64_t *bad_row)                      \
  * linattn_d_causal_backward through linattn_d_causal_ex with the parts of    \
- * ex it takes in this version: packed sequences (ex->offsets), each          \
+ * ex it takes: key weights (row i sees keys j <= i weighted; out and den     \
+ * as linattn_d_causal_ex wrote them), with dL/dw_j in ex->dweights on        \
+ * request and the keys of weight 0 absent, as at                             \
+ * linattn_d_attention_backward_ex; packed sequences (ex->offsets), each      \
  * sequence's gradients as a call of its own, dw and db summed over them.     \
  * ex NULL or all absent: linattn_d_causal_backward, bit for bit.  Errors     \
  * as linattn_d_causal_backward; -24 ex: a reserved word not 0, a part it     \
- * does not take (key weights among them: not yet), offsets as at             \
+ * does not take (den, state, absorb, key_offsets, states), a weight          \
+ * negative, NaN or Inf, dweights meeting another array, offsets as at        \
  * linattn_d_causal_ex.  Thread-safe. */                                      \
 LINATTN_API int X(causal_backward_ex)(const X(plan) *plan, int layout,        \
         int64_t n, const R *q, int64_t ldq, const R *k, int64_t ldk,          \

@@ -6,7 +6,9 @@
  * keys repeated (dq equal, each key's dk and dv the sum over its copies,
  * the keys of weight 0 with NaN in their rows never read and their
  * gradients 0); dL/dw against central differences of the weighted
- * forward; a given weighted state against the rebuilt one; packed
+ * forward, non-causal and causal (several chunks, two ranges of
+ * threads); weights all 1 against none, bit for bit; a given weighted
+ * state against the rebuilt one; packed
  * sequences against one backward call per piece (bit for bit on one
  * thread); and every refusal with nothing written.
  */
@@ -303,6 +305,100 @@ START_TEST(packed_backward_is_pieces)
 }
 END_TEST
 
+/* The causal backward with key weights: every gradient (dq, dk, dv,
+ * dL/dw) against central differences of the weighted causal forward (in
+ * double), with several chunks and, on two threads, two ranges; keys of
+ * weight 0 hold NaN (never read: their dk, dv, dL/dw are 0, and L does
+ * not depend on them); weights all 1 bit for bit the unweighted backward
+ * (both precisions). */
+START_TEST(causal_weights_central_differences)
+{
+    int map = _i % 2 ? LINATTN_MAP_FAVOR : LINATTN_MAP_ELU1;
+    int64_t d = 2, e = 2, n = 40;
+    uint64_t s = 71 + (uint64_t)_i;
+    linattn_opts o;
+    linattn_opts_init(&o);
+    o.block = 4;
+    o.chunk = 4;
+    o.seed = 3;
+    if (map == LINATTN_MAP_FAVOR)
+        o.m = 6;
+    P(plan) *p = NULL;
+    ck_assert_int_eq(P(plan_create)(&p, map, d, e, &o), 0);
+    real *q = rand_vec(n * d, -1, 1, &s), *k = rand_vec(n * d, -1, 1, &s);
+    real *v = rand_vec(n * e, -1, 1, &s), *g = rand_vec(n * e, -1, 1, &s);
+    real *w = rand_vec(n, 0.3, 1.5, &s);
+    w[9] = w[10] = w[23] = 0; /* rows 9 and 10: a chunk with two zeros */
+    k[9 * d] = (real)NAN;
+    v[10 * e + 1] = (real)INFINITY;
+    real out[80], den[40], dq[80], dk[80], dv[80], dkw[40];
+    P(extras) ex;
+    P(extras_init)(&ex);
+    ex.weights = w;
+    ex.den = den;
+    ck_assert_int_eq(P(causal_ex)(p, ROW, n, q, d, k, d, v, e, out, e, &ex,
+                                  NULL), 0);
+    ex.den = NULL;
+    ex.dweights = dkw;
+    ck_assert_int_eq(P(causal_backward_ex)(p, ROW, n, q, d, k, d, v, e, out, e,
+                                           den, g, e, dq, d, dk, d, dv, e,
+                                           NULL, 1, NULL, &ex, NULL), 0);
+    for (int64_t j = 0; j < n; j++)
+        if (w[j] == 0) {
+            ck_assert(dkw[j] == 0 && dk[j * d] == 0 && dk[j * d + 1] == 0);
+            ck_assert(dv[j * e] == 0 && dv[j * e + 1] == 0);
+        }
+#ifndef TEST_SINGLE
+    /* L = sum G . out of the weighted causal forward at x + t h */
+    real *const xs[4] = {q, k, v, w};
+    const real *gs[4] = {dq, dk, dv, dkw};
+    const int64_t len[4] = {n * d, n * d, n * e, n};
+    double h = 1e-6;
+    for (int a = 0; a < 4; a++)
+        for (int64_t i = 0; i < len[a]; i++) {
+            int64_t row = a == 3 ? i : a == 2 ? i / e : i / d;
+            if (a > 0 && w[row] == 0)
+                continue; /* not read: L does not depend on it */
+            double l[2];
+            real keep = xs[a][i];
+            for (int side = 0; side < 2; side++) {
+                xs[a][i] = (real)(keep + (side ? -h : h));
+                real o2[80];
+                P(extras) fx;
+                P(extras_init)(&fx);
+                fx.weights = w;
+                ck_assert_int_eq(P(causal_ex)(p, ROW, n, q, d, k, d, v, e, o2,
+                                              e, &fx, NULL), 0);
+                l[side] = 0;
+                for (int64_t t = 0; t < n * e; t++)
+                    l[side] += (double)g[t] * (double)o2[t];
+            }
+            xs[a][i] = keep;
+            double fd = (l[0] - l[1]) / (2 * h);
+            ck_assert_double_le(fabs(gs[a][i] - fd), 1e-7 * (1 + fabs(fd)));
+        }
+#endif
+    /* weights all 1: the unweighted backward, bit for bit */
+    for (int64_t j = 0; j < n; j++)
+        w[j] = 1;
+    k[9 * d] = 0.25;
+    v[10 * e + 1] = 0.5;
+    real dq1[80], dk1[80], dv1[80];
+    ck_assert_int_eq(P(causal_forward)(p, ROW, n, q, d, k, d, v, e, out, e,
+                                       den, NULL), 0);
+    ck_assert_int_eq(P(causal_backward_ex)(p, ROW, n, q, d, k, d, v, e, out, e,
+                                           den, g, e, dq, d, dk, d, dv, e,
+                                           NULL, 1, NULL, &ex, NULL), 0);
+    ck_assert_int_eq(P(causal_backward)(p, ROW, n, q, d, k, d, v, e, out, e,
+                                        den, g, e, dq1, d, dk1, d, dv1, e,
+                                        NULL, 1, NULL, NULL), 0);
+    ck_assert(!memcmp(dq, dq1, sizeof dq) && !memcmp(dk, dk1, sizeof dk) &&
+              !memcmp(dv, dv1, sizeof dv));
+    free(q), free(k), free(v), free(g), free(w);
+    P(plan_destroy)(p);
+}
+END_TEST
+
 START_TEST(bad_backward_ex_refused)
 {
     int64_t d = 2, e = 2, n = 4;
@@ -352,10 +448,17 @@ START_TEST(bad_backward_ex_refused)
                                               out, e, den, g, e, dq, d, dk, d,
                                               dv, e, NULL, 1, NULL, st, &ex,
                                               NULL), -26);
-    /* the causal backward takes no weights yet; the forward no dweights */
+    /* the causal backward takes no key offsets; the forward no dweights */
     P(extras) cx;
     P(extras_init)(&cx);
-    cx.weights = w;
+    cx.offsets = off;
+    cx.key_offsets = off;
+    cx.nseq = 1;
+    ck_assert_int_eq(P(causal_backward_ex)(p, ROW, n, q, d, k, d, v, e, out,
+                                           e, den, g, e, dq, d, dk, d, dv, e,
+                                           NULL, 1, NULL, &cx, NULL), -24);
+    P(extras_init)(&cx);
+    cx.weights = neg;
     ck_assert_int_eq(P(causal_backward_ex)(p, ROW, n, q, d, k, d, v, e, out,
                                            e, den, g, e, dq, d, dk, d, dv, e,
                                            NULL, 1, NULL, &cx, NULL), -24);
@@ -388,6 +491,7 @@ int main(void)
     tcase_add_loop_test(tc, integer_weights_repeat_keys, 0, 3);
     tcase_add_loop_test(tc, dweights_central_differences, 0, 4);
     tcase_add_loop_test(tc, packed_backward_is_pieces, 0, 4);
+    tcase_add_loop_test(tc, causal_weights_central_differences, 0, 2);
     tcase_add_test(tc, bad_backward_ex_refused);
     suite_add_tcase(s, tc);
     return run_suite(s);

@@ -67,6 +67,9 @@ typedef struct {
      * directly), phi(K_c)^T, and dV's later-rows part before it is
      * turned */
     real *vt, *kt, *yt;
+    /* key weights: a chunk's keys and values with the rows of weight 0
+     * zeroed (those rows are never read) */
+    real *kz, *vz;
     double *rexp, *mrun;
     XI(fgrad_ws) fw;
     /* the carried sums, transposed ((e + 1) x m) for the same reason */
@@ -79,7 +82,7 @@ static void free_cws(cws *w)
 {
     free(w->fq), free(w->fk), free(w->gh), free(w->sa), free(w->sp);
     free(w->a), free(w->y), free(w->vt), free(w->kt), free(w->yt);
-    free(w->rexp), free(w->mrun);
+    free(w->kz), free(w->vz), free(w->rexp), free(w->mrun);
     XI(fgrad_free)(&w->fw);
     XI(accum_free)(&w->pre);
     XI(accum_free)(&w->part);
@@ -96,14 +99,17 @@ static int alloc_cws(cws *w, const X(plan) *plan, int64_t c)
     w->gh = linattn_i_alloc(c * ld, sizeof(real));
     w->sa = linattn_i_alloc(c * c, sizeof(real));
     w->sp = linattn_i_alloc(c * c, sizeof(real));
-    w->y = linattn_i_alloc(c * e, sizeof(real));
+    w->y = linattn_i_alloc(c * ld, sizeof(real));
     w->vt = linattn_i_alloc(ld * c, sizeof(real));
     w->kt = linattn_i_alloc(m * c, sizeof(real));
-    w->yt = linattn_i_alloc(e * c, sizeof(real));
+    w->yt = linattn_i_alloc(ld * c, sizeof(real));
+    w->kz = linattn_i_alloc(c * plan->d, sizeof(real));
+    w->vz = linattn_i_alloc(c * e, sizeof(real));
     w->rexp = linattn_i_alloc(c, sizeof(double));
     w->mrun = linattn_i_alloc(c, sizeof(double));
     int bad = !w->fq || !w->fk || !w->a || !w->gh || !w->sa || !w->sp ||
-              !w->y || !w->vt || !w->kt || !w->yt || !w->rexp || !w->mrun;
+              !w->y || !w->vt || !w->kt || !w->yt || !w->kz || !w->vz ||
+              !w->rexp || !w->mrun;
     bad = bad || XI(fgrad_alloc)(&w->fw, plan, c);
     bad = bad || XI(accum_alloc)(&w->pre, m * ld);
     bad = bad || XI(accum_alloc)(&w->part, m * ld);
@@ -184,17 +190,57 @@ typedef struct {
     int64_t c;
 } cjob;
 
+/* Rows [0, rows) of x (cols columns) into buf (row major, ld cols), the
+ * rows whose weight is 0 as zeros. */
+static XI(view) zero_dropped(XI(view) x, int64_t rows, int64_t cols,
+                             const real *w, real *buf)
+{
+    for (int64_t i = 0; i < rows; i++) {
+        if (w[i] == 0)
+            memset(buf + i * cols, 0, (size_t)cols * sizeof(real));
+        else
+            XI(copy_rows)(XI(view_rows)(x, i), 0, 1, cols, buf + i * cols);
+    }
+    return (XI(view)){buf, cols, 0};
+}
+
+/* The chunk's keys and values as the sweeps read them: where the caller
+ * keeps them, or (key weights with a 0 among the chunk's) copies with
+ * those rows zeroed, never read. */
+static void chunk_keys(const XI(problem) *rg, cws *w, int64_t r,
+                       int64_t rows, XI(view) *kb, XI(view) *vb)
+{
+    const X(plan) *plan = rg->plan;
+    const real *wt = rg->part[LINATTN_I_KW].p;
+    *kb = XI(view_rows)(XI(part_view)(rg, LINATTN_I_K), r);
+    *vb = XI(view_rows)(XI(part_view)(rg, LINATTN_I_V), r);
+    int zeros = 0;
+    for (int64_t j = 0; wt && j < rows; j++)
+        zeros |= wt[r + j] == 0;
+    if (zeros) {
+        *kb = zero_dropped(*kb, rows, plan->d, wt + r, w->kz);
+        *vb = zero_dropped(*vb, rows, plan->e, wt + r, w->vz);
+    }
+}
+
 /* The chunk's features, [V 1] and [g h]; shifted maps take the keys at
- * their running shifts from start (-inf: none yet). */
+ * their running shifts from start (-inf: none yet), the keys of weight 0
+ * without a say in them, as in the forward.  Key weights w_j scale [v_j
+ * 1], so that S, z, the squares' P and every key's adjoint carry them. */
 static void chunk_inputs(const XI(problem) *rg, cws *w, int64_t r,
                          int64_t rows, int64_t c, double start)
 {
     const X(plan) *plan = rg->plan;
+    const real *wt = rg->part[LINATTN_I_KW].p;
     XI(phi_rows)(plan, XI(view_rows)(XI(part_view)(rg, LINATTN_I_Q), r), rows,
                  w->fq, NULL);
-    XI(view) kb = XI(view_rows)(XI(part_view)(rg, LINATTN_I_K), r);
+    XI(view) kb, vb;
+    chunk_keys(rg, w, r, rows, &kb, &vb);
     if (plan->shifted) {
         XI(phi_pre)(plan, kb, rows, w->fk, w->rexp);
+        for (int64_t j = 0; wt && j < rows; j++)
+            if (wt[r + j] == 0)
+                w->rexp[j] = -INFINITY;
         double run = start;
         for (int64_t j = 0; j < rows; j++) {
             double x = w->rexp[j];
@@ -205,8 +251,10 @@ static void chunk_inputs(const XI(problem) *rg, cws *w, int64_t r,
     } else {
         XI(phi_rows)(plan, kb, rows, w->fk, NULL);
     }
-    values_t(XI(view_rows)(XI(part_view)(rg, LINATTN_I_V), r), rows, plan->e,
-             w->vt, c);
+    values_t(vb, rows, plan->e, w->vt, c);
+    for (int64_t col = 0; wt && col <= plan->e; col++)
+        for (int64_t j = 0; j < rows; j++)
+            w->vt[col * c + j] *= wt[r + j];
     XI(gh_rows)(plan, XI(view_rows)(XI(part_view)(rg, LINATTN_I_G), r),
                 XI(view_rows)(XI(part_view)(rg, LINATTN_I_OUT), r),
                 rg->part[LINATTN_I_DEN].p + r, rows, w->gh);
@@ -302,6 +350,10 @@ static int reverse_sweep(const XI(problem) *rg, cws *w, int64_t c,
     int64_t m = plan->m, e = plan->e, ld = e + 1, n = rg->nq;
     int64_t lddk = rg->part[LINATTN_I_DK].s.ld;
     int64_t lddv = rg->part[LINATTN_I_DV].s.ld;
+    const real *wt = rg->part[LINATTN_I_KW].p;
+    real *dkw = XI(part_out)(rg, LINATTN_I_DKW);
+    /* the width of the values' adjoints: and the ones' for dL/dw */
+    int64_t ey = dkw ? ld : e;
     XI(accum) *d = &w->suf;
     XI(view) fq = {w->fq, m, 0}, ghv = {w->gh, ld, 0};
     XI(view) vt = {w->vt, c, 0}, kt = {w->kt, c, 0};
@@ -322,23 +374,35 @@ static int reverse_sweep(const XI(problem) *rg, cws *w, int64_t c,
         if (d->has) {
             XI(view) dt = {d->w, m, 0};
             XI(gemm)(1, 0, rows, m, ld, 1, vt, dt, 0, w->a, m);
-            XI(gemm)(0, 0, e, rows, m, 1, dt, kt, 0, w->yt, c);
-            kn->transpose(e, rows, w->yt, c, w->y, e);
+            XI(gemm)(0, 0, ey, rows, m, 1, dt, kt, 0, w->yt, c);
+            kn->transpose(ey, rows, w->yt, c, w->y, ey);
             for (int64_t j = 0; plan->shifted && j < rows; j++) {
                 double f = factor(w->mrun[j], d->shift);
                 scale_row(w->a + j * m, m, f);
-                scale_row(w->y + j * e, e, f);
+                scale_row(w->y + j * ey, ey, f);
             }
         } else {
             memset(w->a, 0, (size_t)(rows * m) * sizeof(real));
-            memset(w->y, 0, (size_t)(rows * e) * sizeof(real));
+            memset(w->y, 0, (size_t)(rows * ey) * sizeof(real));
         }
         /* the chunk's own rows i >= j */
         XI(triangle_t_times)(w->sp, c, w->fq, m, rows, m, w->a, m);
-        XI(triangle_t_times)(w->sa, c, w->gh, ld, rows, e, w->y, e);
+        XI(triangle_t_times)(w->sa, c, w->gh, ld, rows, ey, w->y, ey);
+        XI(view) kb, vb;
+        chunk_keys(rg, w, r, rows, &kb, &vb);
+        /* [y_j | y1_j] are the adjoints of the weighted [w_j v_j | w_j]:
+         * dv_j = w_j y_j, dL/dw_j = v_j . y_j + y1_j */
+        for (int64_t j = 0; dkw && j < rows; j++) {
+            real dot = w->y[j * ey + e];
+            for (int64_t col = 0; col < e; col++)
+                dot += *(vb.colmajor ? vb.p + j + col * vb.ld
+                                     : vb.p + j * vb.ld + col) *
+                       w->y[j * ey + col];
+            dkw[r + j] = wt && wt[r + j] == 0 ? 0 : dot;
+            bad |= LINATTN_NOT_FINITE(dkw[r + j]);
+        }
         bad |= XI(put_rows)(XI(part_row)(rg, LINATTN_I_DV, r), cm, lddv, w->y,
-                            0, e, rows, e, NULL);
-        XI(view) kb = XI(view_rows)(XI(part_view)(rg, LINATTN_I_K), r);
+                            0, ey, rows, e, wt ? wt + r : NULL);
         bad |= XI(phi_backward)(plan, kb, rows, w->fk, w->a, cm,
                                 XI(part_row)(rg, LINATTN_I_DK, r), lddk,
                                 &w->fw, pg);
@@ -491,12 +555,15 @@ int X(causal_backward)(const X(plan) *plan, int layout, int64_t n,
     return XI(backward_single)(&pb, &backward_sig, bad_row);
 }
 
-/* linattn_d_causal_backward_ex: and the extras (24): packed sequences. */
+/* linattn_d_causal_backward_ex: and the extras (24): key weights in,
+ * dL/dw out, packed sequences. */
 static const linattn_i_signature backward_ex_sig = {
     .plan = 1, .layout = 2, .nq = 3, .extras = 24,
-    .ex_parts = LINATTN_I_X_OFFSETS,
+    .ex_parts = LINATTN_I_X_WEIGHTS | LINATTN_I_X_DWEIGHTS |
+                LINATTN_I_X_OFFSETS,
     .flags = LINATTN_I_SCAN | LINATTN_I_DEN_POLICY,
-    .part = {LINATTN_I_BACKWARD(4)}};
+    .part = {LINATTN_I_BACKWARD(4), LINATTN_I_WEIGHTS_IN(24),
+             LINATTN_I_DWEIGHTS_OUT(24)}};
 
 int X(causal_backward_ex)(const X(plan) *plan, int layout, int64_t n,
                           const real *q, int64_t ldq, const real *k,
