@@ -664,7 +664,8 @@ LINATTN_API int X(state_query)(const X(state) *state, int layout, int64_t n,  \
  * states NULL (count > 0), an entry NULL, of other d or e than states[0]'s,  \
  * or one state twice; -2 count < 0; -3 layout; -4 q NULL; -5 ldq; -6 k       \
  * NULL; -7 ldk; -8 v NULL; -9 ldv; -10 out NULL or meeting q, k or v; -11    \
- * ldout; LINATTN_ESIZE (also a state's tokens at INT64_MAX);                 \
+ * ldout (count 0: no plan gives d and e, so a leading dimension need only    \
+ * be >= 1); LINATTN_ESIZE (also a state's tokens at INT64_MAX);              \
  * LINATTN_ENONFINITE (the rows of a state whose plan asks for check_finite); \
  * LINATTN_ENOMEM (only beyond the sizes above); LINATTN_EDENOM;              \
  * LINATTN_EOVERFLOW.  Needs exclusive access to every state. */              \

@@ -28,6 +28,8 @@
  * by as many tokens as keys of weight not 0; a negative, NaN or Inf
  * weight must be refused before any work (after the size checks: a
  * LINATTN_ESIZE may come first).
+ * linattn_d_states_step too: its streams' states (NULL, repeated), and
+ * no state advanced on a refusal.
  * The batched calls are fuzzed too: batch and head strides that are
  * natural, padded, zero, small (interleaving or overlapping), negative or
  * beyond int64, against an oracle that enumerates every element (an output
@@ -196,6 +198,76 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
         free(g.a), free(dq.a), free(dk.a), free(dv.a), free(dw.a);            \
     }
 
+/* linattn_d_states_step (entry 13 of HARNESS): up to 6 streams of the
+ * call's plan (an entry now and then NULL or repeated, the array now and
+ * then NULL), Q, K, V, out with count rows; a refusal writes nothing and
+ * advances no state, and a call that succeeds advances each by one
+ * token. */
+#define STEP_FN(P, R)                                                         \
+    static void P##_step(reader *r, const linattn_##P##_plan *plan,           \
+                         int layout, int64_t d, int64_t e)                    \
+    {                                                                         \
+        int64_t count = take_size(r, 6);                                      \
+        linattn_##P##_state *st[6] = {NULL};                                  \
+        int made = 0;                                                         \
+        for (int i = 0; i < 6; i++)                                           \
+            made += !linattn_##P##_state_create(&st[i], plan);                \
+        if (made < 6)                                                         \
+            goto done;                                                        \
+        linattn_##P##_state *use[6];                                          \
+        memcpy(use, st, sizeof use);                                          \
+        unsigned twist = take(r) % 8;                                         \
+        if (twist == 1)                                                       \
+            use[take(r) % 6] = NULL;                                          \
+        if (twist == 2)                                                       \
+            use[take(r) % 6] = use[take(r) % 6];                              \
+        int states_ok = 1;                                                    \
+        for (int64_t i = 0; i < count && i < 6; i++)                          \
+            for (int64_t t = 0; t < i; t++)                                   \
+                states_ok = states_ok && use[i] && use[i] != use[t];          \
+        for (int64_t i = 0; i < count && i < 6; i++)                          \
+            states_ok = states_ok && use[i];                                  \
+        P##mat q = P##matrix(r, layout, count, d, d, 0);                      \
+        P##mat k = P##matrix(r, layout, count, d, d, 0);                      \
+        P##mat v = P##matrix(r, layout, count, e, e, 0);                      \
+        P##mat out = P##matrix(r, layout, count, e, e, 1);                    \
+        int null_array = twist == 3;                                          \
+        int64_t bad = -7;                                                     \
+        int status = linattn_##P##_states_step(                               \
+            null_array ? NULL : use, count, layout, q.a, q.ld, k.a, k.ld,     \
+            v.a, v.ld, out.a, out.ld, &bad);                                  \
+        int layout_ok = layout == LINATTN_ROW_MAJOR ||                        \
+                        layout == LINATTN_COL_MAJOR;                          \
+        /* no stream, no plan: the widths are unknown, ld >= 1 is all */      \
+        int64_t dw = count ? d : 1, ew = count ? e : 1;                       \
+        int args_ok = count >= 0 && (count == 0 || (states_ok && !null_array))\
+                      && layout_ok && arg_ok(layout, count, dw, q.a, q.ld) && \
+                      arg_ok(layout, count, dw, k.a, k.ld) &&                 \
+                      arg_ok(layout, count, ew, v.a, v.ld) &&                 \
+                      arg_ok(layout, count, ew, out.a, out.ld);               \
+        if (status >= 0 && !args_ok)                                          \
+            abort(); /* a bad argument got through */                         \
+        int refused = status < 0 || status == LINATTN_ESIZE ||                \
+                      status == LINATTN_ENONFINITE;                           \
+        if (refused && (!P##untouched(&out) || bad != -7))                    \
+            abort(); /* written on a refusal */                               \
+        for (int i = 0; i < 6; i++) {                                         \
+            int64_t tokens = -1;                                              \
+            linattn_##P##_state_get(st[i], LINATTN_ROW_MAJOR, NULL, 1, NULL,  \
+                                    &tokens);                                 \
+            if ((refused && tokens != 0) ||                                   \
+                (status == 0 && tokens != (i < count)))                       \
+                abort(); /* a state advanced on a refusal, or not by one */   \
+        }                                                                     \
+        if ((status == LINATTN_EDENOM || status == LINATTN_EOVERFLOW) &&      \
+            (bad < 0 || bad >= count))                                        \
+            abort();                                                          \
+        free(q.a), free(k.a), free(v.a), free(out.a);                         \
+    done:                                                                     \
+        for (int i = 0; i < 6; i++)                                           \
+            linattn_##P##_state_destroy(st[i]);                               \
+    }
+
 #define HARNESS(P, R)                                                         \
     typedef struct {                                                          \
         R *a;                                                                 \
@@ -242,14 +314,16 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
     }                                                                         \
                                                                               \
     GRAD_FN(P, R)                                                             \
+    STEP_FN(P, R)                                                             \
                                                                               \
     static void P##_run(reader *r)                                             \
     {                                                                         \
         static const int layouts[4] = {LINATTN_ROW_MAJOR, LINATTN_COL_MAJOR,  \
                                        LINATTN_ROW_MAJOR, 7};                 \
         static const double epss[6] = {0, 1e-3, -1, NAN, INFINITY, 1e39};     \
-        /* 9, 10: backward; 11, 12: the _ex forms of 1 and 6 */             \
-        int entry = (int)(take(r) % 13);                                      \
+        /* 9, 10: backward; 11, 12: the _ex forms of 1 and 6; 13: states_ \
+         * step */                                                            \
+        int entry = (int)(take(r) % 14);                                      \
         int layout = layouts[take(r) % 4];                                    \
         int map = (int)(take(r) % 10); /* 0, 9 unknown; 8 custom */           \
         int64_t d = take_size(r, 6), e = take_size(r, 6);                     \
@@ -296,6 +370,11 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
         if (entry == 0 || st) {                                               \
             if (st && plan)                                                   \
                 abort(); /* *plan written on a rejected call */               \
+            linattn_##P##_plan_destroy(plan);                                 \
+            return;                                                           \
+        }                                                                     \
+        if (entry == 13) {                                                    \
+            P##_step(r, plan, layout, d, e);                                  \
             linattn_##P##_plan_destroy(plan);                                 \
             return;                                                           \
         }                                                                     \
