@@ -877,9 +877,9 @@ LINATTN_API int X(causal_ex)(const X(plan) *plan, int layout, int64_t n,      \
  * not take (den, state, absorb), a weight negative, NaN or Inf;              \
  * LINATTN_ESIZE; LINATTN_ENOMEM, LINATTN_ENONFINITE (rows of weight not      \
  * 0), LINATTN_EOVERFLOW (state unchanged); offsets and states are not        \
- * taken (-8).  Needs exclusive access to the                                 \
- * state.  (A checkpoint holds the token count; the count of a weighted       \
- * stream under LINATTN_DENOM_COUNT is not in format version 1.) */           \
+ * taken (-8).  Needs exclusive access to the state.  (A checkpoint of a      \
+ * weighted stream under LINATTN_DENOM_COUNT carries its count, the keys'     \
+ * weight: format version 2.) */                                              \
 LINATTN_API int X(state_update_ex)(X(state) *state, int layout, int64_t n,    \
                                    const R *k, int64_t ldk, const R *v,       \
                                    int64_t ldv, const X(extras) *ex);         \
@@ -953,8 +953,10 @@ LINATTN_API int X(softmax)(int layout, int64_t nq, int64_t nk, int64_t d,     \
                                                                               \
 /* int linattn_d_state_save_size(const linattn_d_state *state,                \
  *                               int64_t *bytes)                              \
- * *bytes = the size of state's checkpoint, 84 + 8 m (e + 1) (the same for    \
- * every state of a plan).  Errors: -1 state NULL; -2 bytes NULL.             \
+ * *bytes = the size of state's checkpoint, 84 + 8 m (e + 1) (format          \
+ * version 1), or 92 + 8 m (e + 1) for a state of a LINATTN_DENOM_COUNT plan  \
+ * whose keys' weight is not its token count (version 2, which carries the    \
+ * weight).  Errors: -1 state NULL; -2 bytes NULL.                            \
  * Thread-safe. */                                                            \
 LINATTN_API int X(state_save_size)(const X(state) *state, int64_t *bytes);    \
                                                                               \
@@ -964,10 +966,8 @@ LINATTN_API int X(state_save_size)(const X(state) *state, int64_t *bytes);    \
  * buf[0, bytes); *written = bytes (written may be NULL).  S and z go as      \
  * the double accumulator of either precision (float states accumulate in     \
  * double), so nothing is rounded.  Errors: -1 state NULL; -2 buf NULL;       \
- * -3 len < bytes (buffer too small; nothing written); LINATTN_EVERSION (a    \
- * state of a LINATTN_DENOM_COUNT plan whose count, the weight of its keys,   \
- * is not its token count: format version 1 holds the tokens only; nothing    \
- * written).  Several threads may save and query one state at once. */        \
+ * -3 len < bytes (buffer too small; nothing written).  Several threads may   \
+ * save and query one state at once. */                                       \
 LINATTN_API int X(state_save)(const X(state) *state, void *buf, int64_t len,  \
                               int64_t *written);                              \
                                                                               \
@@ -981,7 +981,8 @@ LINATTN_API int X(state_save)(const X(state) *state, void *buf, int64_t len,  \
  * Errors: -1 state NULL; -2 buf NULL; -3 len < 0; LINATTN_EFORMAT (not a     \
  * checkpoint: wrong magic, truncated or too long, CRC mismatch, or an        \
  * inconsistent header field); LINATTN_EVERSION (a format version this        \
- * library does not read); LINATTN_EMISMATCH (saved from a state of the       \
+ * library does not read: it reads 1 and 2); LINATTN_EMISMATCH (saved from    \
+ * a state of the                                                             \
  * other precision, or of a plan with another map, d, m, e or map             \
  * parameters).  Needs exclusive access to state. */                          \
 LINATTN_API int X(state_load)(X(state) *state, const void *buf, int64_t len); \
@@ -1008,8 +1009,7 @@ LINATTN_API int X(state_load)(X(state) *state, const void *buf, int64_t len); \
  * its own path.  Errors: -1 state NULL; -2 path NULL or empty; LINATTN_EIO   \
  * (errno is that of the failing system call: missing or read-only            \
  * directory, disk full, ...; EISDIR for a directory, EINVAL for another      \
- * file that is not regular, ELOOP for a loop of links); LINATTN_ENOMEM;      \
- * LINATTN_EVERSION (as linattn_d_state_save, before anything is opened).     \
+ * file that is not regular, ELOOP for a loop of links); LINATTN_ENOMEM.      \
  * Several threads may save one state at once, to one path too. */            \
 LINATTN_API int X(state_save_file)(const X(state) *state, const char *path);  \
                                                                               \

@@ -68,6 +68,7 @@ typedef struct {
     int64_t tokens;
     double shift;
     uint64_t payload_bytes;
+    double mass; /* version 2: after the payload */
 } fields;
 
 /* The header fields of a real checkpoint, read by the doc's offsets. */
@@ -88,6 +89,7 @@ static fields read_fields(const unsigned char *b)
     uint64_t s = rd(b + 64, 8);
     memcpy(&f.shift, &s, 8);
     f.payload_bytes = rd(b + 72, 8);
+    f.mass = (double)f.tokens;
     return f;
 }
 
@@ -114,6 +116,10 @@ static int64_t craft(unsigned char *out, const fields *f, const double *payload,
     for (int64_t i = 0; i < count; i++)
         le(out + 80 + 8 * i, bits_of(payload[i]), 8);
     size_t body = (size_t)(80 + 8 * count);
+    if (f->version == 2) { /* the keys' weight after the payload */
+        le(out + body, bits_of(f->mass), 8);
+        body += 8;
+    }
     le(out + body, crc32_ref(out, body), 4);
     return (int64_t)body + 4;
 }
@@ -264,7 +270,7 @@ START_TEST(format_matches_the_document)
     ck_assert(!memcmp(got + 80, nine, 8));
     /* the whole file from the doc's table (the fingerprint is opaque) */
     fields f = {1, PREC_CODE, 'd', 0, LINATTN_MAP_IDENTITY, 0, 2, 2, 1,
-                rd(got + 48, 8), 4, 0.0, 32};
+                rd(got + 48, 8), 4, 0.0, 32, 4};
     const double payload[4] = {9, 2, 10, 5}; /* [S | z] row by row */
     ck_assert_int_eq(craft(want, &f, payload, 4), 116);
     ck_assert(!memcmp(got, want, 116));
@@ -505,7 +511,8 @@ END_TEST
 
 /* Every value of every byte but the right one: the magic's bytes give
  * EFORMAT, the version's EVERSION (the file then claims a version this
- * library does not read), and any other byte EFORMAT through the CRC,
+ * library does not read; version 2, which it reads, claims 8 more bytes
+ * than there are: EFORMAT), and any other byte EFORMAT through the CRC,
  * which detects every error confined to 32 consecutive bits. */
 START_TEST(every_changed_byte_is_refused)
 {
@@ -517,7 +524,10 @@ START_TEST(every_changed_byte_is_refused)
         for (int delta = 1; delta < 256; delta++) {
             memcpy(b, fx.saved.bytes, (size_t)len);
             b[i] ^= (unsigned char)delta;
-            int want = i >= 8 && i < 12 ? LINATTN_EVERSION : LINATTN_EFORMAT;
+            /* a version byte turned into version 2 claims 8 more bytes */
+            int v2 = i == 8 && (fx.saved.bytes[8] ^ delta) == 2;
+            int want = i >= 8 && i < 12 && !v2 ? LINATTN_EVERSION
+                                               : LINATTN_EFORMAT;
             int got = P(state_load)(fx.target, b, len);
             if (got != want)
                 ck_abort_msg("byte %d xor %d: status %d, want %d", (int)i,
@@ -550,7 +560,7 @@ static fields base_fields(const fixture *fx, double *payload, int64_t *count)
 static void expect_crafted(fixture *fx, const fields *f, const double *payload,
                            int64_t count, int want, const char *what)
 {
-    unsigned char *b = malloc((size_t)(84 + 8 * count));
+    unsigned char *b = malloc((size_t)(92 + 8 * count));
     int64_t len = craft(b, f, payload, count);
     int got = load_exact(fx->target, b, len);
     free(b);
@@ -571,17 +581,36 @@ START_TEST(wrong_version_is_refused)
     int64_t count;
     fields f = base_fields(&fx, pay, &count);
     expect_crafted(&fx, &f, pay, count, 0, "the crafted original");
-    const uint32_t versions[] = {0, 2, 3, 256, 0xFFFFFFFFu};
+    const uint32_t versions[] = {0, 3, 256, 0xFFFFFFFFu};
     for (size_t i = 0; i < sizeof versions / sizeof versions[0]; i++) {
         fields g = f;
         g.version = versions[i];
         expect_crafted(&fx, &g, pay, count, LINATTN_EVERSION, "version");
     }
+    /* version 2 carries the keys' weight after the payload: a measure,
+     * finite, >= 0, and 0 exactly when the state holds no key */
+    ck_assert(f.tokens > 0);
+    fields g = f;
+    g.version = 2;
+    const double bad_mass[4] = {NAN, -1, INFINITY, 0};
+    for (int i = 0; i < 4; i++) {
+        g.mass = bad_mass[i];
+        expect_crafted(&fx, &g, pay, count, LINATTN_EFORMAT, "weight");
+    }
+    g.mass = 2.5;
+    expect_crafted(&fx, &g, pay, count, 0, "version 2");
+    fields none = g;
+    none.tokens = 0;
+    none.mass = 0;
+    expect_crafted(&fx, &none, pay, count, 0, "version 2, no keys");
+    none.mass = 1;
+    expect_crafted(&fx, &none, pay, count, LINATTN_EFORMAT,
+                   "a weight without keys");
     /* the version is read before the length: a future format may be laid
      * out otherwise, so even its first 12 bytes say so */
     unsigned char head[12];
     memcpy(head, fx.saved.bytes, 12);
-    head[8] = 2;
+    head[8] = 3;
     ck_assert_int_eq(load_exact(fx.target, head, 12), LINATTN_EVERSION);
     ck_assert(fixture_untouched(&fx));
     fixture_free(&fx);

@@ -642,11 +642,12 @@ END_TEST
 
 /* ---- checkpoints ---- */
 
-/* A weighted stream checkpoints as any other when its plan never reads
- * the weight (the restored state answers bit for bit), and under the
- * count normalizer only while its weight is its token count: otherwise
- * LINATTN_EVERSION, nothing written (format version 1 holds the tokens,
- * not the weight). */
+/* A weighted stream checkpoints as any other (the restored state answers
+ * bit for bit); under the count normalizer a weight that is not its
+ * token count goes into format version 2 (8 bytes more), and the
+ * restored state continues as the saved one does, bit for bit, its
+ * count the weight (a state restored with its tokens as its count would
+ * not). */
 START_TEST(weighted_checkpoints)
 {
     int count = _i;
@@ -683,19 +684,40 @@ START_TEST(weighted_checkpoints)
     ex.absorb = 0;
     ck_assert_int_eq(P(state_update_ex)(st, ROW, 3, k.a, k.ld, v.a, v.ld,
                                         &ex), 0);
-    memset(buf, 0x5a, (size_t)len);
-    ck_assert_int_eq(P(state_save)(st, buf, len, NULL),
-                     count ? LINATTN_EVERSION : 0);
-    for (int64_t i = 0; count && i < len; i++)
-        ck_assert_int_eq(buf[i], 0x5a);
-    if (count) {
-        const char *path = "test_weights_ckpt.tmp";
-        remove(path);
-        ck_assert_int_eq(P(state_save_file)(st, path), LINATTN_EVERSION);
-        FILE *f = fopen(path, "rb");
-        ck_assert_ptr_null(f);
+    int64_t len2;
+    ck_assert_int_eq(P(state_save_size)(st, &len2), 0);
+    ck_assert_int_eq(len2, len + (count ? 8 : 0));
+    unsigned char *buf2 = malloc((size_t)len2);
+    ck_assert_int_eq(P(state_save)(st, buf2, len2 - 1, NULL), -3);
+    ck_assert_int_eq(P(state_save)(st, buf2, len2, NULL), 0);
+    ck_assert_int_eq(buf2[8], count ? 2 : 1); /* the format version */
+    const char *path = "test_weights_ckpt.tmp";
+    remove(path);
+    ck_assert_int_eq(P(state_save_file)(st, path), 0);
+    P(state) *again = NULL, *fromfile = NULL;
+    ck_assert_int_eq(P(state_create)(&again, p), 0);
+    ck_assert_int_eq(P(state_create)(&fromfile, p), 0);
+    ck_assert_int_eq(P(state_load)(again, buf2, len2), 0);
+    ck_assert_int_eq(P(state_load_file)(fromfile, path), 0);
+    remove(path);
+    /* all three continue alike: one more weighted update, then queries */
+    P(state) *three[3] = {st, again, fromfile};
+    tmat outs[3];
+    for (int t = 0; t < 3; t++) {
+        ck_assert_int_eq(P(state_update_ex)(three[t], ROW, 3, k.a, k.ld, v.a,
+                                            v.ld, &ex), 0);
+        outs[t] = tmat_like(&q, 4, e, 0);
+        ck_assert_int_eq(P(state_query)(three[t], ROW, 4, q.a, q.ld,
+                                        outs[t].a, outs[t].ld, NULL, 1, NULL,
+                                        &bad), 0);
     }
+    ck_assert_mem_eq(outs[0].a, outs[1].a, (size_t)(4 * e) * sizeof(real));
+    ck_assert_mem_eq(outs[0].a, outs[2].a, (size_t)(4 * e) * sizeof(real));
+    for (int t = 0; t < 3; t++)
+        tmat_free(&outs[t]);
+    P(state_destroy)(again), P(state_destroy)(fromfile);
     free(buf);
+    free(buf2);
     P(state_destroy)(st), P(state_destroy)(back);
     tmat_free(&q), tmat_free(&k), tmat_free(&v), tmat_free(&a), tmat_free(&b);
     P(plan_destroy)(p);

@@ -38,27 +38,25 @@ static void describe(const X(state) *st, linattn_i_ckpt_header *h)
     h->fingerprint = p->fingerprint;
     h->tokens = st->tokens;
     h->shift = st->shift;
-}
-
-/* Format version 1 holds a state's token count, not its keys' weight:
- * the count of LINATTN_DENOM_COUNT when keys were weighted.  A state whose
- * plan divides by that count and whose weight differs from its tokens
- * cannot be written without losing it: LINATTN_EVERSION (it needs a
- * format version this library does not write).  The other plans never
- * read the weight. */
-static int savable(const X(state) *st)
-{
-    return st->plan->denom == LINATTN_DENOM_COUNT &&
-                   st->mass != (double)st->tokens
-               ? LINATTN_EVERSION
-               : 0;
+    /* Version 1 holds a state's token count, not its keys' weight, the
+     * count of LINATTN_DENOM_COUNT when keys were weighted: a state whose
+     * plan divides by that count and whose weight differs from its tokens
+     * is written in version 2, which carries the weight; every other
+     * state in version 1, which older readers read (the other plans never
+     * read the weight, and it equals the tokens otherwise). */
+    int weighed = p->denom == LINATTN_DENOM_COUNT &&
+                  st->mass != (double)st->tokens;
+    h->version = weighed ? LINATTN_CKPT_VERSION_MASS : LINATTN_CKPT_VERSION;
+    h->mass = st->mass;
 }
 
 /* A state's m (e + 1) entries are in memory, so its checkpoint size,
- * 8 bytes each plus 84, fits int64. */
+ * 8 bytes each plus 92, fits int64. */
 static int64_t save_bytes(const X(state) *st)
 {
-    return linattn_i_ckpt_bytes(st->plan->m, st->plan->e);
+    linattn_i_ckpt_header h;
+    describe(st, &h);
+    return linattn_i_ckpt_bytes(st->plan->m, st->plan->e, h.version);
 }
 
 int X(state_save_size)(const X(state) *state, int64_t *bytes)
@@ -81,9 +79,6 @@ int X(state_save)(const X(state) *state, void *buf, int64_t len,
     int64_t need = save_bytes(state);
     if (len < need)
         return -3;
-    int status = savable(state);
-    if (status)
-        return status;
     linattn_i_ckpt_header h;
     describe(state, &h);
     linattn_i_ckpt_write(buf, &h, state->acc);
@@ -110,7 +105,7 @@ int X(state_load)(X(state) *state, const void *buf, int64_t len)
     /* Verified: only now is the target written. */
     linattn_i_ckpt_payload(state->acc, buf, state->plan->m * (state->plan->e + 1));
     state->tokens = saved.tokens;
-    state->mass = (double)saved.tokens;
+    state->mass = saved.mass;
     state->shift = saved.shift;
     XI(state_publish)(state);
     return 0;
@@ -122,15 +117,12 @@ int X(state_save_file)(const X(state) *state, const char *path)
         return -1;
     if (!path || !*path)
         return -2;
-    int status = savable(state);
-    if (status)
-        return status;
     int64_t len = save_bytes(state);
     unsigned char *buf = linattn_i_alloc(len, 1);
     if (!buf)
         return LINATTN_ENOMEM;
     X(state_save)(state, buf, len, NULL);
-    status = linattn_i_write_atomic(path, buf, len);
+    int status = linattn_i_write_atomic(path, buf, len);
     free(buf);
     return status;
 }

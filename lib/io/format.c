@@ -72,9 +72,16 @@ static double get_f64(const unsigned char *p)
     return x;
 }
 
-int64_t linattn_i_ckpt_bytes(int64_t m, int64_t e)
+/* Bytes between the payload and the CRC in a version. */
+static int64_t trailer(uint64_t version)
 {
-    return LINATTN_CKPT_HEADER + 8 * m * (e + 1) + LINATTN_CKPT_CRC;
+    return version == LINATTN_CKPT_VERSION_MASS ? LINATTN_CKPT_MASS : 0;
+}
+
+int64_t linattn_i_ckpt_bytes(int64_t m, int64_t e, uint32_t version)
+{
+    return LINATTN_CKPT_HEADER + 8 * m * (e + 1) + trailer(version) +
+           LINATTN_CKPT_CRC;
 }
 
 void linattn_i_ckpt_write(unsigned char *out, const linattn_i_ckpt_header *h,
@@ -83,7 +90,7 @@ void linattn_i_ckpt_write(unsigned char *out, const linattn_i_ckpt_header *h,
     int64_t count = h->m * (h->e + 1);
     memset(out, 0, LINATTN_CKPT_HEADER);
     memcpy(out, magic, sizeof magic);
-    put_le(out + OFF_VERSION, LINATTN_CKPT_VERSION, 4);
+    put_le(out + OFF_VERSION, h->version, 4);
     out[OFF_PRECISION] = h->precision;
     out[OFF_ACCUMULATOR] = h->accumulator;
     put_le(out + OFF_MAP, h->map, 4);
@@ -98,6 +105,10 @@ void linattn_i_ckpt_write(unsigned char *out, const linattn_i_ckpt_header *h,
     for (int64_t i = 0; i < count; i++)
         put_f64(payload + 8 * i, acc[i]);
     size_t body = (size_t)(LINATTN_CKPT_HEADER + 8 * count);
+    if (h->version == LINATTN_CKPT_VERSION_MASS) {
+        put_f64(out + body, h->mass);
+        body += LINATTN_CKPT_MASS;
+    }
     put_le(out + body, linattn_i_crc32(0, out, body), 4);
 }
 
@@ -108,14 +119,17 @@ int linattn_i_ckpt_frame(const unsigned char *buf, int64_t len,
         return LINATTN_EFORMAT;
     if (len < OFF_VERSION + 4)
         return LINATTN_EFORMAT;
-    if (get_le(buf + OFF_VERSION, 4) != LINATTN_CKPT_VERSION)
+    uint64_t version = get_le(buf + OFF_VERSION, 4);
+    if (version != LINATTN_CKPT_VERSION &&
+        version != LINATTN_CKPT_VERSION_MASS)
         return LINATTN_EVERSION;
     if (len < LINATTN_CKPT_HEADER)
         return LINATTN_EFORMAT;
     uint64_t payload = get_le(buf + OFF_PAYLOAD_BYTES, 8);
-    if (payload > (uint64_t)(INT64_MAX - LINATTN_CKPT_HEADER - LINATTN_CKPT_CRC))
+    int64_t rest = trailer(version) + LINATTN_CKPT_CRC;
+    if (payload > (uint64_t)(INT64_MAX - LINATTN_CKPT_HEADER - rest))
         return LINATTN_EFORMAT;
-    *total = LINATTN_CKPT_HEADER + (int64_t)payload + LINATTN_CKPT_CRC;
+    *total = LINATTN_CKPT_HEADER + (int64_t)payload + rest;
     return 0;
 }
 
@@ -132,6 +146,10 @@ static int fields_ok(const unsigned char *buf, const linattn_i_ckpt_header *h)
     /* payload = 8 m (e + 1), without overflow: payload fits int64. */
     if ((uint64_t)h->m > payload / 8 / (uint64_t)(h->e + 1) ||
         payload != 8 * (uint64_t)h->m * (uint64_t)(h->e + 1))
+        return 0;
+    /* version 2's weight: a measure, 0 exactly when no key is held */
+    if (h->version == LINATTN_CKPT_VERSION_MASS &&
+        !(h->mass >= 0 && isfinite(h->mass) && (h->mass == 0) == (h->tokens == 0)))
         return 0;
     return h->tokens >= 0 && isfinite(h->shift);
 }
@@ -157,6 +175,10 @@ int linattn_i_ckpt_parse(const unsigned char *buf, int64_t len,
     h->fingerprint = get_le(buf + OFF_FINGERPRINT, 8);
     h->tokens = (int64_t)get_le(buf + OFF_TOKENS, 8);
     h->shift = get_f64(buf + OFF_SHIFT);
+    h->version = (uint32_t)get_le(buf + OFF_VERSION, 4);
+    h->mass = h->version == LINATTN_CKPT_VERSION_MASS
+                  ? get_f64(buf + body - LINATTN_CKPT_MASS)
+                  : (double)h->tokens;
     return fields_ok(buf, h) ? 0 : LINATTN_EFORMAT;
 }
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * format.h -- the byte format of a state checkpoint, version 1
+ * format.h -- the byte format of a state checkpoint, versions 1 and 2
  * (specified in doc/checkpoint-format.md, which is the reference: keep the
  * two in step).  Precision-independent: the accumulator is double in both
  * precisions, so float and double states share the format and differ only
@@ -11,9 +11,15 @@
 
 #include <stdint.h>
 
-#define LINATTN_CKPT_VERSION 1
+#define LINATTN_CKPT_VERSION 1 /* the version of every state but these: */
+/* version 2: version 1 and, after the payload, the keys' total weight
+ * (f64), written only for states that need it (LINATTN_DENOM_COUNT
+ * plans whose weighted keys weigh other than their count), so that every
+ * other checkpoint stays readable by version 1 readers */
+#define LINATTN_CKPT_VERSION_MASS 2
 #define LINATTN_CKPT_HEADER 80 /* bytes before the payload */
-#define LINATTN_CKPT_CRC 4     /* bytes of the CRC-32 after it */
+#define LINATTN_CKPT_MASS 8    /* version 2: bytes of the weight after it */
+#define LINATTN_CKPT_CRC 4     /* bytes of the CRC-32 after them */
 
 /* The header's fields.  d, m, e are int64 in the file (and in plans). */
 typedef struct {
@@ -24,20 +30,24 @@ typedef struct {
     uint64_t fingerprint;
     int64_t tokens;
     double shift;
+    uint32_t version; /* 1, or 2 with mass                              */
+    double mass;      /* version 2: the keys' total weight, finite >= 0 */
 } linattn_i_ckpt_header;
 
-/* Bytes of the checkpoint of an m x (e + 1) accumulator: header, 8 bytes
- * per entry, CRC.  The caller guarantees that they fit int64 (a state that
- * exists has its m (e + 1) entries in memory). */
-int64_t linattn_i_ckpt_bytes(int64_t m, int64_t e);
+/* Bytes of the checkpoint of an m x (e + 1) accumulator in this format
+ * version: header, 8 bytes per entry, (version 2) the weight, CRC.  The
+ * caller guarantees that they fit int64 (a state that exists has its
+ * m (e + 1) entries in memory). */
+int64_t linattn_i_ckpt_bytes(int64_t m, int64_t e, uint32_t version);
 
-/* Writes the checkpoint of h and of the m (e + 1) accumulator entries acc
- * (row major [S | z]) into out, linattn_i_ckpt_bytes(h->m, h->e) bytes. */
+/* Writes the checkpoint of h (in format version h->version) and of the
+ * m (e + 1) accumulator entries acc (row major [S | z]) into out,
+ * linattn_i_ckpt_bytes(h->m, h->e, h->version) bytes. */
 void linattn_i_ckpt_write(unsigned char *out, const linattn_i_ckpt_header *h,
                           const double *acc);
 
 /* The framing, from the first len bytes of a candidate: magic (else
- * LINATTN_EFORMAT), version (else LINATTN_EVERSION), a whole header (else
+ * LINATTN_EFORMAT), version 1 or 2 (else LINATTN_EVERSION), a whole header (else
  * LINATTN_EFORMAT), and a payload length that int64 can hold; then *total
  * is the byte count the header claims.  Returns 0 or the status. */
 int linattn_i_ckpt_frame(const unsigned char *buf, int64_t len,

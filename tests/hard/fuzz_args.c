@@ -255,8 +255,11 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
             int64_t tokens = -1;                                              \
             linattn_##P##_state_get(st[i], LINATTN_ROW_MAJOR, NULL, 1, NULL,  \
                                     &tokens);                                 \
+            int64_t rows_of = 0; /* the rows whose stream is st[i] */         \
+            for (int64_t t = 0; t < count && t < 6; t++)                      \
+                rows_of += use[t] == st[i];                                   \
             if ((refused && tokens != 0) ||                                   \
-                (status == 0 && tokens != (i < count)))                       \
+                (status == 0 && tokens != rows_of))                           \
                 abort(); /* a state advanced on a refusal, or not by one */   \
         }                                                                     \
         if ((status == LINATTN_EDENOM || status == LINATTN_EOVERFLOW) &&      \
@@ -522,6 +525,8 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
         if (!P##untouched(&out))                                              \
             abort(); /* a check wrote */                                      \
         int64_t tokens = -1;                                                  \
+        /* an _ex call that absorbs its keys into a state */                  \
+        int absorbing = entry >= 11 && !ex_null && es && ex.absorb == 1;      \
         switch (entry) {                                                      \
         case 1:                                                               \
             st = linattn_##P##_attention(plan, layout, nq, nk, q.a, q.ld, k.a,\
@@ -630,11 +635,17 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
                 abort(); /* an _ex call's den written on a refusal */         \
         if (refused && bad != -7)                                             \
             abort();                                                          \
-        /* EOVERFLOW of the update (entry 4, no query ran) writes nothing */ \
+        /* EOVERFLOW of the update (entry 4, no query ran) writes nothing; \
+         * nor does an _ex call's whose absorbing state refuses the keys'   \
+         * sums (bad_row -1, before any row) */                              \
         int row_named = st == LINATTN_EDENOM ||                               \
-                        (st == LINATTN_EOVERFLOW && (entry != 4 || queried)); \
+                        (st == LINATTN_EOVERFLOW && (entry != 4 || queried) &&\
+                         !(absorbing && bad == -1));                          \
         if (entry == 4 && !queried && st == LINATTN_EOVERFLOW &&              \
             (!P##untouched(&out) || !P##untouched(&num) || bad != -7))        \
+            abort();                                                          \
+        if (absorbing && st == LINATTN_EOVERFLOW && bad == -1 &&              \
+            !P##untouched(&out))                                              \
             abort();                                                          \
         if (entry != 8 && entry != 3 && row_named &&                          \
             (bad < 0 || bad >= nq))                                           \
