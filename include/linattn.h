@@ -1129,6 +1129,50 @@ LINATTN_API int X(batched_naive_causal)(const X(plan) *plan, int layout,      \
         const R *v, const linattn_strides *sv, R *out,                        \
         const linattn_strides *sout, linattn_where *bad);                     \
                                                                               \
+/* int linattn_d_batched_attention_ex(const linattn_d_plan *plan,             \
+ *         int layout, int64_t batch, int64_t heads, int64_t nq, int64_t nk,  \
+ *         const double *q, const linattn_strides *sq, const double *k,       \
+ *         const linattn_strides *sk, const double *v,                        \
+ *         const linattn_strides *sv, double *out,                            \
+ *         const linattn_strides *sout, const linattn_d_extras *ex,           \
+ *         linattn_where *bad)                                                \
+ * linattn_d_batched_attention with the parts of ex it takes, each problem    \
+ * (b, h) as linattn_d_attention_ex with them: den (nq per problem, problem   \
+ * p = b heads + h's at p nq), key weights (nk per problem, problem p's at    \
+ * p nk), packed sequences (ex->offsets, ex->key_offsets: the same in every   \
+ * problem, each head of a packed batch).  ex NULL or all absent:             \
+ * linattn_d_batched_attention, bit for bit.  Errors as                       \
+ * linattn_d_batched_attention (-13 also out meeting the weights or the       \
+ * offsets); -15 ex (a reserved word not 0, a part it does not take: state,   \
+ * absorb, states; a weight negative, NaN or Inf; offsets as at               \
+ * linattn_d_attention_ex; den meeting another array or the offsets);         \
+ * LINATTN_ESIZE (also nq or nk times heads beyond int64).                    \
+ * Thread-safe. */                                                            \
+LINATTN_API int X(batched_attention_ex)(const X(plan) *plan, int layout,      \
+        int64_t batch, int64_t heads, int64_t nq, int64_t nk, const R *q,     \
+        const linattn_strides *sq, const R *k, const linattn_strides *sk,     \
+        const R *v, const linattn_strides *sv, R *out,                        \
+        const linattn_strides *sout, const X(extras) *ex,                     \
+        linattn_where *bad);                                                  \
+                                                                              \
+/* int linattn_d_batched_causal_ex(const linattn_d_plan *plan, int layout,    \
+ *         int64_t batch, int64_t heads, int64_t n, const double *q,          \
+ *         const linattn_strides *sq, const double *k,                        \
+ *         const linattn_strides *sk, const double *v,                        \
+ *         const linattn_strides *sv, double *out,                            \
+ *         const linattn_strides *sout, const linattn_d_extras *ex,           \
+ *         linattn_where *bad)                                                \
+ * linattn_d_batched_causal with the parts of ex it takes (den, key           \
+ * weights, offsets: as at linattn_d_batched_attention_ex; each problem as    \
+ * linattn_d_causal_ex with them).  Errors as linattn_d_batched_causal; -14   \
+ * ex (as above, and key_offsets not NULL); LINATTN_ESIZE.  Thread-safe. */   \
+LINATTN_API int X(batched_causal_ex)(const X(plan) *plan, int layout,         \
+        int64_t batch, int64_t heads, int64_t n, const R *q,                  \
+        const linattn_strides *sq, const R *k, const linattn_strides *sk,     \
+        const R *v, const linattn_strides *sv, R *out,                        \
+        const linattn_strides *sout, const X(extras) *ex,                     \
+        linattn_where *bad);                                                  \
+                                                                              \
 /* ---- Training: gradients (doc/gradients.md).  The forward calls below    \
  * are attention and causal that also hand back the normalizers den (n      \
  * numbers, as state_query writes them: eps included; with the maps that    \

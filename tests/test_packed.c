@@ -616,6 +616,72 @@ START_TEST(bad_packed_refused)
 }
 END_TEST
 
+/* Batched (linattn_d_batched_attention_ex, _causal_ex): 2 x 3 problems,
+ * each a packed stream of the same offsets with its own key weights and
+ * normalizers, against each problem's single _ex call on its slices (bit
+ * for bit on one thread); a bad weight in the last problem refused with
+ * nothing written. */
+START_TEST(batched_packed_is_single_calls)
+{
+    int causal = _i;
+    int64_t batch = 2, heads = 3, problems = 6, d = 3, e = 2, nseq = 4;
+    static const int64_t len[] = {5, 0, 11, 2};
+    int64_t *off = offsets_of(len, nseq), n = off[nseq];
+    uint64_t s = 13;
+    P(plan) *p = plan_with(LINATTN_MAP_ELU1, d, e, LINATTN_DENOM_POSITIVE, 4);
+    /* problem (b, h): rows at (b heads + h) n, row major, ld d or e */
+    tmat q = tmat_rand(ROW, problems * n, d, 0, -1, 1, &s);
+    tmat k = tmat_rand(ROW, problems * n, d, 0, -1, 1, &s);
+    tmat v = tmat_rand(ROW, problems * n, e, 0, -1, 1, &s);
+    tmat out = tmat_like(&q, problems * n, e, 0);
+    tmat want = tmat_like(&q, problems * n, e, 0);
+    real *w = malloc((size_t)(problems * n) * sizeof *w);
+    real *den = malloc((size_t)(problems * n) * sizeof *den);
+    real *wden = malloc((size_t)(problems * n) * sizeof *wden);
+    for (int64_t j = 0; j < problems * n; j++)
+        w[j] = j % 7 == 3 ? 0 : (real)(0.5 + test_uniform(&s));
+    for (int64_t t = 0; t < problems * nseq; t++) /* a kept key each */
+        if (len[t % nseq])
+            w[t / nseq * n + off[t % nseq]] = 1;
+    linattn_strides sq = {d, heads * n * d, n * d};
+    linattn_strides sv = {e, heads * n * e, n * e};
+    int old = set_threads(1);
+    P(extras) ex = packed_ex(off, NULL, nseq, w);
+    ex.den = den;
+    int st = causal
+        ? P(batched_causal_ex)(p, ROW, batch, heads, n, q.a, &sq, k.a, &sq,
+                               v.a, &sv, out.a, &sv, &ex, NULL)
+        : P(batched_attention_ex)(p, ROW, batch, heads, n, n, q.a, &sq, k.a,
+                                  &sq, v.a, &sv, out.a, &sv, &ex, NULL);
+    ck_assert_int_eq(st, 0);
+    for (int64_t pr = 0; pr < problems; pr++) {
+        P(extras) one = packed_ex(off, NULL, nseq, w + pr * n);
+        one.den = wden + pr * n;
+        ck_assert_int_eq(call_path(causal, p, &q, &k, &v, &want, pr * n, n,
+                                   pr * n, n, &one, NULL), 0);
+    }
+    set_threads(old);
+    ck_assert(rows_identical(&out, &want, 0, problems * n));
+    ck_assert(!memcmp(den, wden, (size_t)(problems * n) * sizeof *den));
+    /* the last problem's bad weight: nothing written */
+    for (int64_t j = 0; j < problems * n * e; j++)
+        out.a[j] = 7;
+    w[problems * n - 1] = -1;
+    st = causal
+        ? P(batched_causal_ex)(p, ROW, batch, heads, n, q.a, &sq, k.a, &sq,
+                               v.a, &sv, out.a, &sv, &ex, NULL)
+        : P(batched_attention_ex)(p, ROW, batch, heads, n, n, q.a, &sq, k.a,
+                                  &sq, v.a, &sv, out.a, &sv, &ex, NULL);
+    ck_assert_int_eq(st, causal ? -14 : -15);
+    for (int64_t j = 0; j < problems * n * e; j++)
+        ck_assert(out.a[j] == 7);
+    free_qkvo(&q, &k, &v, &out);
+    tmat_free(&want);
+    free(w), free(den), free(wden), free(off);
+    P(plan_destroy)(p);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("packed " PREC);
@@ -627,6 +693,7 @@ int main(void)
     tcase_add_loop_test(tc, states_continue_sequences, 0, 4);
     tcase_add_test(tc, states_unchanged_on_failure);
     tcase_add_test(tc, bad_packed_refused);
+    tcase_add_loop_test(tc, batched_packed_is_single_calls, 0, 2);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

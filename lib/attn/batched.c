@@ -174,3 +174,42 @@ ENTRY(batched_naive_causal, one_naive, naive_causal_sig, 1, (int64_t n), n,
 CHECK_ENTRY(batched_attention_check, attention_sig, 0,
             (int64_t nq, int64_t nk), nq, nk)
 CHECK_ENTRY(batched_causal_check, causal_sig, 1, (int64_t n), n, n)
+
+/* linattn_d_batched_attention_ex, linattn_d_batched_causal_ex: and the
+ * extras (15 and 14): every problem's normalizers out and key weights
+ * (dense, problem after problem), packed sequences (the same offsets in
+ * every problem). */
+static const linattn_i_signature attention_ex_sig = {
+    .form = LINATTN_I_BATCHED, .plan = 1, .layout = 2, .batch = 3,
+    .heads = 4, .nq = 5, .nk = 6, .extras = 15, .flags = LINATTN_I_SCAN,
+    .ex_parts = LINATTN_I_X_DEN | LINATTN_I_X_WEIGHTS | LINATTN_I_X_OFFSETS |
+                LINATTN_I_X_KEY_OFFSETS,
+    .part = {LINATTN_I_QKVO(7), LINATTN_I_DEN_OUT(15, 0),
+             LINATTN_I_WEIGHTS_IN(15)}};
+static const linattn_i_signature causal_ex_sig = {
+    .form = LINATTN_I_BATCHED, .plan = 1, .layout = 2, .batch = 3,
+    .heads = 4, .nq = 5, .extras = 14, .flags = LINATTN_I_SCAN,
+    .ex_parts = LINATTN_I_X_DEN | LINATTN_I_X_WEIGHTS | LINATTN_I_X_OFFSETS,
+    .part = {LINATTN_I_QKVO(6), LINATTN_I_DEN_OUT(14, 0),
+             LINATTN_I_WEIGHTS_IN(14)}};
+
+#define EX_ENTRY(name, run, sig, causal, sizes, nq, nk)                       \
+    int X(name)(const X(plan) *plan, int layout, int64_t batch,               \
+                int64_t heads, UNWRAP sizes, const real *q,                   \
+                const linattn_strides *sq, const real *k,                     \
+                const linattn_strides *sk, const real *v,                     \
+                const linattn_strides *sv, real *out,                         \
+                const linattn_strides *sout, const X(extras) *ex,             \
+                linattn_where *bad)                                           \
+    {                                                                         \
+        XI(problem) pb = XI(problem_batched)(plan, layout, batch, heads, nq,  \
+                                             nk, causal);                     \
+        XI(problem_qkvo_batched)(&pb, q, sq, k, sk, v, sv, out, sout);        \
+        XI(problem_extras)(&pb, ex);                                          \
+        int st = XI(problem_check)(&pb, &sig, NULL);                          \
+        return st ? st : XI(batched_run)(&pb, run, NULL, bad);                \
+    }
+
+EX_ENTRY(batched_attention_ex, one_attention, attention_ex_sig, 0,
+         (int64_t nq, int64_t nk), nq, nk)
+EX_ENTRY(batched_causal_ex, one_causal, causal_ex_sig, 1, (int64_t n), n, n)

@@ -231,19 +231,19 @@ static linattn_i_mat single_mat(const XI(problem) *pb,
                            ps->pos, (ps->role & LINATTN_I_OPTIONAL) != 0};
 }
 
-/* The strides of a batched vector part: dense, problem after problem
- * (its nq * heads was checked to fit int64). */
-static linattn_strides dense_strides(const XI(problem) *pb)
+/* The strides of a batched vector part of rows entries a problem: dense,
+ * problem after problem (its rows * heads was checked to fit int64). */
+static linattn_strides dense_strides(const XI(problem) *pb, int64_t rows)
 {
-    linattn_strides s = {linattn_i_vector_ld(pb->layout, pb->nq),
-                         pb->heads * pb->nq, pb->nq};
+    linattn_strides s = {linattn_i_vector_ld(pb->layout, rows),
+                         pb->heads * rows, rows};
     return s;
 }
 
 /* Stages 2 to 4 of the primary parts, and in idx/n what stage 8 needs:
  * the first failure, negative, or LINATTN_ESIZE (stage 3), or 0. */
 static int primary_parts(const XI(problem) *pb, const linattn_i_signature *sig,
-                         linattn_strides *vec)
+                         const linattn_strides *vec)
 {
     int idx[LINATTN_I_PARTS];
     int n = parts_in_order(sig, 0, idx);
@@ -281,7 +281,7 @@ static int primary_parts(const XI(problem) *pb, const linattn_i_signature *sig,
         const linattn_strides *s = pb->part[i].no_strides ? NULL
                                                           : &pb->part[i].s;
         if (ps->role & LINATTN_I_VECTOR)
-            s = vec;
+            s = &vec[i];
         mats[a] = (linattn_i_bmat){shape_rows(pb, ps->rows),
                                    shape_cols(pb, ps->cols), pb->part[i].p, s,
                                    ps->pos, (ps->role & LINATTN_I_OUTPUT) != 0};
@@ -335,7 +335,7 @@ static int secondary_apart(const XI(problem) *pb,
                 linattn_i_bmat bm = {shape_rows(pb, ps->rows),
                                      shape_cols(pb, ps->cols), pb->part[i].p,
                                      ps->role & LINATTN_I_VECTOR
-                                         ? vec
+                                         ? &vec[i]
                                          : &pb->part[i].s,
                                      ps->pos, 0};
                 linattn_i_bmat_range(pb->layout, pb->batch, pb->heads,
@@ -401,21 +401,35 @@ static int meets(uintptr_t lo, uintptr_t hi, const void *p, int64_t n,
  * states (-pos of the output), offsets or states that are not what they
  * must be (-pos of the extras), a state's tokens beyond int64
  * (LINATTN_ESIZE). */
-static int packed_check(const XI(problem) *pb, const linattn_i_signature *sig)
+static int packed_check(const XI(problem) *pb, const linattn_i_signature *sig,
+                        const linattn_strides *vec)
 {
     int idx[LINATTN_I_PARTS];
     int n = parts_in_order(sig, 0, idx);
     for (int a = 0; a < n; a++) {
-        if (!(sig->part[idx[a]].role & LINATTN_I_OUTPUT))
+        int i = idx[a];
+        const linattn_i_part_sig *ps = &sig->part[i];
+        if (!(ps->role & LINATTN_I_OUTPUT) || !pb->part[i].p)
             continue;
-        linattn_i_mat m = single_mat(pb, sig, idx[a]);
-        m.optional = 1;
         uintptr_t lo, hi;
-        linattn_i_mat_range(pb->layout, sizeof(real), &m, &lo, &hi);
+        if (sig->form == LINATTN_I_SINGLE) {
+            linattn_i_mat m = single_mat(pb, sig, i);
+            m.optional = 1;
+            linattn_i_mat_range(pb->layout, sizeof(real), &m, &lo, &hi);
+        } else { /* every problem's elements */
+            linattn_i_bmat bm = {shape_rows(pb, ps->rows),
+                                 shape_cols(pb, ps->cols), pb->part[i].p,
+                                 ps->role & LINATTN_I_VECTOR
+                                     ? &vec[i]
+                                     : &pb->part[i].s,
+                                 ps->pos, 1};
+            linattn_i_bmat_range(pb->layout, pb->batch, pb->heads,
+                                 sizeof(real), &bm, &lo, &hi);
+        }
         if (meets(lo, hi, pb->qoff, pb->nseq + 1, sizeof *pb->qoff) ||
             meets(lo, hi, pb->koff, pb->nseq + 1, sizeof *pb->koff) ||
             meets(lo, hi, pb->states, pb->nseq, sizeof *pb->states))
-            return -sig->part[idx[a]].pos;
+            return -ps->pos;
     }
     if (XI(packed_values_check)(pb))
         return -sig->extras;
@@ -487,15 +501,23 @@ int XI(problem_check)(const XI(problem) *pb, const linattn_i_signature *sig,
     int st = run_checks(pb, sig, list, scalar_checks(sig, 1, first, list));
     if (st)
         return st;
-    /* a batched call's normalizers are described by nq * heads */
-    linattn_strides vec = {1, 0, 0};
-    if (sig->form == LINATTN_I_BATCHED && sig->part[LINATTN_I_DEN].pos) {
-        if (pb->heads > 0 && pb->nq > INT64_MAX / pb->heads)
+    /* a batched call's vectors (normalizers, key weights) are described
+     * by their rows * heads */
+    linattn_strides vec[LINATTN_I_PARTS];
+    for (int i = 0; i < LINATTN_I_PARTS; i++) {
+        vec[i] = (linattn_strides){1, 0, 0};
+        const linattn_i_part_sig *ps = &sig->part[i];
+        if (sig->form != LINATTN_I_BATCHED || !ps->pos ||
+            !(ps->role & LINATTN_I_VECTOR) ||
+            (ps->role & LINATTN_I_SECONDARY))
+            continue;
+        int64_t rows = shape_rows(pb, ps->rows);
+        if (pb->heads > 0 && rows > INT64_MAX / pb->heads)
             return LINATTN_ESIZE;
-        vec = dense_strides(pb);
+        vec[i] = dense_strides(pb, rows);
     }
     /* 2. to 4. */
-    int size = primary_parts(pb, sig, &vec);
+    int size = primary_parts(pb, sig, vec);
     if (size < 0)
         return size;
     /* 5. the arguments after the parts, dW and db among them */
@@ -520,11 +542,11 @@ int XI(problem_check)(const XI(problem) *pb, const linattn_i_signature *sig,
     st = size_conditions(pb, sig);
     /* 8. */
     if (!st && ns)
-        st = secondary_apart(pb, sig, &vec);
+        st = secondary_apart(pb, sig, vec);
     if (!st && weights_bad(pb))
         st = -sig->part[LINATTN_I_KW].pos;
     if (!st && pb->qoff)
-        st = packed_check(pb, sig);
+        st = packed_check(pb, sig, vec);
     if (st)
         return st;
     /* 9. and 10. */
