@@ -116,20 +116,6 @@ static int64_t query_pass(void *ctx, int t, int64_t lo, int64_t hi)
     return bad ? lo : INT64_MAX;
 }
 
-/* Rows [0, rows) of x (cols columns) into buf (row major, ld cols), the
- * rows whose weight is 0 as zeros (never read). */
-static XI(view) zero_dropped(XI(view) x, int64_t rows, int64_t cols,
-                             const real *w, real *buf)
-{
-    for (int64_t i = 0; i < rows; i++) {
-        if (w[i] == 0)
-            memset(buf + i * cols, 0, (size_t)cols * sizeof(real));
-        else
-            XI(copy_rows)(XI(view_rows)(x, i), 0, 1, cols, buf + i * cols);
-    }
-    return (XI(view)){buf, cols, 0};
-}
-
 /* Pass 3 on key rows [lo, hi); lo when a value written to dk, dv or
  * dweights is not finite, else INT64_MAX.  Key weights w_j: the unweighted
  * adjoint of phi(k_j) is a_j = dS v_j + dz, so dweights_j = phi(k_j) . a_j,
@@ -158,14 +144,14 @@ static int64_t key_pass(void *ctx, int t, int64_t lo, int64_t hi)
         XI(view) kb = XI(view_rows)(XI(part_view)(pb, LINATTN_I_K), r);
         XI(view) vr = XI(view_rows)(XI(part_view)(pb, LINATTN_I_V), r);
         if (dropped)
-            kb = zero_dropped(kb, rows, d, wr, w->kz);
+            kb = XI(zero_dropped)(kb, rows, d, wr, w->kz);
         if (plan->shifted) { /* at the state's shift, as the forward */
             XI(phi_pre)(plan, kb, rows, w->f, w->rexp);
             XI(phi_post)(plan, w->f, rows, w->rexp, NULL, j->shift, NULL);
         } else {
             XI(phi_rows)(plan, kb, rows, w->f, NULL);
         }
-        XI(view) vb = dropped ? zero_dropped(vr, rows, e, wr, w->vc)
+        XI(view) vb = dropped ? XI(zero_dropped)(vr, rows, e, wr, w->vc)
                               : XI(fit_view)(vr, rows, e, w->vc);
         /* dphi(K_b) = V_b dS^T + 1 dz^T */
         XI(gemm)(0, 0, rows, m, e, 1, vb, (XI(view)){j->dst, m, 0}, 0, w->a,

@@ -190,20 +190,6 @@ typedef struct {
     int64_t c;
 } cjob;
 
-/* Rows [0, rows) of x (cols columns) into buf (row major, ld cols), the
- * rows whose weight is 0 as zeros. */
-static XI(view) zero_dropped(XI(view) x, int64_t rows, int64_t cols,
-                             const real *w, real *buf)
-{
-    for (int64_t i = 0; i < rows; i++) {
-        if (w[i] == 0)
-            memset(buf + i * cols, 0, (size_t)cols * sizeof(real));
-        else
-            XI(copy_rows)(XI(view_rows)(x, i), 0, 1, cols, buf + i * cols);
-    }
-    return (XI(view)){buf, cols, 0};
-}
-
 /* The chunk's keys and values as the sweeps read them: where the caller
  * keeps them, or (key weights with a 0 among the chunk's) copies with
  * those rows zeroed, never read. */
@@ -218,17 +204,19 @@ static void chunk_keys(const XI(problem) *rg, cws *w, int64_t r,
     for (int64_t j = 0; wt && j < rows; j++)
         zeros |= wt[r + j] == 0;
     if (zeros) {
-        *kb = zero_dropped(*kb, rows, plan->d, wt + r, w->kz);
-        *vb = zero_dropped(*vb, rows, plan->e, wt + r, w->vz);
+        *kb = XI(zero_dropped)(*kb, rows, plan->d, wt + r, w->kz);
+        *vb = XI(zero_dropped)(*vb, rows, plan->e, wt + r, w->vz);
     }
 }
 
 /* The chunk's features, [V 1] and [g h]; shifted maps take the keys at
  * their running shifts from start (-inf: none yet), the keys of weight 0
  * without a say in them, as in the forward.  Key weights w_j scale [v_j
- * 1], so that S, z, the squares' P and every key's adjoint carry them. */
+ * 1], so that S, z, the squares' P and every key's adjoint carry them.
+ * *kv, *vv: the chunk's keys and values as read (chunk_keys). */
 static void chunk_inputs(const XI(problem) *rg, cws *w, int64_t r,
-                         int64_t rows, int64_t c, double start)
+                         int64_t rows, int64_t c, double start, XI(view) *kv,
+                         XI(view) *vv)
 {
     const X(plan) *plan = rg->plan;
     const real *wt = rg->part[LINATTN_I_KW].p;
@@ -236,6 +224,8 @@ static void chunk_inputs(const XI(problem) *rg, cws *w, int64_t r,
                  w->fq, NULL);
     XI(view) kb, vb;
     chunk_keys(rg, w, r, rows, &kb, &vb);
+    *kv = kb;
+    *vv = vb;
     if (plan->shifted) {
         XI(phi_pre)(plan, kb, rows, w->fk, w->rexp);
         for (int64_t j = 0; wt && j < rows; j++)
@@ -294,7 +284,8 @@ static int forward_sweep(const XI(problem) *rg, cws *w, int64_t c, int part,
     for (int64_t r = 0; r < n; r += c) {
         int64_t rows = n - r < c ? n - r : c;
         double start = s->has ? s->shift : -INFINITY;
-        chunk_inputs(rg, w, r, rows, c, start);
+        XI(view) kb, vb;
+        chunk_inputs(rg, w, r, rows, c, start, &kb, &vb);
         if (plan->shifted) /* the reverse sweep's note, exact in real */
             *XI(part_row)(rg, LINATTN_I_DV, r) = (real)start;
         XI(lower_square)(ghv, vt, rows, ld, w->sp, c);
@@ -364,7 +355,8 @@ static int reverse_sweep(const XI(problem) *rg, cws *w, int64_t c,
         double start = 0;
         if (plan->shifted)
             start = (double)*XI(part_row)(rg, LINATTN_I_DV, r);
-        chunk_inputs(rg, w, r, rows, c, start);
+        XI(view) kb, vb;
+        chunk_inputs(rg, w, r, rows, c, start, &kb, &vb);
         kn->transpose(rows, m, w->fk, m, w->kt, c);
         XI(lower_square)(fq, kt, rows, m, w->sa, c);
         XI(lower_square)(ghv, vt, rows, ld, w->sp, c);
@@ -388,8 +380,6 @@ static int reverse_sweep(const XI(problem) *rg, cws *w, int64_t c,
         /* the chunk's own rows i >= j */
         XI(triangle_t_times)(w->sp, c, w->fq, m, rows, m, w->a, m);
         XI(triangle_t_times)(w->sa, c, w->gh, ld, rows, ey, w->y, ey);
-        XI(view) kb, vb;
-        chunk_keys(rg, w, r, rows, &kb, &vb);
         /* [y_j | y1_j] are the adjoints of the weighted [w_j v_j | w_j]:
          * dv_j = w_j y_j, dL/dw_j = v_j . y_j + y1_j */
         for (int64_t j = 0; dkw && j < rows; j++) {

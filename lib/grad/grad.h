@@ -53,6 +53,12 @@ int XI(phi_backward)(const X(plan) *plan, XI(view) x, int64_t rows,
 
 /* ---- grad/grad_util.c ---- */
 
+/* Rows [0, rows) of x (cols columns) into buf (row major, ld cols), the
+ * rows whose key weight w is 0 as zeros (never read: the backward's view
+ * of a block with keys of weight 0). */
+XI(view) XI(zero_dropped)(XI(view) x, int64_t rows, int64_t cols,
+                          const real *w, real *buf);
+
 /* gh (rows x (e + 1), row major, ld e + 1) = [G_i / den_i,
  * -(G_i . out_i) / den_i]: the adjoints of the numerators and of the
  * normalizer of row i. */

@@ -320,3 +320,15 @@ int XI(backward_single)(const XI(problem) *pb, const linattn_i_signature *sig,
     XI(pgrad_free)(&pg, 1);
     return st;
 }
+
+XI(view) XI(zero_dropped)(XI(view) x, int64_t rows, int64_t cols,
+                          const real *w, real *buf)
+{
+    for (int64_t i = 0; i < rows; i++) {
+        if (w[i] == 0)
+            memset(buf + i * cols, 0, (size_t)cols * sizeof(real));
+        else
+            XI(copy_rows)(XI(view_rows)(x, i), 0, 1, cols, buf + i * cols);
+    }
+    return (XI(view)){buf, cols, 0};
+}
