@@ -20,9 +20,11 @@ module linattn_mpi
   use linattn_mpi_base
   use linattn_mpi_c_any
   use linattn_mpi_d, only: linattn_mpi_attention, linattn_mpi_causal, &
-      linattn_mpi_batched_attention, linattn_mpi_batched_causal
+      linattn_mpi_batched_attention, linattn_mpi_batched_causal, &
+      linattn_mpi_attention_ex, linattn_mpi_causal_ex
   use linattn_mpi_s, only: linattn_mpi_attention, linattn_mpi_causal, &
-      linattn_mpi_batched_attention, linattn_mpi_batched_causal
+      linattn_mpi_batched_attention, linattn_mpi_batched_causal, &
+      linattn_mpi_attention_ex, linattn_mpi_causal_ex
   implicit none
   private
 
@@ -30,6 +32,7 @@ module linattn_mpi
   public :: LINATTN_MPI_THREAD_LEVEL
   public :: linattn_mpi_attention, linattn_mpi_causal, &
       linattn_mpi_batched_attention, linattn_mpi_batched_causal, &
+      linattn_mpi_attention_ex, linattn_mpi_causal_ex, &
       linattn_mpi_state_allreduce, linattn_mpi_state_exscan, &
       linattn_mpi_state_save_file, linattn_mpi_state_load_file
 

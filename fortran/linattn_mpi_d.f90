@@ -8,7 +8,9 @@ module linattn_mpi_d
   use mpi_f08, only: MPI_Comm
   use linattn_c, only: c_strides, c_where
   use linattn_base
-  use linattn_d, only: linattn_qkv_prepare, linattn_batched_prepare
+  use linattn_c_d, only: c_extras, c_extras_init
+  use linattn_d, only: linattn_qkv_prepare, linattn_batched_prepare, &
+      linattn_view
   use linattn_mpi_c_d
   use linattn_mpi_base
   implicit none

@@ -788,7 +788,13 @@ typedef struct X(extras_s) {                                                  \
      * phi(k_j) . (dS v_j + dz), 0 for a key of weight 0 (absent: never       \
      * read); NULL: not asked for (weights NULL: dL/dw at every w_j = 1) */   \
     R *dweights;                                                              \
-    void *reserved_ptr[7];                                                    \
+    /* linattn_d_causal_backward_ex with state (states): dL/d of the          \
+     * starting state's accumulator as linattn_d_state_export writes it,      \
+     * m x (e + 1) doubles row major ([dS dz], the true sums' gradient times  \
+     * exp(shift)); with states nseq of them, sequence s's at s m (e + 1).    \
+     * NULL: not asked for */                                                 \
+    double *dstates;                                                          \
+    void *reserved_ptr[6];                                                    \
     int64_t nseq; /* the sequences of offsets (0 without them) */             \
     int64_t reserved[15];                                                     \
 } X(extras);                                                                  \
@@ -1354,12 +1360,19 @@ LINATTN_API int X(attention_backward_ex)(const X(plan) *plan, int layout,     \
  * as linattn_d_causal_ex wrote them), with dL/dw_j in ex->dweights on        \
  * request and the keys of weight 0 absent, as at                             \
  * linattn_d_attention_backward_ex; packed sequences (ex->offsets), each      \
- * sequence's gradients as a call of its own, dw and db summed over them.     \
- * ex NULL or all absent: linattn_d_causal_backward, bit for bit.  Errors     \
- * as linattn_d_causal_backward; -24 ex: a reserved word not 0, a part it     \
- * does not take (den, state, absorb, key_offsets, states), a weight          \
- * negative, NaN or Inf, dweights meeting another array, offsets as at        \
- * linattn_d_causal_ex.  Thread-safe. */                                      \
+ * sequence's gradients as a call of its own, dw and db summed over them;     \
+ * a starting state (ex->state, or per sequence ex->states with offsets;      \
+ * absorb 0), the forward's as linattn_d_causal_ex took it (rows saw its      \
+ * keys first; out and den as that call wrote them), with the gradient of     \
+ * its accumulator in ex->dstates on request (d[S0 z0] = sum_i phi(q_i) [g_i  \
+ * h_i]^T over the sequence's rows, [g h] as at linattn_d_attention_backward; \
+ * the state is only read).  ex NULL or all absent:                           \
+ * linattn_d_causal_backward, bit for bit.  Errors as                         \
+ * linattn_d_causal_backward; -24 ex: a reserved word not 0, a part it does   \
+ * not take (den, key_offsets), absorb not 0, a state of another map or other \
+ * sizes, a weight negative, NaN or Inf, dweights or dstates meeting another  \
+ * array, dstates without a state, offsets and states as at                   \
+ * linattn_d_causal_ex.  Thread-safe; the states are only read. */            \
 LINATTN_API int X(causal_backward_ex)(const X(plan) *plan, int layout,        \
         int64_t n, const R *q, int64_t ldq, const R *k, int64_t ldk,          \
         const R *v, int64_t ldv, const R *out, int64_t ldout, const R *den,   \
@@ -1517,6 +1530,25 @@ LINATTN_API int X(state_export)(const X(state) *state, double *acc,           \
 LINATTN_API int X(state_import)(X(state) *state, const double *acc,           \
                                 double shift, int64_t tokens);                \
                                                                               \
+/* int linattn_d_state_key_weight(const linattn_d_state *state,               \
+ *                                double *weight)                             \
+ * *weight = sum_j w_j over the keys the state holds (its tokens when every   \
+ * key weighed 1; the count of LINATTN_DENOM_COUNT).  With export, what a     \
+ * reduction of weighted states computed elsewhere needs.  Errors: -1 state   \
+ * NULL; -2 weight NULL.  Several threads may read one state at once. */      \
+LINATTN_API int X(state_key_weight)(const X(state) *state, double *weight);   \
+                                                                              \
+/* int linattn_d_state_import_weighted(linattn_d_state *state,                \
+ *         const double *acc, double shift, int64_t tokens, double weight)    \
+ * linattn_d_state_import of a state whose tokens keys weigh weight in all    \
+ * (linattn_d_state_key_weight: the inverse of export and key_weight).        \
+ * Errors (state unchanged): -1 .. -4 as linattn_d_state_import; -5 weight    \
+ * NaN, Inf or negative, or 0 with tokens > 0 or > 0 without tokens (a key    \
+ * of weight 0 is not a token).  Needs exclusive access to state. */          \
+LINATTN_API int X(state_import_weighted)(X(state) *state, const double *acc,  \
+                                         double shift, int64_t tokens,        \
+                                         double weight);                      \
+                                                                              \
 /* int linattn_d_state_causal(linattn_d_state *state, int layout, int64_t n, \
  *         const double *q, int64_t ldq, const double *k, int64_t ldk,       \
  *         const double *v, int64_t ldv, double *out, int64_t ldout,         \
@@ -1572,6 +1604,23 @@ LINATTN_API int X(causal_check)(const X(plan) *plan, int layout, int64_t n,   \
                                 const R *q, int64_t ldq, const R *k,          \
                                 int64_t ldk, const R *v, int64_t ldv,         \
                                 const R *out, int64_t ldout);                 \
+                                                                              \
+/* int linattn_d_attention_ex_check(same arguments as                         \
+ *                                  linattn_d_attention_ex, without bad_row)  \
+ * As linattn_d_attention_check, for linattn_d_attention_ex (the extras'      \
+ * checks included).  Thread-safe. */                                         \
+LINATTN_API int X(attention_ex_check)(const X(plan) *plan, int layout,        \
+        int64_t nq, int64_t nk, const R *q, int64_t ldq, const R *k,          \
+        int64_t ldk, const R *v, int64_t ldv, const R *out, int64_t ldout,    \
+        const X(extras) *ex);                                                 \
+/* int linattn_d_causal_ex_check(same arguments as linattn_d_causal_ex,       \
+ *                               without bad_row)                             \
+ * As linattn_d_attention_check, for linattn_d_causal_ex (the extras'         \
+ * checks included).  Thread-safe. */                                         \
+LINATTN_API int X(causal_ex_check)(const X(plan) *plan, int layout,           \
+        int64_t n, const R *q, int64_t ldq, const R *k, int64_t ldk,          \
+        const R *v, int64_t ldv, const R *out, int64_t ldout,                 \
+        const X(extras) *ex);                                                 \
                                                                               \
 /* int linattn_d_batched_attention_check(same arguments as                  \
  *                                       linattn_d_batched_attention,       \

@@ -17,7 +17,7 @@
  *     each, not MPI_Exscan, which Open MPI 4.1 runs as a chain of P - 1
  *     hops.
  *
- * A reduction moves 8 (m (e + 1) + 5) bytes per problem (head), however
+ * A reduction moves 8 (m (e + 1) + 6) bytes per problem (head), however
  * long the sequence.  doc/mpi.md has the algorithms, the performance model
  * and measurements.
  *
@@ -173,7 +173,7 @@ LINATTN_MPI_API int linattn_mpi_refuse(MPI_Comm comm, int comm_arg,
  * z summed over all ranks' keys (LINATTN_DENOM_COUNT: the count is every  \
  * rank's nk added).  This rank holds nq queries (Q nq x d,                 \
  * out nq x e) and nk keys (K nk x d, V nk x e), in layout.  Local state,   \
- * one MPI_Allreduce of 8 (m (e + 1) + 5) bytes, local queries; work        \
+ * one MPI_Allreduce of 8 (m (e + 1) + 6) bytes, local queries; work          \
  * O((nq + nk) m e) per rank, memory as linattn_d_attention.                \
  * Collective.  ENOMEM while building the local state: every rank returns   \
  * it with nothing written anywhere; ENOMEM in a query: as EDENOM, rows of  \
@@ -201,7 +201,7 @@ LINATTN_MPI_API int MX(attention)(const X(plan) *plan, MPI_Comm comm,         \
  * (LINATTN_DENOM_COUNT: its count is i + 1, i global).                    \
  * This rank holds n rows of Q, K (n x d), V and out (n x e).  Each rank    \
  * but the last builds the state of its keys; one exclusive scan of 8 (m (e \
- * + 1) + 5)-byte messages gives rank r the state of every earlier rank's  \
+ * + 1) + 6)-byte messages gives rank r the state of every earlier rank's  \
  * keys (the prefix, in ceil(log2 P) exchanges; see above), from which its \
  * rows continue causally                                                   \
  * (linattn_d_state_causal).  Work per rank: linattn_d_causal on its rows   \
@@ -232,11 +232,11 @@ LINATTN_MPI_API int MX(causal)(const X(plan) *plan, MPI_Comm comm,            \
  *         const linattn_strides *sout, linattn_where *bad)                  \
  * linattn_mpi_d_attention on batch x heads problems (strides and their     \
  * policy: linattn_d_batched_attention), with one MPI_Allreduce for all of  \
- * them: 8 batch heads (m (e + 1) + 5) bytes.  batch and heads must agree   \
+ * them: 8 batch heads (m (e + 1) + 6) bytes.  batch and heads must agree     \
  * across ranks; nq and nk are this rank's rows of every problem.  The      \
  * problems' local work runs one after another on this rank (each call     \
  * threads its rows as linattn_d_attention does).  Extra memory: one state \
- * element per problem, (m (e + 1) + 5) batch heads doubles, besides one    \
+ * element per problem, (m (e + 1) + 6) batch heads doubles, besides one      \
  * problem's workspace.  *bad (if not NULL,                                 \
  * written on a failure): the first failing problem (b, h) and, for         \
  * EDENOM and EOVERFLOW, its global row (else -1); a problem whose summed  \
@@ -261,7 +261,7 @@ LINATTN_MPI_API int MX(batched_attention)(const X(plan) *plan, MPI_Comm comm, \
  *         const linattn_strides *sout, linattn_where *bad)                  \
  * linattn_mpi_d_causal on batch x heads problems with one exclusive scan   \
  * (ceil(log2 P) exchanges) for all of them.  Extra memory: three sets of   \
- * (m (e + 1) + 5) batch heads doubles (the local states, the prefix, the   \
+ * (m (e + 1) + 6) batch heads doubles (the local states, the prefix, the     \
  * scan's receive buffer), besides one problem's workspace.  As             \
  * linattn_mpi_d_batched_attention otherwise (ENOMEM: the failing problem   \
  * has written nothing; other problems, here and on other ranks, may have \
@@ -277,6 +277,61 @@ LINATTN_MPI_API int MX(batched_causal)(const X(plan) *plan, MPI_Comm comm,    \
         const R *v, const linattn_strides *sv, R *out,                        \
         const linattn_strides *sout, linattn_where *bad);                     \
                                                                               \
+/* int linattn_mpi_d_attention_ex(const linattn_d_plan *plan,                 \
+ *         MPI_Comm comm, int layout, int64_t nq, int64_t nk,                 \
+ *         const double *q, int64_t ldq, const double *k, int64_t ldk,        \
+ *         const double *v, int64_t ldv, double *out, int64_t ldout,          \
+ *         const linattn_d_extras *ex, int64_t *bad_row)                      \
+ * linattn_mpi_d_attention with the parts of ex a distributed call takes:     \
+ * den (this rank's normalizers out), weights (this rank's keys' weights; the \
+ * count of LINATTN_DENOM_COUNT is every rank's weight added) and a packed    \
+ * stream: ex->offsets are the global offsets of nseq sequences, the same on  \
+ * every rank, over the concatenation of every rank's rows (0 to the sum of   \
+ * every rank's nk), and this rank holds the rows [g0, g0 + nk) of it (g0     \
+ * the rows of the ranks before it; nq == nk: a row is a query and a key).    \
+ * Each sequence's queries attend to its keys wherever they lie: a sequence   \
+ * within one rank is that rank's serial packed call; the two that cross its  \
+ * ends take the keys other ranks hold of them from two segmented exclusive   \
+ * scans (one forward, one from the last rank down: 2 ceil(log2 P) exchanges  \
+ * of one state each), however many sequences there are.  ex NULL or all      \
+ * absent: linattn_mpi_d_attention.  Statuses and bad_row as                  \
+ * linattn_mpi_d_attention (a boundary sequence whose sums leave the range:   \
+ * LINATTN_EOVERFLOW at its first row here, nothing of it written).  Errors:  \
+ * -1 .. -13 as linattn_mpi_d_attention; -14 ex: as at linattn_d_attention_ex \
+ * (checked on this rank's rows), and a state, absorb, key_offsets, states    \
+ * or dweights (not taken), offsets with nq != nk, not starting at 0,         \
+ * decreasing, meeting out or den, or not ending at every rank's rows in      \
+ * all (agreed: every rank returns -14); LINATTN_EMISMATCH also for offsets   \
+ * that differ across ranks; statuses as linattn_mpi_d_attention otherwise.   \
+ * Collective.  Threads: as linattn_mpi_d_attention. */                       \
+LINATTN_MPI_API int MX(attention_ex)(const X(plan) *plan, MPI_Comm comm,      \
+        int layout, int64_t nq, int64_t nk, const R *q, int64_t ldq,          \
+        const R *k, int64_t ldk, const R *v, int64_t ldv, R *out,             \
+        int64_t ldout, const X(extras) *ex, int64_t *bad_row);                \
+                                                                              \
+/* int linattn_mpi_d_causal_ex(const linattn_d_plan *plan, MPI_Comm comm,     \
+ *         int layout, int64_t n, const double *q, int64_t ldq,               \
+ *         const double *k, int64_t ldk, const double *v, int64_t ldv,        \
+ *         double *out, int64_t ldout, const linattn_d_extras *ex,            \
+ *         int64_t *bad_row)                                                  \
+ * linattn_mpi_d_causal with den, weights and a packed stream as at           \
+ * linattn_mpi_d_attention_ex: each sequence restarts, wherever it starts,    \
+ * and no output reads a token of another sequence.  One segmented exclusive  \
+ * scan (ceil(log2 P) exchanges of one state): each rank sends the state of   \
+ * its keys after its last sequence boundary, marked as a segment's start     \
+ * when it has a boundary ((a, fa) + (b, fb) = (fb ? b : a + b, fa | fb)), so \
+ * that rank r receives the keys of its first sequence that earlier ranks     \
+ * hold; its rows of that sequence continue from them, the sequences that     \
+ * start on it run as the serial packed call.  With one rank:                 \
+ * linattn_d_causal_ex on the same rows, to rounding.  Statuses and bad_row   \
+ * as linattn_mpi_d_causal.  Errors: -1 .. -12 as linattn_mpi_d_causal; -13   \
+ * ex (as at linattn_mpi_d_attention_ex); statuses as linattn_mpi_d_causal    \
+ * otherwise.  Collective.  Threads: as linattn_mpi_d_attention. */           \
+LINATTN_MPI_API int MX(causal_ex)(const X(plan) *plan, MPI_Comm comm,         \
+        int layout, int64_t n, const R *q, int64_t ldq, const R *k,           \
+        int64_t ldk, const R *v, int64_t ldv, R *out, int64_t ldout,          \
+        const X(extras) *ex, int64_t *bad_row);                               \
+                                                                              \
 /* ---- State collectives.  states is an array of count states whose plans  \
  * have equal fingerprints (on this rank and across ranks); count must      \
  * agree across ranks.  One reduction carries all count states. ---- */     \
@@ -287,7 +342,7 @@ LINATTN_MPI_API int MX(batched_causal)(const X(plan) *plan, MPI_Comm comm,    \
  * shifts as described above; a state without tokens is added as          \
  * linattn_d_state_merge adds it), the same bits on every rank            \
  * (MPI_Allreduce with a reduction that gives equal results on every rank  \
- * for Open MPI; tested).  Extra memory: (m (e + 1) + 5) count doubles.    \
+ * for Open MPI; tested).  Extra memory: (m (e + 1) + 6) count doubles.       \
  * Collective.  Threads: the states are this call's alone while it runs;  \
  * one call per rank at a time.  On any error every state is unchanged.    \
  * A sum refused as linattn_d_state_merge refuses it is refused on every   \

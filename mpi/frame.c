@@ -13,6 +13,10 @@
 void MI(end)(MI(work) *w)
 {
     X(state_destroy)(w->state);
+    X(state_destroy)(w->first);
+    X(state_destroy)(w->last);
+    free(w->back);
+    free(w->suffix);
     free(w->elems);
     free(w->prefix);
     free(w->recv);
@@ -27,14 +31,35 @@ static double *alloc_set(int64_t count, int64_t stride)
     return malloc(n * sizeof(double));
 }
 
+/* FNV-1a over a packed problem's offsets (0 without them); read only
+ * when the local checks passed. */
+static uint64_t offsets_hash(const XI(problem) *j)
+{
+    if (!j->qoff)
+        return 0;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int64_t s = 0; s <= j->nseq; s++) {
+        uint64_t x = (uint64_t)j->qoff[s];
+        for (int b = 0; b < 8; b++, x >>= 8)
+            h = (h ^ (x & 0xff)) * 0x100000001b3ull;
+    }
+    return h;
+}
+
 int MI(begin)(const XI(problem) *j, MPI_Comm comm, int status, int kind,
               MI(work) *w)
 {
     memset(w, 0, sizeof *w);
+    /* a packed stream's calls scan (its non-causal one both ways); its
+     * offsets were checked when status is 0, and agree below */
+    int packed = !status && j->qoff;
     int prefix = kind == LINATTN_MPI_CALL_CAUSAL ||
-                 kind == LINATTN_MPI_CALL_EXSCAN;
-    uint64_t keys[4] = {(uint64_t)kind, 0, (uint64_t)j->batch,
-                        (uint64_t)j->heads};
+                 kind == LINATTN_MPI_CALL_EXSCAN || packed;
+    /* packed streams: every rank must hold the same global offsets (their
+     * count and an FNV-1a hash of them; 0, 0 without) */
+    uint64_t keys[6] = {(uint64_t)kind, 0, (uint64_t)j->batch,
+                        (uint64_t)j->heads, (uint64_t)j->nseq,
+                        offsets_hash(j)};
     if (!status) {
         int64_t m, e;
         X(plan_dims)(j->plan, NULL, &m, &e);
@@ -54,11 +79,19 @@ int MI(begin)(const XI(problem) *j, MPI_Comm comm, int status, int kind,
             w->recv = alloc_set(MI(problems)(j), stride);
             status = linattn_mpi_i_private_prepare(comm, &w->holder);
         }
+        if (packed) {
+            w->back = alloc_set(1, stride);
+            w->suffix = alloc_set(1, stride);
+            if (!status && (!w->back || !w->suffix ||
+                            X(state_create)(&w->first, j->plan) ||
+                            X(state_create)(&w->last, j->plan)))
+                status = LINATTN_ENOMEM;
+        }
         if (!status && (!w->elems || (prefix && (!w->prefix || !w->recv)) ||
                         X(state_create)(&w->state, j->plan)))
             status = LINATTN_ENOMEM;
     }
-    status = linattn_mpi_i_agree(comm, status, keys, 4);
+    status = linattn_mpi_i_agree(comm, status, keys, 6);
     if (!status && prefix) {
         status = linattn_mpi_i_private(comm, w->holder, &w->scan_comm);
         w->holder = NULL; /* taken over (or freed) */
@@ -92,12 +125,13 @@ static int beyond(const double *x, int64_t len, double max)
 
 void MI(pack)(const X(state) *state, int64_t len, unsigned flags, double *el)
 {
-    double shift = 0, *acc = el + LINATTN_MPI_HEAD;
+    double shift = 0, mass = 0, *acc = el + LINATTN_MPI_HEAD;
     int64_t tokens = 0;
     if (flags) {
         memset(el, 0, (size_t)(LINATTN_MPI_HEAD + len) * sizeof *el);
     } else {
         X(state_export)(state, acc, &shift, &tokens);
+        X(state_key_weight)(state, &mass);
         /* A state's sums hold NaN or Inf only from its inputs (an update
          * or merge refuses finite sums that overflow), and its queries
          * then propagate them: so must the sum's. */
@@ -105,6 +139,8 @@ void MI(pack)(const X(state) *state, int64_t len, unsigned flags, double *el)
             flags = LINATTN_MPI_F_POISON;
     }
     linattn_mpi_i_elem_head(el, len, shift, tokens);
+    if (!flags || flags == LINATTN_MPI_F_POISON)
+        el[LINATTN_MPI_E_MASS] = mass;
     el[LINATTN_MPI_E_FLAGS] = flags;
 }
 
@@ -126,10 +162,14 @@ int MI(unpack)(X(state) *state, const double *el, int64_t more)
     int64_t tokens = linattn_mpi_i_elem_tokens(el);
     if (tokens < 0 || more > INT64_MAX - tokens)
         return LINATTN_ESIZE;
-    /* the shift is one of the ranks' (finite, 0 for the maps without) */
-    X(state_import)(state, el + LINATTN_MPI_HEAD, el[LINATTN_MPI_E_SHIFT],
-                    tokens);
-    return 0;
+    /* the shift is one of the ranks' (finite, 0 for the maps without);
+     * the weight a sum of finite weights >= 0, refused only beyond the
+     * range */
+    return X(state_import_weighted)(state, el + LINATTN_MPI_HEAD,
+                                    el[LINATTN_MPI_E_SHIFT], tokens,
+                                    el[LINATTN_MPI_E_MASS])
+               ? LINATTN_EOVERFLOW
+               : 0;
 }
 
 int MI(run)(const XI(problem) *j, MPI_Comm comm, int status, int kind,

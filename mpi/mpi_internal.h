@@ -30,6 +30,8 @@ enum {
     LINATTN_MPI_E_FLAGS, /* LINATTN_MPI_F_*, or-ed over the ranks added */
     LINATTN_MPI_E_TOKHI, /* tokens = hi 2^32 + lo, each half exact in a */
     LINATTN_MPI_E_TOKLO, /* double for sums over up to 2^21 ranks       */
+    LINATTN_MPI_E_MASS,  /* the keys' total weight, sum w_j (= tokens   */
+                         /* without key weights; not shifted)           */
     LINATTN_MPI_HEAD     /* header length                               */
 };
 
@@ -39,7 +41,9 @@ enum {
                               /* call stops)                             */
     LINATTN_MPI_F_OVER = 2,   /* a rank's own sums of finite keys and    */
                               /* values overflowed (its state is absent) */
-    LINATTN_MPI_F_POISON = 4  /* a state holds NaN or Inf                */
+    LINATTN_MPI_F_POISON = 4, /* a state holds NaN or Inf                */
+    LINATTN_MPI_F_START = 8   /* a segmented scan's element that starts  */
+                              /* a segment: nothing before it adds in    */
 };
 
 /* The flags of element el. */
@@ -49,7 +53,7 @@ static inline unsigned linattn_mpi_i_flags(const double *el)
 }
 
 /* The most key words linattn_mpi_i_agree compares. */
-#define LINATTN_MPI_MAX_KEYS 4
+#define LINATTN_MPI_MAX_KEYS 6
 
 /* The kind of a collective call: the first key word of its agreement,
  * so that ranks in different calls (attention here, causal there; an
@@ -113,6 +117,22 @@ int linattn_mpi_i_allreduce(MPI_Comm comm, double *elems, int64_t count,
  * scratch; all three hold count elements.  Returns 0 or LINATTN_EMPI. */
 int linattn_mpi_i_exscan(MPI_Comm comm, double *partial, double *result,
                          double *recv, int64_t count, int64_t len);
+
+/* linattn_mpi_i_exscan with segments, in either direction.  Forward:
+ * result on rank r = the sum of partial over ranks q < r after the last
+ * such q whose element is marked LINATTN_MPI_F_START (that q's own
+ * included: its element is the start of the segment r is in); reverse:
+ * over ranks q > r, up to the first marked one.  The marked elements
+ * are those after a sequence boundary of a packed stream (forward: the
+ * keys after the rank's last boundary; reverse: those before its
+ * first), so that result is the part of rank r's boundary sequence that
+ * other ranks hold.  The combination (a, fa) + (b, fb) = (fb ? b : a +
+ * b, fa | fb) is associative, not commutative: the steps keep rank
+ * order.  A failure flag (LINATTN_MPI_F_FAIL) crosses every segment.
+ * Same steps, messages and returns as linattn_mpi_i_exscan. */
+int linattn_mpi_i_segmented_exscan(MPI_Comm comm, int reverse, double *partial,
+                                   double *result, double *recv,
+                                   int64_t count, int64_t len);
 
 /* The library's private duplicate of comm, for its point-to-point
  * messages (cached on comm as an attribute, made once, freed with comm).

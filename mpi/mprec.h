@@ -51,11 +51,17 @@ static inline XI(problem) MI(problem)(const X(plan) *plan, int layout,
 
 /* What a distributed call holds: a scratch state, an element per problem
  * (and for the exclusive prefix two more sets, the prefix and the scan's
- * receive buffer, and the private communicator it runs on), each element
- * of LINATTN_MPI_HEAD + len doubles. */
+ * receive buffer, and the private communicator it runs on; for a packed
+ * stream two states and two sets more), each element of LINATTN_MPI_HEAD
+ * + len doubles. */
 typedef struct {
     X(state) *state;
     double *elems, *prefix, *recv;
+    /* packed streams (mpi/packed.c): the keys of this rank's first and
+     * last sequence, the reverse scan's elements and its result (the
+     * suffix) */
+    X(state) *first, *last;
+    double *back, *suffix;
     int64_t len;
     void *holder;       /* for the private communicator's first use */
     MPI_Comm scan_comm; /* the private communicator (prefix calls) */

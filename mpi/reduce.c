@@ -40,6 +40,7 @@ void linattn_mpi_i_elem_head(double *elem, int64_t len, double shift,
     elem[LINATTN_MPI_E_FLAGS] = 0;
     elem[LINATTN_MPI_E_TOKHI] = (double)(tokens >> 32);
     elem[LINATTN_MPI_E_TOKLO] = (double)(tokens & 0xffffffff);
+    elem[LINATTN_MPI_E_MASS] = (double)tokens;
 }
 
 int64_t linattn_mpi_i_elem_tokens(const double *elem)
@@ -82,8 +83,26 @@ static void add_elems(const double *a, double *b, int64_t count)
         b[LINATTN_MPI_E_SHIFT] = s;
         b[LINATTN_MPI_E_TOKHI] += a[LINATTN_MPI_E_TOKHI];
         b[LINATTN_MPI_E_TOKLO] += a[LINATTN_MPI_E_TOKLO];
+        b[LINATTN_MPI_E_MASS] += a[LINATTN_MPI_E_MASS];
         a += H + len;
         b += H + len;
+    }
+}
+
+/* out = a + b in a segmented scan, a the earlier element, out either of
+ * them: b alone when it starts a segment (what came before it belongs to
+ * another sequence: only a failure crosses), else the sum. */
+static void seg_add(const double *a, const double *b, double *out, int64_t len)
+{
+    unsigned fa = linattn_mpi_i_flags(a), fb = linattn_mpi_i_flags(b);
+    if (fb & LINATTN_MPI_F_START) {
+        if (out != b)
+            memcpy(out, b, (size_t)(H + len) * sizeof *out);
+        out[LINATTN_MPI_E_FLAGS] = (double)(fb | (fa & LINATTN_MPI_F_FAIL));
+    } else if (out == b) {
+        add_elems(a, out, 1);
+    } else {
+        add_elems(b, out, 1);
     }
 }
 
@@ -123,10 +142,13 @@ int linattn_mpi_i_allreduce(MPI_Comm comm, double *elems, int64_t count,
  * partial, and the one above adds it into result too (the partner's block
  * lies wholly below it, and is complete: every rank of a block below an
  * existing rank exists).  A partner beyond the last rank is skipped: its
- * block would only ever reach ranks that do not exist either.
+ * block would only ever reach ranks that do not exist either.  Each sum
+ * keeps rank order (the block below first), which the segmented
+ * combination needs; the reverse scan runs the same steps on the ranks
+ * numbered from the last.
  */
-int linattn_mpi_i_exscan(MPI_Comm comm, double *partial, double *result,
-                         double *recv, int64_t count, int64_t len)
+static int scan(MPI_Comm comm, int reverse, double *partial, double *result,
+                double *recv, int64_t count, int64_t len)
 {
     int rank, size;
     MPI_Datatype type;
@@ -144,20 +166,43 @@ int linattn_mpi_i_exscan(MPI_Comm comm, double *partial, double *result,
         MPI_Type_free(&type);
         return LINATTN_EMPI;
     }
-    int ok = 1;
+    int me = reverse ? size - 1 - rank : rank, ok = 1;
     for (int dist = 1; ok && dist < size; dist <<= 1) {
-        int partner = rank ^ dist;
+        int partner = me ^ dist;
         if (partner >= size)
             continue;
-        ok = MPI_Sendrecv(partial, (int)count, type, partner, 0, recv,
-                          (int)count, type, partner, 0, comm,
+        int peer = reverse ? size - 1 - partner : partner;
+        ok = MPI_Sendrecv(partial, (int)count, type, peer, 0, recv,
+                          (int)count, type, peer, 0, comm,
                           MPI_STATUS_IGNORE) == MPI_SUCCESS;
         if (!ok)
             break;
-        if (partner < rank)
-            add_elems(recv, result, count);
-        add_elems(recv, partial, count);
+        for (int64_t c = 0; c < count; c++) {
+            const double *in = recv + c * (H + len);
+            double *p = partial + c * (H + len), *r = result + c * (H + len);
+            if (partner < me) {
+                seg_add(in, r, r, len);
+                seg_add(in, p, p, len);
+            } else {
+                seg_add(p, in, p, len);
+            }
+        }
     }
     MPI_Type_free(&type);
     return ok ? 0 : LINATTN_EMPI;
+}
+
+/* Without elements marked F_START the segmented sums are the plain ones,
+ * bit for bit (a + b == b + a). */
+int linattn_mpi_i_exscan(MPI_Comm comm, double *partial, double *result,
+                         double *recv, int64_t count, int64_t len)
+{
+    return scan(comm, 0, partial, result, recv, count, len);
+}
+
+int linattn_mpi_i_segmented_exscan(MPI_Comm comm, int reverse, double *partial,
+                                   double *result, double *recv,
+                                   int64_t count, int64_t len)
+{
+    return scan(comm, reverse, partial, result, recv, count, len);
 }

@@ -184,6 +184,15 @@ tests_test_weighted_grad_s_SOURCES = $(tests_test_weighted_grad_d_SOURCES)
 tests_test_weighted_grad_s_CPPFLAGS = $(AM_CPPFLAGS) -DTEST_SINGLE
 tests_test_weighted_grad_s_CFLAGS = $(TEST_CFLAGS)
 tests_test_weighted_grad_s_LDADD = $(tests_test_weighted_grad_d_LDADD)
+check_PROGRAMS += tests/test_state_grad_d tests/test_state_grad_s
+tests_test_state_grad_d_SOURCES = tests/test_state_grad.c tests/testutil.h
+tests_test_state_grad_d_CPPFLAGS = $(AM_CPPFLAGS)
+tests_test_state_grad_d_CFLAGS = $(TEST_CFLAGS)
+tests_test_state_grad_d_LDADD = $(TEST_LDADD)
+tests_test_state_grad_s_SOURCES = $(tests_test_state_grad_d_SOURCES)
+tests_test_state_grad_s_CPPFLAGS = $(AM_CPPFLAGS) -DTEST_SINGLE
+tests_test_state_grad_s_CFLAGS = $(TEST_CFLAGS)
+tests_test_state_grad_s_LDADD = $(tests_test_state_grad_d_LDADD)
 endif
 
 # [fortran]
@@ -245,5 +254,14 @@ tests_mpi_test_mpi_finite_s_SOURCES = $(tests_mpi_test_mpi_finite_d_SOURCES)
 tests_mpi_test_mpi_finite_s_CPPFLAGS = $(MPI_TEST_CPP) -DTEST_SINGLE
 tests_mpi_test_mpi_finite_s_CFLAGS = $(TEST_CFLAGS)
 tests_mpi_test_mpi_finite_s_LDADD = $(tests_mpi_test_mpi_finite_d_LDADD)
+MPI_CHECK_PROGS += tests/mpi/test_mpi_packed_d$(EXEEXT) tests/mpi/test_mpi_packed_s$(EXEEXT)
+tests_mpi_test_mpi_packed_d_SOURCES = tests/mpi/test_mpi_packed.c $(MPI_TEST_H)
+tests_mpi_test_mpi_packed_d_CPPFLAGS = $(MPI_TEST_CPP)
+tests_mpi_test_mpi_packed_d_CFLAGS = $(TEST_CFLAGS)
+tests_mpi_test_mpi_packed_d_LDADD = $(MPI_TEST_LDADD)
+tests_mpi_test_mpi_packed_s_SOURCES = $(tests_mpi_test_mpi_packed_d_SOURCES)
+tests_mpi_test_mpi_packed_s_CPPFLAGS = $(MPI_TEST_CPP) -DTEST_SINGLE
+tests_mpi_test_mpi_packed_s_CFLAGS = $(TEST_CFLAGS)
+tests_mpi_test_mpi_packed_s_LDADD = $(tests_mpi_test_mpi_packed_d_LDADD)
 endif
 endif

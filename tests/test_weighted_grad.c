@@ -62,14 +62,6 @@ static int backward(const P(plan) *p, int64_t nq, int64_t nk, const real *q,
                                     NULL, st, &ex, NULL);
 }
 
-static real *rand_vec(int64_t n, double lo, double hi, uint64_t *s)
-{
-    real *x = malloc((size_t)(n > 0 ? n : 1) * sizeof *x);
-    for (int64_t i = 0; i < n; i++)
-        x[i] = (real)(lo + (hi - lo) * test_uniform(s));
-    return x;
-}
-
 static double max_diff(const real *a, const real *b, int64_t n, double *scale)
 {
     double m = 0, s = 0;
@@ -92,8 +84,8 @@ START_TEST(integer_weights_repeat_keys)
     int64_t d = 3, e = 2, nq = 9, nk = 13, nrep = 0;
     uint64_t s = 5 + (uint64_t)_i;
     P(plan) *p = plan_of(map, d, e, denom);
-    real *q = rand_vec(nq * d, -1, 1, &s), *k = rand_vec(nk * d, -1, 1, &s);
-    real *v = rand_vec(nk * e, -1, 1, &s), *g = rand_vec(nq * e, -1, 1, &s);
+    real *q = test_rand_vec(nq * d, -1, 1, &s), *k = test_rand_vec(nk * d, -1, 1, &s);
+    real *v = test_rand_vec(nk * e, -1, 1, &s), *g = test_rand_vec(nq * e, -1, 1, &s);
     real w[13];
     int rep[13];
     for (int64_t j = 0; j < nk; j++) {
@@ -184,9 +176,9 @@ START_TEST(dweights_central_differences)
     int64_t d = 3, e = 2, nq = 7, nk = 10;
     uint64_t s = 41 + (uint64_t)_i;
     P(plan) *p = plan_of(map, d, e, LINATTN_DENOM_POSITIVE);
-    real *q = rand_vec(nq * d, -1, 1, &s), *k = rand_vec(nk * d, -1, 1, &s);
-    real *v = rand_vec(nk * e, -1, 1, &s), *g = rand_vec(nq * e, -1, 1, &s);
-    real *w = rand_vec(nk, 0.3, 1.5, &s);
+    real *q = test_rand_vec(nq * d, -1, 1, &s), *k = test_rand_vec(nk * d, -1, 1, &s);
+    real *v = test_rand_vec(nk * e, -1, 1, &s), *g = test_rand_vec(nq * e, -1, 1, &s);
+    real *w = test_rand_vec(nk, 0.3, 1.5, &s);
     if (unit)
         for (int64_t j = 0; j < nk; j++)
             w[j] = 1;
@@ -232,8 +224,8 @@ START_TEST(packed_backward_is_pieces)
     uint64_t s = 61 + (uint64_t)_i;
     P(plan) *p = plan_of(map, d, e, LINATTN_DENOM_POSITIVE);
     ck_assert_int_eq(P(plan_weights)(p, ROW, NULL, 1, &rows), 0);
-    real *q = rand_vec(nq * d, -1, 1, &s), *k = rand_vec(nk * d, -1, 1, &s);
-    real *v = rand_vec(nk * e, -1, 1, &s), *g = rand_vec(nq * e, -1, 1, &s);
+    real *q = test_rand_vec(nq * d, -1, 1, &s), *k = test_rand_vec(nk * d, -1, 1, &s);
+    real *v = test_rand_vec(nk * e, -1, 1, &s), *g = test_rand_vec(nq * e, -1, 1, &s);
     real *out = malloc((size_t)(nq * e) * sizeof *out);
     real *den = malloc((size_t)nq * sizeof *den);
     real *dq = malloc((size_t)(nq * d) * sizeof *dq);
@@ -325,9 +317,9 @@ START_TEST(causal_weights_central_differences)
         o.m = 6;
     P(plan) *p = NULL;
     ck_assert_int_eq(P(plan_create)(&p, map, d, e, &o), 0);
-    real *q = rand_vec(n * d, -1, 1, &s), *k = rand_vec(n * d, -1, 1, &s);
-    real *v = rand_vec(n * e, -1, 1, &s), *g = rand_vec(n * e, -1, 1, &s);
-    real *w = rand_vec(n, 0.3, 1.5, &s);
+    real *q = test_rand_vec(n * d, -1, 1, &s), *k = test_rand_vec(n * d, -1, 1, &s);
+    real *v = test_rand_vec(n * e, -1, 1, &s), *g = test_rand_vec(n * e, -1, 1, &s);
+    real *w = test_rand_vec(n, 0.3, 1.5, &s);
     w[9] = w[10] = w[23] = 0; /* rows 9 and 10: a chunk with two zeros */
     k[9 * d] = (real)NAN;
     v[10 * e + 1] = (real)INFINITY;
@@ -404,8 +396,8 @@ START_TEST(bad_backward_ex_refused)
     int64_t d = 2, e = 2, n = 4;
     uint64_t s = 3;
     P(plan) *p = plan_of(LINATTN_MAP_ELU1, d, e, LINATTN_DENOM_POSITIVE);
-    real *q = rand_vec(n * d, -1, 1, &s), *k = rand_vec(n * d, -1, 1, &s);
-    real *v = rand_vec(n * e, -1, 1, &s), *g = rand_vec(n * e, -1, 1, &s);
+    real *q = test_rand_vec(n * d, -1, 1, &s), *k = test_rand_vec(n * d, -1, 1, &s);
+    real *v = test_rand_vec(n * e, -1, 1, &s), *g = test_rand_vec(n * e, -1, 1, &s);
     real out[8], den[4], dq[8], dk[8], dv[8], dkw[4];
     real w[4] = {1, 0.5, 2, 1}, neg[4] = {1, -1, 1, 1};
     forward(p, n, n, q, k, v, w, out, den, d, e);

@@ -892,6 +892,129 @@ START_TEST(check_finite_sees_kept_keys)
 }
 END_TEST
 
+/* A weighted state's key weight is the sum of its keys' weights (its
+ * tokens without weights); export, key_weight and import_weighted carry
+ * it into another state, whose count normalizer then reads it; every
+ * refusal of import_weighted leaves the state as it was. */
+START_TEST(key_weight_travels)
+{
+    int64_t nq = 4, nk = 9, d = 2, e = 3;
+    uint64_t s = 31;
+    P(plan) *p = plan_with(LINATTN_MAP_ELU1, d, e, LINATTN_DENOM_COUNT, 0);
+    tmat q, k, v;
+    qkv_rand(&q, &k, &v, nq, nk, d, e, &s);
+    real w[9];
+    double sum = 0;
+    for (int j = 0; j < 9; j++) {
+        w[j] = j == 2 ? 0 : (real)(0.25 * (j + 1));
+        sum += (double)w[j];
+    }
+    P(state) *a = NULL, *b = NULL;
+    P(state_create)(&a, p);
+    P(state_create)(&b, p);
+    P(extras) ex;
+    P(extras_init)(&ex);
+    ex.weights = w;
+    ck_assert_int_eq(P(state_update_ex)(a, ROW, nk, k.a, k.ld, v.a, v.ld, &ex),
+                     0);
+    double wa = -1, wb = -1;
+    ck_assert_int_eq(P(state_key_weight)(a, &wa), 0);
+    ck_assert_double_eq_tol(wa, sum, 1e-12 * sum);
+    int64_t len = 0, tokens = 0;
+    P(plan_dims)(p, NULL, &len, NULL);
+    len *= e + 1;
+    double *acc = malloc((size_t)len * sizeof *acc), shift = 0;
+    P(state_export)(a, acc, &shift, &tokens);
+    ck_assert_int_eq(tokens, 8);
+    /* refused: state, acc, shift, tokens, weight (NaN, Inf, < 0, 0 with
+     * tokens, > 0 without); b stays empty */
+    ck_assert_int_eq(P(state_import_weighted)(NULL, acc, 0, tokens, wa), -1);
+    ck_assert_int_eq(P(state_import_weighted)(b, NULL, 0, tokens, wa), -2);
+    ck_assert_int_eq(P(state_import_weighted)(b, acc, 1, tokens, wa), -3);
+    ck_assert_int_eq(P(state_import_weighted)(b, acc, 0, -1, wa), -4);
+    const double bad[5] = {NAN, INFINITY, -1, 0, 1};
+    for (int i = 0; i < 5; i++)
+        ck_assert_int_eq(P(state_import_weighted)(b, acc, 0, i == 4 ? 0 : tokens,
+                                                  bad[i]),
+                         -5);
+    ck_assert_int_eq(P(state_key_weight)(b, &wb), 0);
+    ck_assert(wb == 0);
+    int64_t tb = -1;
+    P(state_export)(b, NULL, NULL, &tb);
+    ck_assert_int_eq(tb, 0);
+    ck_assert_int_eq(P(state_key_weight)(NULL, &wb), -1);
+    ck_assert_int_eq(P(state_key_weight)(b, NULL), -2);
+    /* carried: b answers as a, bit for bit (the count is the weight) */
+    ck_assert_int_eq(P(state_import_weighted)(b, acc, shift, tokens, wa), 0);
+    ck_assert_int_eq(P(state_key_weight)(b, &wb), 0);
+    ck_assert(wb == wa);
+    tmat oa = tmat_like(&q, nq, e, 0), ob = tmat_like(&q, nq, e, 0);
+    ck_assert_int_eq(P(state_query)(a, ROW, nq, q.a, q.ld, oa.a, oa.ld, NULL, 0,
+                                    NULL, NULL), 0);
+    ck_assert_int_eq(P(state_query)(b, ROW, nq, q.a, q.ld, ob.a, ob.ld, NULL, 0,
+                                    NULL, NULL), 0);
+    ck_assert(!memcmp(oa.a, ob.a, (size_t)(nq * e) * sizeof(real)));
+    /* plain import counts tokens, not the weight: another count */
+    ck_assert_int_eq(P(state_import)(b, acc, shift, tokens), 0);
+    ck_assert_int_eq(P(state_key_weight)(b, &wb), 0);
+    ck_assert(wb == 8);
+    free(acc);
+    tmat_free(&oa), tmat_free(&ob);
+    tmat_free(&q), tmat_free(&k), tmat_free(&v);
+    P(state_destroy)(a), P(state_destroy)(b);
+    P(plan_destroy)(p);
+}
+END_TEST
+
+/* The _ex checks: the status of the call, nothing computed (out
+ * untouched), for good arguments and for a bad weight. */
+START_TEST(ex_checks_are_the_calls)
+{
+    int64_t n = 5, d = 2, e = 2;
+    uint64_t s = 8;
+    P(plan) *p = plan_with(LINATTN_MAP_ELU1, d, e, LINATTN_DENOM_POSITIVE, 0);
+    tmat q, k, v;
+    qkv_rand(&q, &k, &v, n, n, d, e, &s);
+    tmat out = tmat_like(&q, n, e, 0);
+    real w[5] = {1, 0.5, 0.75, 0, 1};
+    int64_t off[3] = {0, 2, 5};
+    for (int c = 0; c < 3; c++) {
+        P(extras) ex;
+        P(extras_init)(&ex);
+        ex.weights = w;
+        ex.offsets = off;
+        ex.nseq = 2;
+        if (c == 1)
+            w[3] = -1;
+        if (c == 2)
+            off[1] = 6;
+        for (int64_t i = 0; i < n * e; i++)
+            out.a[i] = 7;
+        int ca = P(attention_ex_check)(p, ROW, n, n, q.a, q.ld, k.a, k.ld,
+                                       v.a, v.ld, out.a, out.ld, &ex);
+        int cc = P(causal_ex_check)(p, ROW, n, q.a, q.ld, k.a, k.ld, v.a,
+                                    v.ld, out.a, out.ld, &ex);
+        for (int64_t i = 0; i < n * e; i++)
+            ck_assert(out.a[i] == 7);
+        ck_assert_int_eq(ca, c ? -13 : 0);
+        ck_assert_int_eq(cc, c ? -12 : 0);
+        ck_assert_int_eq(P(attention_ex)(p, ROW, n, n, q.a, q.ld, k.a, k.ld,
+                                         v.a, v.ld, out.a, out.ld, &ex, NULL),
+                         ca);
+        ck_assert_int_eq(P(causal_ex)(p, ROW, n, q.a, q.ld, k.a, k.ld, v.a,
+                                      v.ld, out.a, out.ld, &ex, NULL),
+                         cc);
+        w[3] = 0;
+        off[1] = 2;
+    }
+    ck_assert_int_eq(P(causal_ex_check)(NULL, ROW, n, q.a, q.ld, k.a, k.ld,
+                                        v.a, v.ld, out.a, out.ld, NULL),
+                     -1);
+    tmat_free(&q), tmat_free(&k), tmat_free(&v), tmat_free(&out);
+    P(plan_destroy)(p);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("weights " PREC);
@@ -910,6 +1033,8 @@ int main(void)
     tcase_add_loop_test(tc, weighted_checkpoints, 0, 2);
     tcase_add_test(tc, bad_weights_refused);
     tcase_add_test(tc, check_finite_sees_kept_keys);
+    tcase_add_test(tc, key_weight_travels);
+    tcase_add_test(tc, ex_checks_are_the_calls);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

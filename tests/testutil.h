@@ -39,6 +39,16 @@ static inline double test_uniform(uint64_t *s)
     return (double)((*s * 0x2545F4914F6CDD1Dull) >> 11) * 0x1.0p-53;
 }
 
+/* n entries uniform in [lo, hi), malloc'd (one entry at least). */
+static inline real *test_rand_vec(int64_t n, double lo, double hi,
+                                  uint64_t *s)
+{
+    real *x = malloc((size_t)(n > 0 ? n : 1) * sizeof *x);
+    for (int64_t i = 0; i < n; i++)
+        x[i] = (real)(lo + (hi - lo) * test_uniform(s));
+    return x;
+}
+
 /* A rows x cols matrix in layout with leading dimension (natural + pad);
  * padding is filled with a sentinel so that reads of it show up. */
 typedef struct {

@@ -76,6 +76,18 @@ int X(attention_ex)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
     return st ? st : XI(attention_run)(&pb, bad_row);
 }
 
+int X(attention_ex_check)(const X(plan) *plan, int layout, int64_t nq,
+                          int64_t nk, const real *q, int64_t ldq,
+                          const real *k, int64_t ldk, const real *v,
+                          int64_t ldv, const real *out, int64_t ldout,
+                          const X(extras) *ex)
+{
+    XI(problem) pb = XI(problem_init)(plan, layout, nq, nk);
+    XI(problem_qkvo)(&pb, q, ldq, k, ldk, v, ldv, out, ldout);
+    XI(problem_extras)(&pb, ex);
+    return XI(problem_check)(&pb, &ex_sig, NULL);
+}
+
 int XI(attention_run)(const XI(problem) *pb, int64_t *bad_row)
 {
     if (pb->qoff) /* packed: each sequence by this path */

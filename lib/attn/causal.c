@@ -641,3 +641,14 @@ int X(causal_ex)(const X(plan) *plan, int layout, int64_t n, const real *q,
     int st = XI(problem_check)(&pb, &ex_sig, NULL);
     return st ? st : XI(causal_run)(&pb, bad_row);
 }
+
+int X(causal_ex_check)(const X(plan) *plan, int layout, int64_t n,
+                       const real *q, int64_t ldq, const real *k, int64_t ldk,
+                       const real *v, int64_t ldv, const real *out,
+                       int64_t ldout, const X(extras) *ex)
+{
+    XI(problem) pb = causal_problem(plan, layout, n);
+    XI(problem_qkvo)(&pb, q, ldq, k, ldk, v, ldv, out, ldout);
+    XI(problem_extras)(&pb, ex);
+    return XI(problem_check)(&pb, &ex_sig, NULL);
+}

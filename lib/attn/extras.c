@@ -58,6 +58,8 @@ int XI(extras_taken)(const X(extras) *ex, unsigned parts)
         return 0;
     if (!(parts & LINATTN_I_X_DWEIGHTS) && ex->dweights)
         return 0;
+    if (!(parts & LINATTN_I_X_DSTATES) && ex->dstates)
+        return 0;
     return 1;
 }
 
@@ -71,6 +73,7 @@ void XI(problem_extras)(XI(problem) *pb, const X(extras) *ex)
     pb->absorb = ex->absorb;
     pb->part[LINATTN_I_KW] = XI(part_single)(ex->weights, 1);
     pb->part[LINATTN_I_DKW] = XI(part_single)(ex->dweights, 1);
+    pb->dstates = ex->dstates;
     if (ex->offsets) {
         pb->nseq = ex->nseq;
         pb->qoff = ex->offsets;

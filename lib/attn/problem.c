@@ -438,6 +438,33 @@ static int packed_check(const XI(problem) *pb, const linattn_i_signature *sig,
     return 0;
 }
 
+/* Stage 8's starting states' gradients (single calls): a state to be the
+ * gradient of, and an address range apart from every part, the offsets
+ * and the states array (-pos of the extras). */
+static int dstates_check(const XI(problem) *pb, const linattn_i_signature *sig)
+{
+    if (!pb->state && !pb->states)
+        return -sig->extras;
+    int64_t len = pb->plan->m * (pb->plan->e + 1) *
+                  (pb->states ? pb->nseq : 1);
+    uintptr_t lo = (uintptr_t)pb->dstates;
+    uintptr_t hi = lo + (uintptr_t)len * sizeof(double);
+    for (int i = 0; i < LINATTN_I_PARTS; i++) {
+        if (!sig->part[i].pos || !pb->part[i].p)
+            continue;
+        linattn_i_mat m = single_mat(pb, sig, i);
+        m.optional = 1;
+        uintptr_t a, b;
+        linattn_i_mat_range(pb->layout, sizeof(real), &m, &a, &b);
+        if (len > 0 && a < b && lo < b && a < hi)
+            return -sig->extras;
+    }
+    if (meets(lo, hi, pb->qoff, pb->nseq + 1, sizeof *pb->qoff) ||
+        meets(lo, hi, pb->states, pb->nseq, sizeof *pb->states))
+        return -sig->extras;
+    return 0;
+}
+
 /* Nonzero when every entry of rows [0, rows) of the view (cols columns)
  * is finite, skipping the rows whose weight is 0 (w NULL: none). */
 static int rows_finite(XI(view) v, int64_t rows, int64_t cols, const real *w)
@@ -547,6 +574,8 @@ int XI(problem_check)(const XI(problem) *pb, const linattn_i_signature *sig,
         st = -sig->part[LINATTN_I_KW].pos;
     if (!st && pb->qoff)
         st = packed_check(pb, sig, vec);
+    if (!st && pb->dstates)
+        st = dstates_check(pb, sig);
     if (st)
         return st;
     /* 9. and 10. */

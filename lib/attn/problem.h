@@ -112,7 +112,8 @@ enum {
     LINATTN_I_X_OFFSETS = 8, /* offsets and nseq: packed sequences        */
     LINATTN_I_X_KEY_OFFSETS = 16, /* key_offsets: the keys' own offsets  */
     LINATTN_I_X_STATES = 32,  /* states (and absorb): one per sequence    */
-    LINATTN_I_X_DWEIGHTS = 64 /* dweights: dL/dw out (the backward)       */
+    LINATTN_I_X_DWEIGHTS = 64, /* dweights: dL/dw out (the backward)      */
+    LINATTN_I_X_DSTATES = 128  /* dstates: the starting states' gradients */
 };
 
 /* Forms of a call. */
@@ -190,6 +191,9 @@ typedef struct XI(problem_s) {
     int64_t nseq;
     const int64_t *qoff, *koff;
     X(state) *const *states;
+    /* The causal backward's gradient of its starting state's accumulator
+     * (of each sequence's, at s m (e + 1) doubles), or NULL. */
+    double *dstates;
 } XI(problem);
 
 /* One problem (batch = heads = 1) of plan in layout with these sizes

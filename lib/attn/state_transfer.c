@@ -41,8 +41,26 @@ int X(state_export)(const X(state) *state, double *acc, double *shift,
     return 0;
 }
 
+/* Its tokens weigh one each. */
 int X(state_import)(X(state) *state, const double *acc, double shift,
                     int64_t tokens)
+{
+    return X(state_import_weighted)(state, acc, shift, tokens,
+                                    (double)tokens);
+}
+
+int X(state_key_weight)(const X(state) *state, double *weight)
+{
+    if (!state)
+        return -1;
+    if (!weight)
+        return -2;
+    *weight = state->mass;
+    return 0;
+}
+
+int X(state_import_weighted)(X(state) *state, const double *acc, double shift,
+                             int64_t tokens, double weight)
 {
     if (!state)
         return -1;
@@ -53,10 +71,14 @@ int X(state_import)(X(state) *state, const double *acc, double shift,
         return -3;
     if (tokens < 0)
         return -4;
+    /* a key of weight 0 is not a token: some weight exactly when some
+     * tokens (the invariant a checkpoint's version 2 keeps too) */
+    if (!isfinite(weight) || weight < 0 || (weight > 0) != (tokens > 0))
+        return -5;
     memcpy(state->acc, acc, (size_t)(p->m * (p->e + 1)) * sizeof(acc_t));
     state->shift = shift;
     state->tokens = tokens;
-    state->mass = (double)tokens;
+    state->mass = weight;
     XI(state_publish)(state);
     return 0;
 }

@@ -480,13 +480,53 @@ static void suffix_sums(cws *ws, int nt)
     }
 }
 
+/* A starting state (rows see its keys first): the first range's forward
+ * sweep starts from it, [S z] transposed into pre at its shift, holding
+ * keys when it has tokens (as the forward seeds its carried state); the
+ * ranges after it start from it too (prefix_states adds to it). */
+static void seed_pre(const X(plan) *plan, XI(accum) *pre, const X(state) *from)
+{
+    int64_t m = plan->m, ld = plan->e + 1;
+    for (int64_t i = 0; i < ld; i++)
+        for (int64_t j = 0; j < m; j++)
+            pre->acc[i * m + j] = from->acc[j * ld + i];
+    pre->shift = from->shift;
+    pre->has = from->tokens > 0;
+    XI(accum_publish)(pre);
+}
+
+/* The starting state's gradient from d, the first range's D after its
+ * reverse sweep (every row's: sum_i phi(q_i) [g h]_i^T, stored times
+ * exp(R), R = d->shift): the accumulator holds the sums times
+ * exp(-shift), so its gradient is D exp(shift - R), a factor <= 1 (the
+ * rows' shifts start from the state's).  A state without tokens is not
+ * read (as in the forward): 0.  out: m x (e + 1), row major.  Nonzero
+ * when an entry is not finite. */
+static int write_dstate(const X(plan) *plan, const XI(accum) *d,
+                        const X(state) *from, double *out)
+{
+    int64_t m = plan->m, ld = plan->e + 1;
+    int live = d && d->has && from->tokens > 0, bad = 0;
+    double f = live && plan->shifted ? factor(from->shift, d->shift) : 1;
+    for (int64_t j = 0; j < m; j++)
+        for (int64_t i = 0; i < ld; i++) {
+            double x = live ? (double)d->acc[i * m + j] * f : 0;
+            out[j * ld + i] = x;
+            bad |= !isfinite(x);
+        }
+    return bad;
+}
+
 int XI(causal_backward_run)(const XI(problem) *pb, const XI(pgrad) *pg,
                             int *nonfinite)
 {
     const X(plan) *plan = pb->plan;
     int64_t n = pb->nq;
-    if (n == 0)
+    if (n == 0) {
+        if (pb->dstates)
+            write_dstate(plan, NULL, pb->state, pb->dstates);
         return 0;
+    }
     int64_t c = plan->chunk < n ? plan->chunk : n;
     int64_t min_rows = plan->block > c ? plan->block : c;
     int nt = linattn_i_threads(n, min_rows);
@@ -500,7 +540,9 @@ int XI(causal_backward_run)(const XI(problem) *pb, const XI(pgrad) *pg,
         have++;
     if (have < nt || (split && XI(pgrad_alloc)(parts, nt, plan, pgv)))
         st = LINATTN_ENOMEM;
-    else if (nt > 1)
+    if (!st && pb->state)
+        seed_pre(plan, &ws[0].pre, pb->state);
+    if (!st && nt > 1)
         st = prefix_states(pb, ws, nt);
     if (!st) {
         for (int t = 0; !split && t < nt; t++)
@@ -510,6 +552,9 @@ int XI(causal_backward_run)(const XI(problem) *pb, const XI(pgrad) *pg,
         suffix_sums(ws, nt);
         int64_t kbad = linattn_i_parallel_ranges(nt, n, reverse_range, &job);
         *nonfinite = qbad != INT64_MAX || kbad != INT64_MAX;
+        if (pb->dstates)
+            *nonfinite |= write_dstate(plan, &ws[0].suf, pb->state,
+                                       pb->dstates);
         if (split)
             XI(pgrad_fold)(plan, pgv, parts, nt);
     }
@@ -546,11 +591,13 @@ int X(causal_backward)(const X(plan) *plan, int layout, int64_t n,
 }
 
 /* linattn_d_causal_backward_ex: and the extras (24): key weights in,
- * dL/dw out, packed sequences. */
+ * dL/dw out, packed sequences, the forward's starting state (or states)
+ * and their gradients out. */
 static const linattn_i_signature backward_ex_sig = {
-    .plan = 1, .layout = 2, .nq = 3, .extras = 24,
+    .plan = 1, .layout = 2, .nq = 3, .extras = 24, .given = 24, .absorb = 24,
     .ex_parts = LINATTN_I_X_WEIGHTS | LINATTN_I_X_DWEIGHTS |
-                LINATTN_I_X_OFFSETS,
+                LINATTN_I_X_OFFSETS | LINATTN_I_X_STATE |
+                LINATTN_I_X_STATES | LINATTN_I_X_DSTATES,
     .flags = LINATTN_I_SCAN | LINATTN_I_DEN_POLICY,
     .part = {LINATTN_I_BACKWARD(4), LINATTN_I_WEIGHTS_IN(24),
              LINATTN_I_DWEIGHTS_OUT(24)}};
@@ -569,6 +616,9 @@ int X(causal_backward_ex)(const X(plan) *plan, int layout, int64_t n,
     XI(problem_qkvo)(&pb, q, ldq, k, ldk, v, ldv, out, ldout);
     XI(problem_grads)(&pb, den, g, ldg, dq, lddq, dk, lddk, dv, lddv, dw,
                       lddw, db);
-    XI(problem_backward_extras)(&pb, ex, NULL);
+    XI(problem_backward_extras)(&pb, ex, ex ? ex->state : NULL);
+    /* the backward only reads the states: absorb must be 0 (refused as a
+     * value other than 0 or 1 is) */
+    pb.absorb = ex && ex->absorb ? -1 : 0;
     return XI(backward_single)(&pb, &backward_ex_sig, bad_row);
 }

@@ -302,6 +302,13 @@ int XI(backward_single)(const XI(problem) *pb, const linattn_i_signature *sig,
                                                pb->koff[s + 1]);
             one.qoff = one.koff = NULL;
             one.nseq = 0;
+            /* the causal backward's starting states and their gradients:
+             * sequence s's */
+            if (pb->states)
+                one.state = pb->states[s];
+            one.states = NULL;
+            if (pb->dstates)
+                one.dstates = pb->dstates + s * plan->m * (plan->e + 1);
             int nf = 0;
             st = one.causal ? XI(causal_backward_run)(&one, &pg, &nf)
                             : XI(attention_backward_run)(&one, &pg, &nf);

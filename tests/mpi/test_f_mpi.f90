@@ -40,6 +40,8 @@ program test_f_mpi
   call agree('state collectives and checkpoint')
   call t_overflow()
   call agree('sums beyond the range (EOVERFLOW)')
+  call t_packed()
+  call agree('packed stream across ranks (offsets, weights, den)')
 
   if (rank == 0) then
     write (*, '(a, i0, a, i0, a, i0, a)') 'fortran mpi, np ', nranks, ': ', &
@@ -166,6 +168,63 @@ contains
       call linattn_plan_destroy(plan)
     end do
   end subroutine t_equal_d
+
+  ! A packed stream of 6 sequences (empty ones, one token long) over the
+  ! ranks' uneven blocks, weighted (a weight 0 among them) under the count
+  ! normalizer: linattn_mpi_causal_ex and linattn_mpi_attention_ex with
+  ! offsets=, weights= and den= equal module linattn's serial packed
+  ! calls on the whole stream.
+  subroutine t_packed()
+    real(real64) :: q(d, n), k(d, n), v(e, n), ref(e, n), out(e, n)
+    real(real64) :: w(n), den(n), rden(n)
+    integer(int64), parameter :: offs(7) = [0_int64, 0_int64, 6_int64, &
+        7_int64, 7_int64, 15_int64, int(n, int64)]
+    type(linattn_plan) :: plan
+    type(linattn_opts) :: o
+    integer :: st, causal, i
+    integer(int64) :: a, b
+    a = off + 1
+    b = off + cnt
+    call fill(q, 4, 0.5d0)
+    call fill(k, 5, 0.5d0)
+    call fill(v, 6, 1d0)
+    do i = 1, n
+      w(i) = 0.5d0 + mod(i, 4) * 0.25d0
+    end do
+    w(9) = 0
+    o%denom = LINATTN_DENOM_COUNT
+    call linattn_plan_create(plan, LINATTN_MAP_ELU1, d, e, o)
+    do causal = 0, 1
+      out = -7
+      den = -7
+      if (causal == 1) then
+        call linattn_causal_ex(plan, q, k, v, ref, den=rden, weights=w, &
+            offsets=offs)
+        call linattn_mpi_causal_ex(plan, MPI_COMM_WORLD, q(:, a:b), &
+            k(:, a:b), v(:, a:b), out(:, a:b), den=den(a:b), weights=w(a:b), &
+            offsets=offs, stat=st)
+      else
+        call linattn_attention_ex(plan, q, k, v, ref, den=rden, weights=w, &
+            offsets=offs)
+        call linattn_mpi_attention_ex(plan, MPI_COMM_WORLD%MPI_VAL, &
+            q(:, a:b), k(:, a:b), v(:, a:b), out(:, a:b), den=den(a:b), &
+            weights=w(a:b), offsets=offs, stat=st)
+      end if
+      call check(st == 0 .and. relerr(out(:, a:b), ref(:, a:b)) < 1d-12 .and. &
+          relerr(reshape(den(a:b), [1, int(cnt)]), &
+          reshape(rden(a:b), [1, int(cnt)])) < 1d-12, &
+          'packed differs: causal ' // trim(itoa(causal)) // ', stat ' // &
+          trim(itoa(st)))
+      call check(all(out(:, 1:a-1) == -7) .and. all(out(:, b+1:) == -7) .and. &
+          all(den(1:a-1) == -7) .and. all(den(b+1:) == -7), &
+          'packed call wrote other tokens')
+    end do
+    ! offsets that do not end at every rank's tokens: C's -i of ex everywhere
+    call linattn_mpi_causal_ex(plan, MPI_COMM_WORLD, q(:, a:b), k(:, a:b), &
+        v(:, a:b), out(:, a:b), offsets=offs(1:6), stat=st)
+    call check(st == -13, 'short offsets: stat ' // trim(itoa(st)))
+    call linattn_plan_destroy(plan)
+  end subroutine t_packed
 
   subroutine t_equal_s()
     real(real64) :: q8(d, n), k8(d, n), v8(e, n)
