@@ -15,6 +15,7 @@
  */
 #include <limits.h>
 #include "testutil.h"
+#include "fileutil.h"
 
 #ifndef LINATTN_BLAS_INT_MAX /* lowered in one build of make check-hard */
 #define LINATTN_BLAS_INT_MAX INT_MAX
@@ -691,15 +692,18 @@ START_TEST(weighted_checkpoints)
     ck_assert_int_eq(P(state_save)(st, buf2, len2 - 1, NULL), -3);
     ck_assert_int_eq(P(state_save)(st, buf2, len2, NULL), 0);
     ck_assert_int_eq(buf2[8], count ? 2 : 1); /* the format version */
-    const char *path = "test_weights_ckpt.tmp";
-    remove(path);
+    /* a directory of its own: the double and float programs run this
+     * test at the same time under make -j2, and a shared file name let
+     * one load the other's checkpoint */
+    char *dir = temp_dir(), *path = in_dir(dir, "ck");
     ck_assert_int_eq(P(state_save_file)(st, path), 0);
     P(state) *again = NULL, *fromfile = NULL;
     ck_assert_int_eq(P(state_create)(&again, p), 0);
     ck_assert_int_eq(P(state_create)(&fromfile, p), 0);
     ck_assert_int_eq(P(state_load)(again, buf2, len2), 0);
     ck_assert_int_eq(P(state_load_file)(fromfile, path), 0);
-    remove(path);
+    remove_tree(dir);
+    free(path), free(dir);
     /* all three continue alike: one more weighted update, then queries */
     P(state) *three[3] = {st, again, fromfile};
     tmat outs[3];
