@@ -1146,12 +1146,16 @@ LINATTN_API int X(batched_naive_causal)(const X(plan) *plan, int layout,      \
  * (b, h) as linattn_d_attention_ex with them: den (nq per problem, problem   \
  * p = b heads + h's at p nq), key weights (nk per problem, problem p's at    \
  * p nk), packed sequences (ex->offsets, ex->key_offsets: the same in every   \
- * problem, each head of a packed batch).  ex NULL or all absent:             \
- * linattn_d_batched_attention, bit for bit.  Errors as                       \
- * linattn_d_batched_attention (-13 also out meeting the weights or the       \
- * offsets); -15 ex (a reserved word not 0, a part it does not take: state,   \
- * absorb, states; a weight negative, NaN or Inf; offsets as at               \
- * linattn_d_attention_ex; den meeting another array or the offsets);         \
+ * problem, each head of a packed batch) and their states (ex->states:        \
+ * batch heads nseq of them, problem p's sequence s at p nseq + s; with       \
+ * absorb the final states; each problem's unchanged when it fails, as its    \
+ * outputs are not written, other problems' as their outputs).  ex NULL or    \
+ * all absent: linattn_d_batched_attention, bit for bit.  Errors as           \
+ * linattn_d_batched_attention (-13 also out meeting the weights, offsets or  \
+ * states); -15 ex (a reserved word not 0, a part it does not take: state;    \
+ * a weight negative, NaN or Inf; offsets and states as at                    \
+ * linattn_d_attention_ex, over every problem's states; den meeting another   \
+ * array or the offsets);                                                     \
  * LINATTN_ESIZE (also nq or nk times heads beyond int64).                    \
  * Thread-safe. */                                                            \
 LINATTN_API int X(batched_attention_ex)(const X(plan) *plan, int layout,      \
@@ -1169,9 +1173,10 @@ LINATTN_API int X(batched_attention_ex)(const X(plan) *plan, int layout,      \
  *         const linattn_strides *sout, const linattn_d_extras *ex,           \
  *         linattn_where *bad)                                                \
  * linattn_d_batched_causal with the parts of ex it takes (den, key           \
- * weights, offsets: as at linattn_d_batched_attention_ex; each problem as    \
- * linattn_d_causal_ex with them).  Errors as linattn_d_batched_causal; -14   \
- * ex (as above, and key_offsets not NULL); LINATTN_ESIZE.  Thread-safe. */   \
+ * weights, offsets, states: as at linattn_d_batched_attention_ex; each       \
+ * problem as linattn_d_causal_ex with them).  Errors as                      \
+ * linattn_d_batched_causal; -14 ex (as above, and key_offsets not NULL);     \
+ * LINATTN_ESIZE.  Thread-safe. */                                            \
 LINATTN_API int X(batched_causal_ex)(const X(plan) *plan, int layout,         \
         int64_t batch, int64_t heads, int64_t n, const R *q,                  \
         const linattn_strides *sq, const R *k, const linattn_strides *sk,     \

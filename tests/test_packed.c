@@ -682,6 +682,103 @@ START_TEST(batched_packed_is_single_calls)
 }
 END_TEST
 
+/* The bytes of a state's checkpoint, malloc'd. */
+static unsigned char *state_image(const P(state) *st, int64_t *len)
+{
+    P(state_save_size)(st, len);
+    unsigned char *b = malloc((size_t)*len);
+    ck_assert_int_eq(P(state_save)(st, b, *len, NULL), 0);
+    return b;
+}
+
+/* Batched packed calls with states (problem p's sequence s at p nseq +
+ * s), absorbing: outputs and final states as each problem's single call
+ * from copies of its states, bit for bit on one thread; a state given
+ * twice across problems, or NULL, refused with every state unchanged;
+ * _i: causal, attention. */
+START_TEST(batched_states_are_single_calls)
+{
+    int causal = _i == 0;
+    int64_t batch = 2, heads = 2, problems = 4, d = 2, e = 3, nseq = 3;
+    static const int64_t len[] = {6, 0, 9};
+    int64_t *off = offsets_of(len, nseq), n = off[nseq];
+    uint64_t s = 29;
+    P(plan) *p = plan_with(LINATTN_MAP_FAVOR, d, e, LINATTN_DENOM_POSITIVE, 4);
+    tmat q = tmat_rand(ROW, problems * n, d, 0, -1, 1, &s);
+    tmat k = tmat_rand(ROW, problems * n, d, 0, -1, 1, &s);
+    tmat v = tmat_rand(ROW, problems * n, e, 0, -1, 1, &s);
+    tmat out = tmat_like(&q, problems * n, e, 0);
+    tmat want = tmat_like(&q, problems * n, e, 0);
+    int64_t count = problems * nseq;
+    P(state) **st = malloc((size_t)count * sizeof *st);
+    P(state) **ref = malloc((size_t)count * sizeof *ref);
+    for (int64_t i = 0; i < count; i++) {
+        P(state_create)(&st[i], p);
+        P(state_create)(&ref[i], p);
+        tmat kk = tmat_rand(ROW, 1 + i % 3, d, 0, -2, 2, &s);
+        tmat vv = tmat_rand(ROW, 1 + i % 3, e, 0, -1, 1, &s);
+        P(state_update)(st[i], ROW, kk.rows, kk.a, kk.ld, vv.a, vv.ld);
+        P(state_copy)(ref[i], st[i]);
+        tmat_free(&kk), tmat_free(&vv);
+    }
+    linattn_strides sq = {d, heads * n * d, n * d};
+    linattn_strides sv = {e, heads * n * e, n * e};
+    int old = set_threads(1);
+    P(extras) ex = packed_ex(off, NULL, nseq, NULL);
+    ex.states = st;
+    ex.absorb = 1;
+    int r = causal
+        ? P(batched_causal_ex)(p, ROW, batch, heads, n, q.a, &sq, k.a, &sq,
+                               v.a, &sv, out.a, &sv, &ex, NULL)
+        : P(batched_attention_ex)(p, ROW, batch, heads, n, n, q.a, &sq, k.a,
+                                  &sq, v.a, &sv, out.a, &sv, &ex, NULL);
+    ck_assert_int_eq(r, 0);
+    for (int64_t pr = 0; pr < problems; pr++) {
+        P(extras) one = packed_ex(off, NULL, nseq, NULL);
+        one.states = ref + pr * nseq;
+        one.absorb = 1;
+        ck_assert_int_eq(call_path(causal, p, &q, &k, &v, &want, pr * n, n,
+                                   pr * n, n, &one, NULL), 0);
+    }
+    set_threads(old);
+    ck_assert(rows_identical(&out, &want, 0, problems * n));
+    for (int64_t i = 0; i < count; i++) {
+        int64_t la, lb;
+        unsigned char *a = state_image(st[i], &la), *b = state_image(ref[i], &lb);
+        ck_assert(la == lb && !memcmp(a, b, (size_t)la));
+        free(a), free(b);
+    }
+    /* a state twice (problem 0's first, problem 3's last) or NULL */
+    unsigned char *before = NULL;
+    int64_t blen;
+    before = state_image(st[0], &blen);
+    for (int c = 0; c < 2; c++) {
+        P(state) *keep = st[count - 1];
+        st[count - 1] = c ? NULL : st[0];
+        r = causal
+            ? P(batched_causal_ex)(p, ROW, batch, heads, n, q.a, &sq, k.a, &sq,
+                                   v.a, &sv, out.a, &sv, &ex, NULL)
+            : P(batched_attention_ex)(p, ROW, batch, heads, n, n, q.a, &sq,
+                                      k.a, &sq, v.a, &sv, out.a, &sv, &ex,
+                                      NULL);
+        ck_assert_int_eq(r, causal ? -14 : -15);
+        st[count - 1] = keep;
+        int64_t l;
+        unsigned char *now = state_image(st[0], &l);
+        ck_assert(l == blen && !memcmp(now, before, (size_t)l));
+        free(now);
+    }
+    free(before);
+    for (int64_t i = 0; i < count; i++)
+        P(state_destroy)(st[i]), P(state_destroy)(ref[i]);
+    free(st), free(ref);
+    free_qkvo(&q, &k, &v, &out);
+    tmat_free(&want);
+    free(off);
+    P(plan_destroy)(p);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("packed " PREC);
@@ -694,6 +791,7 @@ int main(void)
     tcase_add_test(tc, states_unchanged_on_failure);
     tcase_add_test(tc, bad_packed_refused);
     tcase_add_loop_test(tc, batched_packed_is_single_calls, 0, 2);
+    tcase_add_loop_test(tc, batched_states_are_single_calls, 0, 2);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

@@ -178,18 +178,21 @@ CHECK_ENTRY(batched_causal_check, causal_sig, 1, (int64_t n), n, n)
 /* linattn_d_batched_attention_ex, linattn_d_batched_causal_ex: and the
  * extras (15 and 14): every problem's normalizers out and key weights
  * (dense, problem after problem), packed sequences (the same offsets in
- * every problem). */
+ * every problem) and their states (problem after problem). */
 static const linattn_i_signature attention_ex_sig = {
     .form = LINATTN_I_BATCHED, .plan = 1, .layout = 2, .batch = 3,
-    .heads = 4, .nq = 5, .nk = 6, .extras = 15, .flags = LINATTN_I_SCAN,
+    .heads = 4, .nq = 5, .nk = 6, .extras = 15, .absorb = 15,
+    .flags = LINATTN_I_SCAN | LINATTN_I_TOKENS,
     .ex_parts = LINATTN_I_X_DEN | LINATTN_I_X_WEIGHTS | LINATTN_I_X_OFFSETS |
-                LINATTN_I_X_KEY_OFFSETS,
+                LINATTN_I_X_KEY_OFFSETS | LINATTN_I_X_STATES,
     .part = {LINATTN_I_QKVO(7), LINATTN_I_DEN_OUT(15, 0),
              LINATTN_I_WEIGHTS_IN(15)}};
 static const linattn_i_signature causal_ex_sig = {
     .form = LINATTN_I_BATCHED, .plan = 1, .layout = 2, .batch = 3,
-    .heads = 4, .nq = 5, .extras = 14, .flags = LINATTN_I_SCAN,
-    .ex_parts = LINATTN_I_X_DEN | LINATTN_I_X_WEIGHTS | LINATTN_I_X_OFFSETS,
+    .heads = 4, .nq = 5, .extras = 14, .absorb = 14,
+    .flags = LINATTN_I_SCAN | LINATTN_I_TOKENS,
+    .ex_parts = LINATTN_I_X_DEN | LINATTN_I_X_WEIGHTS | LINATTN_I_X_OFFSETS |
+                LINATTN_I_X_STATES,
     .part = {LINATTN_I_QKVO(6), LINATTN_I_DEN_OUT(14, 0),
              LINATTN_I_WEIGHTS_IN(14)}};
 

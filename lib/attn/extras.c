@@ -46,7 +46,10 @@ int XI(extras_taken)(const X(extras) *ex, unsigned parts)
 {
     if (!(parts & LINATTN_I_X_DEN) && ex->den)
         return 0;
-    if (!(parts & LINATTN_I_X_STATE) && (ex->state || ex->absorb))
+    if (!(parts & LINATTN_I_X_STATE) && ex->state)
+        return 0;
+    /* absorb goes with either kind of state */
+    if (!(parts & (LINATTN_I_X_STATE | LINATTN_I_X_STATES)) && ex->absorb)
         return 0;
     if (!(parts & LINATTN_I_X_WEIGHTS) && ex->weights)
         return 0;

@@ -68,18 +68,18 @@ int XI(packed_values_check)(const XI(problem) *pb)
     if (!offsets_ok(pb->qoff, nseq, pb->nq) ||
         !offsets_ok(pb->koff, nseq, pb->nk))
         return -1;
-    if (!pb->states)
-        return 0;
-    for (int64_t s = 0; s < nseq; s++)
+    /* every problem's states (a batched call's: problem p's at p nseq) */
+    int64_t count = XI(problem_states)(pb);
+    for (int64_t s = 0; s < count; s++)
         if (!pb->states[s] || !XI(state_fits_plan)(pb->states[s], pb->plan))
             return -1;
     if (pb->absorb) { /* no state absorbs two sequences */
         int64_t s = 0;
-        while (s < nseq && !pb->states[s]->mark)
+        while (s < count && !pb->states[s]->mark)
             pb->states[s++]->mark = 1;
         for (int64_t r = 0; r < s; r++)
             pb->states[r]->mark = 0;
-        if (s < nseq)
+        if (s < count)
             return -1;
     }
     return 0;
@@ -87,10 +87,12 @@ int XI(packed_values_check)(const XI(problem) *pb)
 
 int XI(packed_tokens_fit)(const XI(problem) *pb)
 {
-    for (int64_t s = 0; pb->states && s < pb->nseq; s++)
-        if (pb->koff[s + 1] - pb->koff[s] >
-            INT64_MAX - pb->states[s]->tokens)
+    int64_t count = XI(problem_states)(pb);
+    for (int64_t s = 0; s < count; s++) {
+        int64_t q = s % pb->nseq;
+        if (pb->koff[q + 1] - pb->koff[q] > INT64_MAX - pb->states[s]->tokens)
             return 0;
+    }
     return 1;
 }
 

@@ -275,19 +275,24 @@ static int primary_parts(const XI(problem) *pb, const linattn_i_signature *sig,
                                        first_output);
     }
     linattn_i_bmat mats[LINATTN_I_PARTS];
+    int count = 0;
     for (int a = 0; a < n; a++) {
         int i = idx[a];
         const linattn_i_part_sig *ps = &sig->part[i];
+        /* an optional part left out (an _ex call's normalizers or key
+         * weights): nothing to check (as single_mat's optional) */
+        if ((ps->role & LINATTN_I_OPTIONAL) && !pb->part[i].p)
+            continue;
         const linattn_strides *s = pb->part[i].no_strides ? NULL
                                                           : &pb->part[i].s;
         if (ps->role & LINATTN_I_VECTOR)
             s = &vec[i];
-        mats[a] = (linattn_i_bmat){shape_rows(pb, ps->rows),
-                                   shape_cols(pb, ps->cols), pb->part[i].p, s,
-                                   ps->pos, (ps->role & LINATTN_I_OUTPUT) != 0};
+        mats[count++] = (linattn_i_bmat){
+            shape_rows(pb, ps->rows), shape_cols(pb, ps->cols), pb->part[i].p,
+            s, ps->pos, (ps->role & LINATTN_I_OUTPUT) != 0};
     }
     return linattn_i_check_batched(pb->layout, pb->batch, pb->heads,
-                                   sizeof(real), mats, n);
+                                   sizeof(real), mats, count);
 }
 
 /* Stage 5's checks of a secondary part (dW, db): present although the map
@@ -428,7 +433,8 @@ static int packed_check(const XI(problem) *pb, const linattn_i_signature *sig,
         }
         if (meets(lo, hi, pb->qoff, pb->nseq + 1, sizeof *pb->qoff) ||
             meets(lo, hi, pb->koff, pb->nseq + 1, sizeof *pb->koff) ||
-            meets(lo, hi, pb->states, pb->nseq, sizeof *pb->states))
+            meets(lo, hi, pb->states, XI(problem_states)(pb),
+                  sizeof *pb->states))
             return -ps->pos;
     }
     if (XI(packed_values_check)(pb))
@@ -460,7 +466,8 @@ static int dstates_check(const XI(problem) *pb, const linattn_i_signature *sig)
             return -sig->extras;
     }
     if (meets(lo, hi, pb->qoff, pb->nseq + 1, sizeof *pb->qoff) ||
-        meets(lo, hi, pb->states, pb->nseq, sizeof *pb->states))
+        meets(lo, hi, pb->states, XI(problem_states)(pb),
+                  sizeof *pb->states))
         return -sig->extras;
     return 0;
 }

@@ -186,8 +186,8 @@ typedef struct XI(problem_s) {
      * qoff[s + 1]) and the key rows [koff[s], koff[s + 1]) (koff = qoff
      * when the keys have no offsets of their own), each its own problem
      * (attn/packed.c); states: NULL, or sequence s's starting state
-     * states[s] (absorb: on success each then holds its sequence's keys
-     * too). */
+     * states[s] (a batched problem's: problem p's at states[p nseq + s];
+     * absorb: on success each then holds its sequence's keys too). */
     int64_t nseq;
     const int64_t *qoff, *koff;
     X(state) *const *states;
@@ -368,6 +368,13 @@ static inline int64_t XI(part_rows)(const XI(problem) *pb, int i)
     return kind == LINATTN_I_NQ ? pb->nq : kind == LINATTN_I_NK ? pb->nk : 0;
 }
 
+/* The states of a packed problem's sequences, over every problem of a
+ * batched one (problem p's at p nseq). */
+static inline int64_t XI(problem_states)(const XI(problem) *pb)
+{
+    return pb->states ? pb->nseq * XI(problem_count)(pb) : 0;
+}
+
 /* Problem number p of a batched problem as a single one: every part at
  * problem p's first element with its leading dimension (the normalizers
  * at p nq), the projection's gradients as they are (they sum over all
@@ -376,6 +383,8 @@ static inline XI(problem) XI(problem_one)(const XI(problem) *pb, int64_t p)
 {
     XI(problem) one = *pb;
     one.batch = one.heads = 1;
+    if (pb->states) /* a packed batch's: problem p's nseq of them */
+        one.states = pb->states + p * pb->nseq;
     for (int i = 0; i < LINATTN_I_PARTS; i++) {
         XI(part) *a = &one.part[i];
         if (linattn_i_part_rows_kind(i) != LINATTN_I_WROWS)

@@ -31,6 +31,9 @@ program test_f_grad
   call features_check()
   ! the non-causal backward given the forward's state: the same numbers
   call state_check()
+  ! the causal backward's extras: weights, dweights, a starting state
+  ! and its gradient, against differences; packed states against pieces
+  call ex_check()
   ! real32 follows real64
   call single_check()
   ! a wrong extent: refused, nothing written
@@ -191,6 +194,105 @@ contains
     end do
     call close_to(dx, fdx, 1e-6_real64, 'features_backward by differences')
   end subroutine features_check
+
+  ! sum(g * out) of the causal forward from state s with weights w.
+  function loss_ex(q, k, v, g, w, s) result(l)
+    real(real64), intent(in) :: q(:, :), k(:, :), v(:, :), g(:, :), w(:)
+    type(linattn_state), intent(inout) :: s
+    real(real64) :: l
+    real(real64) :: out(e, n)
+    call linattn_causal_ex(plan, q, k, v, out, state=s, weights=w)
+    l = sum(g * out)
+  end function loss_ex
+
+  subroutine ex_check()
+    real(real64) :: q(d, n), k(d, n), v(e, n), g(e, n), out(e, n), den(n)
+    real(real64) :: dq(d, n), dk(d, n), dv(e, n), w(n), dwt(n)
+    real(real64) :: pq(d, n), pk(d, n), pv(e, n), pds(2 * m * (e + 1))
+    real(real64) :: acc(e + 1, m), ds(m * (e + 1)), ds2(m * (e + 1)), sh
+    real(real64) :: kk(d, 4), vv(e, 4), lp, lm, h, fd, worst
+    integer(int64) :: tok
+    integer(int64), parameter :: offs(3) = [0_int64, 5_int64, int(n, int64)]
+    type(linattn_state) :: s0, t, pair(2)
+    integer :: i, j
+    call fill(q, 31, -1.0_real64, 1.0_real64)
+    call fill(k, 32, -1.0_real64, 1.0_real64)
+    call fill(v, 33, -1.0_real64, 1.0_real64)
+    call fill(g, 34, -1.0_real64, 1.0_real64)
+    call fill(kk, 35, -1.0_real64, 1.0_real64)
+    call fill(vv, 36, -1.0_real64, 1.0_real64)
+    w = [(0.5_real64 + 0.1_real64 * i, i = 1, n)]
+    call linattn_state_create(s0, plan)
+    call linattn_state_update(s0, kk, vv)
+    call linattn_causal_ex(plan, q, k, v, out, den=den, state=s0, weights=w)
+    call linattn_causal_backward(plan, q, k, v, out, den, g, dq, dk, dv, &
+        weights=w, dweights=dwt, state=s0, dstates=ds, stat=st)
+    call check(st == 0, 'causal backward with extras')
+    h = 1d-6
+    worst = 0
+    do i = 1, n ! dL/dw_i and dL/dq(1, i)
+      w(i) = w(i) + h
+      lp = loss_ex(q, k, v, g, w, s0)
+      w(i) = w(i) - 2 * h
+      lm = loss_ex(q, k, v, g, w, s0)
+      w(i) = w(i) + h
+      worst = max(worst, abs(dwt(i) - (lp - lm) / (2 * h)))
+      q(1, i) = q(1, i) + h
+      lp = loss_ex(q, k, v, g, w, s0)
+      q(1, i) = q(1, i) - 2 * h
+      lm = loss_ex(q, k, v, g, w, s0)
+      q(1, i) = q(1, i) + h
+      worst = max(worst, abs(dq(1, i) - (lp - lm) / (2 * h)))
+    end do
+    call check(worst < 1d-7, 'dweights and dq against differences')
+    ! the state's gradient: its accumulator moved through export/import
+    call linattn_state_export(s0, acc, sh, tok)
+    call linattn_state_create(t, plan)
+    worst = 0
+    do j = 1, m
+      do i = 1, e + 1
+        acc(i, j) = acc(i, j) + h
+        call linattn_state_import(t, acc, sh, tok)
+        lp = loss_ex(q, k, v, g, w, t)
+        acc(i, j) = acc(i, j) - 2 * h
+        call linattn_state_import(t, acc, sh, tok)
+        lm = loss_ex(q, k, v, g, w, t)
+        acc(i, j) = acc(i, j) + h
+        fd = (lp - lm) / (2 * h)
+        worst = max(worst, abs(ds(i + (e + 1) * (j - 1)) - fd))
+      end do
+    end do
+    call check(worst < 1d-7, 'dstates against differences')
+    ! packed: two sequences from their own states, against single calls
+    call linattn_state_create(pair(1), plan)
+    call linattn_state_create(pair(2), plan)
+    call linattn_state_update(pair(1), kk(:, 1:2), vv(:, 1:2))
+    call linattn_state_update(pair(2), kk(:, 3:4), vv(:, 3:4))
+    call linattn_causal_ex(plan, q, k, v, out, den=den, offsets=offs, &
+        states=pair)
+    call linattn_causal_backward(plan, q, k, v, out, den, g, pq, pk, pv, &
+        offsets=offs, states=pair, dstates=pds, stat=st)
+    call check(st == 0, 'packed backward with states')
+    call linattn_causal_backward(plan, q(:, 1:5), k(:, 1:5), v(:, 1:5), &
+        out(:, 1:5), den(1:5), g(:, 1:5), dq(:, 1:5), dk(:, 1:5), &
+        dv(:, 1:5), state=pair(1), dstates=ds)
+    call linattn_causal_backward(plan, q(:, 6:), k(:, 6:), v(:, 6:), &
+        out(:, 6:), den(6:), g(:, 6:), dq(:, 6:), dk(:, 6:), dv(:, 6:), &
+        state=pair(2), dstates=ds2)
+    call check(all(pq == dq) .and. all(pk == dk) .and. all(pv == dv) .and. &
+        all(pds(1:m * (e + 1)) == ds) .and. all(pds(m * (e + 1) + 1:) == ds2), &
+        'packed states: the single calls, bit for bit')
+    ! dstates without a state: refused, nothing written
+    ds = -7
+    call linattn_causal_backward(plan, q, k, v, out, den, g, dq, dk, dv, &
+        dstates=ds, stat=st, errmsg=msg)
+    call check(st == -24 .and. all(ds == -7), 'dstates alone: ' // &
+        trim(msg))
+    call linattn_state_destroy(s0)
+    call linattn_state_destroy(t)
+    call linattn_state_destroy(pair(1))
+    call linattn_state_destroy(pair(2))
+  end subroutine ex_check
 
   subroutine state_check()
     real(real64) :: q(d, n), k(d, n), v(e, n), g(e, n), out(e, n), den(n)
