@@ -35,7 +35,8 @@ module linattn
       linattn_attention_backward, linattn_causal_backward, &
       linattn_features_backward, linattn_batched_attention_forward, &
       linattn_batched_causal_forward, linattn_batched_attention_backward, &
-      linattn_batched_causal_backward, linattn_attention_ex, linattn_causal_ex
+      linattn_batched_causal_backward, linattn_attention_ex, linattn_causal_ex, &
+      linattn_states_step
   use linattn_s, only: linattn_plan_create_custom, linattn_plan_weights, &
       linattn_features, linattn_state_update, linattn_state_get, &
       linattn_state_query, linattn_attention, linattn_causal, linattn_naive, &
@@ -48,7 +49,8 @@ module linattn
       linattn_attention_backward, linattn_causal_backward, &
       linattn_features_backward, linattn_batched_attention_forward, &
       linattn_batched_causal_forward, linattn_batched_attention_backward, &
-      linattn_batched_causal_backward, linattn_attention_ex, linattn_causal_ex
+      linattn_batched_causal_backward, linattn_attention_ex, linattn_causal_ex, &
+      linattn_states_step
   implicit none
   private
 
@@ -72,7 +74,8 @@ module linattn
       linattn_attention_backward, linattn_causal_backward, &
       linattn_features_backward, linattn_batched_attention_forward, &
       linattn_batched_causal_forward, linattn_batched_attention_backward, &
-      linattn_batched_causal_backward, linattn_attention_ex, linattn_causal_ex
+      linattn_batched_causal_backward, linattn_attention_ex, linattn_causal_ex, &
+      linattn_states_step
 
   ! Handle-only and precision-free procedures.
   public :: linattn_plan_create, linattn_plan_destroy, linattn_plan_dims, &
