@@ -35,8 +35,10 @@ module linattn
       linattn_attention_backward, linattn_causal_backward, &
       linattn_features_backward, linattn_batched_attention_forward, &
       linattn_batched_causal_forward, linattn_batched_attention_backward, &
-      linattn_batched_causal_backward, linattn_attention_ex, linattn_causal_ex, &
-      linattn_states_step
+      linattn_batched_causal_backward, linattn_attention_ex, &
+      linattn_causal_ex, linattn_states_step, linattn_naive_ex, &
+      linattn_naive_causal_ex, linattn_attention_ex_check, &
+      linattn_causal_ex_check
   use linattn_s, only: linattn_plan_create_custom, linattn_plan_weights, &
       linattn_features, linattn_state_update, linattn_state_get, &
       linattn_state_query, linattn_attention, linattn_causal, linattn_naive, &
@@ -49,8 +51,10 @@ module linattn
       linattn_attention_backward, linattn_causal_backward, &
       linattn_features_backward, linattn_batched_attention_forward, &
       linattn_batched_causal_forward, linattn_batched_attention_backward, &
-      linattn_batched_causal_backward, linattn_attention_ex, linattn_causal_ex, &
-      linattn_states_step
+      linattn_batched_causal_backward, linattn_attention_ex, &
+      linattn_causal_ex, linattn_states_step, linattn_naive_ex, &
+      linattn_naive_causal_ex, linattn_attention_ex_check, &
+      linattn_causal_ex_check
   implicit none
   private
 
@@ -74,8 +78,10 @@ module linattn
       linattn_attention_backward, linattn_causal_backward, &
       linattn_features_backward, linattn_batched_attention_forward, &
       linattn_batched_causal_forward, linattn_batched_attention_backward, &
-      linattn_batched_causal_backward, linattn_attention_ex, linattn_causal_ex, &
-      linattn_states_step
+      linattn_batched_causal_backward, linattn_attention_ex, &
+      linattn_causal_ex, linattn_states_step, linattn_naive_ex, &
+      linattn_naive_causal_ex, linattn_attention_ex_check, &
+      linattn_causal_ex_check
 
   ! Handle-only and precision-free procedures.
   public :: linattn_plan_create, linattn_plan_destroy, linattn_plan_dims, &
@@ -85,7 +91,7 @@ module linattn
       linattn_state_save_size, linattn_state_save, linattn_state_load, &
       linattn_state_save_file, linattn_state_load_file, &
       linattn_plan_fingerprint, linattn_state_plan, linattn_state_export, &
-      linattn_state_import, linattn_opts_init, &
+      linattn_state_import, linattn_state_key_weight, linattn_opts_init, &
       linattn_version, linattn_version_string, linattn_strerror, &
       linattn_rng_normal, linattn_platform_query
 
@@ -344,50 +350,92 @@ contains
 
   ! The state as it accumulates, in real64 for either precision:
   ! acc(e + 1, m), column i = row i of [S z] (C's row-major m x (e + 1),
-  ! contiguous); the shift c with true sums = acc exp(c); the tokens.
-  ! export then import restores a state bit for bit.
-  subroutine linattn_state_export(state, acc, shift, tokens, stat, errmsg)
+  ! contiguous); the shift c with true sums = acc exp(c); the tokens; the
+  ! keys' weight (sum of w_j, the tokens when every key weighed 1:
+  ! linattn_d_state_key_weight).  export then import restores a state bit
+  ! for bit.
+  subroutine linattn_state_export(state, acc, shift, tokens, stat, errmsg, &
+      weight)
     type(linattn_state), intent(in) :: state
     real(real64), intent(inout), target, optional :: acc(:, :)
     real(real64), intent(inout), optional :: shift
     integer(int64), intent(inout), optional :: tokens
     integer, intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
+    real(real64), intent(inout), optional :: weight
     type(linattn_call) :: c
     type(c_ptr) :: pa
-    real(c_double), target :: sh
+    real(c_double), target :: sh, w
     integer(c_int64_t), target :: t
     c = call_begin('linattn_state_export', 'state_export', state%kind)
     call check_state(c, state, 1, 'state')
     pa = c_null_ptr
     if (present(acc)) call view_acc(c, state, acc, pa)
+    if (c%status == 0 .and. present(weight)) call call_c(c, &
+        cx_state_key_weight(state%kind, state%ptr, c_loc(w)))
     if (c%status == 0) then
       call call_c(c, cx_state_export(state%kind, state%ptr, pa, c_loc(sh), &
           c_loc(t)))
       if (c%status == 0) then
         if (present(shift)) shift = sh
         if (present(tokens)) tokens = t
+        if (present(weight)) weight = w
       end if
     end if
     call call_end(c, stat, errmsg)
   end subroutine linattn_state_export
 
+  ! The keys' weight the state holds, sum_j w_j (its tokens when every key
+  ! weighed 1; the count of LINATTN_DENOM_COUNT).
+  subroutine linattn_state_key_weight(state, weight, stat, errmsg)
+    type(linattn_state), intent(in) :: state
+    real(real64), intent(inout) :: weight
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    type(linattn_call) :: c
+    real(c_double), target :: w
+    c = call_begin('linattn_state_key_weight', 'state_key_weight', state%kind)
+    call check_state(c, state, 1, 'state')
+    if (c%status == 0) then
+      call call_c(c, cx_state_key_weight(state%kind, state%ptr, c_loc(w)))
+      if (c%status == 0) weight = w
+    end if
+    call call_end(c, stat, errmsg)
+  end subroutine linattn_state_key_weight
+
   ! state = the accumulator acc(e + 1, m) (as linattn_state_export writes
-  ! it) at shift, holding tokens keys; refused: the state unchanged.
-  subroutine linattn_state_import(state, acc, shift, tokens, stat, errmsg)
+  ! it) at shift, holding tokens keys, and with weight their weight
+  ! (linattn_d_state_import_weighted: weight >= 0, 0 exactly when tokens
+  ! is 0); refused: the state unchanged.
+  subroutine linattn_state_import(state, acc, shift, tokens, stat, errmsg, &
+      weight)
     type(linattn_state), intent(inout) :: state
     real(real64), intent(in), target :: acc(:, :)
     real(real64), intent(in) :: shift
     integer(int64), intent(in) :: tokens
     integer, intent(out), optional :: stat
     character(*), intent(inout), optional :: errmsg
+    real(real64), intent(in), optional :: weight
     type(linattn_call) :: c
     type(c_ptr) :: pa
-    c = call_begin('linattn_state_import', 'state_import', state%kind)
+    if (present(weight)) then
+      c = call_begin('linattn_state_import', 'state_import_weighted', &
+          state%kind)
+    else
+      c = call_begin('linattn_state_import', 'state_import', state%kind)
+    end if
     call check_state(c, state, 1, 'state')
     call view_acc(c, state, acc, pa)
-    if (c%status == 0) call call_c(c, cx_state_import(state%kind, state%ptr, &
-        pa, real(shift, c_double), int(tokens, c_int64_t)))
+    if (c%status /= 0) then
+      continue
+    else if (present(weight)) then
+      call call_c(c, cx_state_import_weighted(state%kind, state%ptr, pa, &
+          real(shift, c_double), int(tokens, c_int64_t), &
+          real(weight, c_double)))
+    else
+      call call_c(c, cx_state_import(state%kind, state%ptr, pa, &
+          real(shift, c_double), int(tokens, c_int64_t)))
+    end if
     call call_end(c, stat, errmsg)
   end subroutine linattn_state_import
 

@@ -288,6 +288,13 @@ contains
         dstates=ds, stat=st, errmsg=msg)
     call check(st == -24 .and. all(ds == -7), 'dstates alone: ' // &
         trim(msg))
+    ! dstates every other entry of an array: refused (C takes no stride)
+    pds = -7
+    msg = ''
+    call linattn_causal_backward(plan, q, k, v, out, den, g, dq, dk, dv, &
+        state=pair(1), dstates=pds(1:2 * m * (e + 1):2), stat=st, errmsg=msg)
+    call check(st == -24 .and. index(msg, 'contiguous') > 0 .and. &
+        all(pds == -7), 'dstates strided: ' // trim(msg))
     call linattn_state_destroy(s0)
     call linattn_state_destroy(t)
     call linattn_state_destroy(pair(1))
