@@ -616,6 +616,39 @@ START_TEST(bad_packed_refused)
 }
 END_TEST
 
+/* Empty sequences at the end of a one-row matrix whose leading
+ * dimensions are huge (allowed: one row reads none of them): their first
+ * row, n, lies past the matrix, and forming its address (n ld elements
+ * on) overflowed the pointer arithmetic, which UBSan reports (the
+ * fuzzer's finding).  The outputs are the plain call's, bit for bit. */
+START_TEST(empty_sequences_past_the_end)
+{
+    int causal = _i;
+    int64_t d = 2, e = 2, big = (int64_t)1 << 61;
+    int64_t off[4] = {0, 1, 1, 1};
+    real q[2] = {0.25, -0.5}, k[2] = {0.5, 0.125}, v[2] = {1, -2};
+    real a[2] = {7, 7}, b[2] = {9, 9};
+    P(plan) *p = plan_with(LINATTN_MAP_ELU1, d, e, LINATTN_DENOM_POSITIVE,
+                           8);
+    P(extras) ex = packed_ex(off, NULL, 3, NULL);
+    int64_t bad;
+    if (causal) {
+        ck_assert_int_eq(P(causal_ex)(p, LINATTN_ROW_MAJOR, 1, q, big, k, big,
+                                      v, big, a, big, &ex, &bad), 0);
+        ck_assert_int_eq(P(causal)(p, LINATTN_ROW_MAJOR, 1, q, d, k, d, v, e,
+                                   b, e, &bad), 0);
+    } else {
+        ex.key_offsets = off;
+        ck_assert_int_eq(P(attention_ex)(p, LINATTN_ROW_MAJOR, 1, 1, q, big, k,
+                                         big, v, big, a, big, &ex, &bad), 0);
+        ck_assert_int_eq(P(attention)(p, LINATTN_ROW_MAJOR, 1, 1, q, d, k, d,
+                                      v, e, b, e, &bad), 0);
+    }
+    ck_assert_mem_eq(a, b, sizeof a);
+    P(plan_destroy)(p);
+}
+END_TEST
+
 /* Batched (linattn_d_batched_attention_ex, _causal_ex): 2 x 3 problems,
  * each a packed stream of the same offsets with its own key weights and
  * normalizers, against each problem's single _ex call on its slices (bit
@@ -790,6 +823,7 @@ int main(void)
     tcase_add_loop_test(tc, states_continue_sequences, 0, 4);
     tcase_add_test(tc, states_unchanged_on_failure);
     tcase_add_test(tc, bad_packed_refused);
+    tcase_add_loop_test(tc, empty_sequences_past_the_end, 0, 2);
     tcase_add_loop_test(tc, batched_packed_is_single_calls, 0, 2);
     tcase_add_loop_test(tc, batched_states_are_single_calls, 0, 2);
     suite_add_tcase(s, tc);

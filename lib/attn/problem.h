@@ -410,6 +410,11 @@ static inline XI(problem) XI(problem_span)(const XI(problem) *pb,
         if (!a->p || kind == LINATTN_I_WROWS)
             continue;
         int64_t lo = kind == LINATTN_I_NK ? klo : qlo;
+        /* an empty range reads no row, and its row lo may lie past the
+         * matrix (an empty sequence at the end, lo = n): lo ld is then
+         * beyond what the validator bounded, so the pointer stays put */
+        if (lo == (kind == LINATTN_I_NK ? khi : qhi))
+            continue;
         a->p += linattn_i_part_is_vector(i) || cm ? lo : lo * a->s.ld;
     }
     r.nq = qhi - qlo;
