@@ -288,9 +288,11 @@ for my $h (@headers) {
     $overview{$hname} = $ov;
 }
 
-# Each header's overview lists the pages of every header given.
+# Each header's overview lists the pages of every header given, left
+# adjusted: a justified line of these long names may have no room to
+# stretch (groff warns "cannot adjust line").
 for my $hname (sort keys %overview) {
-    my $ov = $overview{$hname} . ".SH SEE ALSO\n"
+    my $ov = $overview{$hname} . ".SH SEE ALSO\n.ad l\n"
            . join(",\n", map { ".BR $_ (3)" } @all) . "\n";
     write_page("$hname.3", $ov);
 }

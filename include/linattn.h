@@ -1487,6 +1487,62 @@ LINATTN_API int X(batched_causal_backward)(const X(plan) *plan, int layout,   \
         const linattn_strides *sdk, R *dv, const linattn_strides *sdv, R *dw, \
         int64_t lddw, R *db, linattn_where *bad);                             \
                                                                               \
+/* int linattn_d_batched_attention_backward_ex(const linattn_d_plan *plan,    \
+ *         int layout, int64_t batch, int64_t heads, int64_t nq, int64_t nk,  \
+ *         const double *q, const linattn_strides *sq, const double *k,       \
+ *         const linattn_strides *sk, const double *v,                        \
+ *         const linattn_strides *sv, const double *out,                      \
+ *         const linattn_strides *sout, const double *den, const double *g,   \
+ *         const linattn_strides *sg, double *dq, const linattn_strides *sdq, \
+ *         double *dk, const linattn_strides *sdk, double *dv,                \
+ *         const linattn_strides *sdv, double *dw, int64_t lddw, double *db,  \
+ *         const linattn_d_extras *ex, linattn_where *bad)                    \
+ * linattn_d_batched_attention_backward through                               \
+ * linattn_d_batched_attention_ex with the parts of ex it takes, each         \
+ * problem (b, h) as linattn_d_attention_backward_ex with them: key weights   \
+ * (nk per problem, problem p = b heads + h's at p nk), dL/dw out             \
+ * (ex->dweights, laid out as the weights), packed sequences (ex->offsets,    \
+ * ex->key_offsets: the same in every problem).  dw and db summed over every  \
+ * problem and sequence.  ex NULL or all absent:                              \
+ * linattn_d_batched_attention_backward, bit for bit.  Errors as              \
+ * linattn_d_batched_attention_backward; -27 ex: a reserved word not 0, a     \
+ * part it does not take (den, state, absorb, states, dstates), a weight      \
+ * negative, NaN or Inf, dweights meeting another array, offsets as at        \
+ * linattn_d_attention_ex; LINATTN_ESIZE (also nk times heads beyond int64).  \
+ * Thread-safe. */                                                            \
+LINATTN_API int X(batched_attention_backward_ex)(const X(plan) *plan,         \
+        int layout, int64_t batch, int64_t heads, int64_t nq, int64_t nk,     \
+        const R *q, const linattn_strides *sq, const R *k,                    \
+        const linattn_strides *sk, const R *v, const linattn_strides *sv,     \
+        const R *out, const linattn_strides *sout, const R *den, const R *g,  \
+        const linattn_strides *sg, R *dq, const linattn_strides *sdq, R *dk,  \
+        const linattn_strides *sdk, R *dv, const linattn_strides *sdv, R *dw, \
+        int64_t lddw, R *db, const X(extras) *ex, linattn_where *bad);        \
+                                                                              \
+/* int linattn_d_batched_causal_backward_ex(plan, layout, batch, heads, n,    \
+ *         q, sq, k, sk, v, sv, out, sout, den, g, sg, dq, sdq, dk, sdk, dv,  \
+ *         sdv, dw, lddw, db, ex, bad)                                        \
+ * linattn_d_batched_causal_backward through linattn_d_batched_causal_ex      \
+ * with the parts of ex it takes, each problem as                             \
+ * linattn_d_causal_backward_ex with them: key weights and dL/dw as above,    \
+ * packed sequences (ex->offsets), their starting states as the forward took  \
+ * them (ex->states: batch heads nseq of them, problem p's sequence s at p    \
+ * nseq + s; absorb 0; only read) and the gradients of their accumulators     \
+ * (ex->dstates: m (e + 1) doubles each, problem p's sequence s at (p nseq +  \
+ * s) m (e + 1), as linattn_d_causal_backward_ex writes one).  Errors as      \
+ * linattn_d_batched_causal_backward; -26 ex (as above, key_offsets not       \
+ * NULL, absorb not 0, dstates without states or meeting another array,       \
+ * states as at linattn_d_causal_ex over every problem's); LINATTN_ESIZE.     \
+ * Thread-safe; the states are only read. */                                  \
+LINATTN_API int X(batched_causal_backward_ex)(const X(plan) *plan,            \
+        int layout, int64_t batch, int64_t heads, int64_t n, const R *q,      \
+        const linattn_strides *sq, const R *k, const linattn_strides *sk,     \
+        const R *v, const linattn_strides *sv, const R *out,                  \
+        const linattn_strides *sout, const R *den, const R *g,                \
+        const linattn_strides *sg, R *dq, const linattn_strides *sdq, R *dk,  \
+        const linattn_strides *sdk, R *dv, const linattn_strides *sdv, R *dw, \
+        int64_t lddw, R *db, const X(extras) *ex, linattn_where *bad);        \
+                                                                              \
 /* ---- Building blocks of distributed and segmented runs (liblinattn_mpi   \
  * is written on them): a plan's fingerprint, a state's accumulator in and  \
  * out, causal attention that continues from a state, and argument checks  \

@@ -52,6 +52,20 @@ static inline P(plan) *grad_plan(const mapcase *c, int64_t d, int64_t e,
     return p;
 }
 
+/* The batched gradient tests' plans (d = 4, e = 3, blocks and chunks of
+ * the given rows): which 0 elu+1, 1 FAVOR+ (shifted), 2 Hedgehog (dW
+ * and db). */
+static inline P(plan) *grad_batch_plan(int which, int64_t block, int64_t chunk)
+{
+    linattn_opts o;
+    linattn_opts_init(&o);
+    o.block = block;
+    o.chunk = chunk;
+    mapcase c = which == 0 ? map_case(1) : which == 1 ? map_case(3)
+                                                     : map_case(3 + NCASES - 1);
+    return grad_plan(&c, 4, 3, &o);
+}
+
 static inline refmap grad_ref_of(const mapcase *c, P(plan) *p, int64_t d)
 {
     if (!map_exact(c))

@@ -154,6 +154,50 @@ static inline tmat tbat_problem(const tbat *t, int64_t b, int64_t h)
     return m;
 }
 
+/* The batched backward tests' parameter gradients: dw (rows x d in the
+ * layout: leading dimension rows in column major, d in row major) and db
+ * (NULL: none) added to the row-major sums dwsum and dbsum. */
+static inline void tbat_add_params(int layout, int64_t rows, int64_t d,
+                                   const real *dw, const real *db,
+                                   double *dwsum, double *dbsum)
+{
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t c = 0; c < d; c++)
+            dwsum[i * d + c] += layout == COL ? dw[i + c * rows]
+                                              : dw[i * d + c];
+    for (int64_t i = 0; db && i < rows; i++)
+        dbsum[i] += db[i];
+}
+
+/* max |x - ref| over max |ref| (ref all 0: max |x|). */
+static inline double tbat_max_rel(const real *x, const double *ref, int64_t n)
+{
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        num = fmax(num, fabs((double)x[i] - ref[i]));
+        den = fmax(den, fabs(ref[i]));
+    }
+    return den > 0 ? num / den : num;
+}
+
+/* A batched call's dw (in the layout, as above) and db (NULL: not asked
+ * for) against the row-major sums of the single calls': within tol. */
+static inline int tbat_params_close(int layout, int64_t rows, int64_t d,
+                                    const real *dw, const real *db,
+                                    const double *dwsum, const double *dbsum,
+                                    double tol)
+{
+    double *z = calloc((size_t)(rows * d + rows + 1), sizeof *z);
+    tbat_add_params(layout, rows, d, dw, db, z, z + rows * d);
+    real *x = malloc((size_t)(rows * d + rows + 1) * sizeof *x);
+    for (int64_t i = 0; i < rows * d + rows; i++)
+        x[i] = (real)z[i];
+    int ok = tbat_max_rel(x, dwsum, rows * d) <= tol &&
+             (!db || tbat_max_rel(x + rows * d, dbsum, rows) <= tol);
+    free(x), free(z);
+    return ok;
+}
+
 static inline void tbat_free(tbat *t)
 {
     free(t->a);

@@ -132,34 +132,12 @@ static void single_problem(const P(plan) *p, int causal, const bset *s,
                                         t->dq.s.ld, dk, t->dk.s.ld, dv,
                                         t->dv.s.ld, pdw, lw, pdb, NULL, &bad);
     ck_assert_int_eq(st, 0);
-    for (int64_t i = 0; i < s->rows; i++) /* the sums row major */
-        for (int64_t c = 0; c < d; c++)
-            dwsum[i * d + c] += L == COL ? dw[i + c * s->rows] : dw[i * d + c];
-    for (int64_t i = 0; want_b && i < s->rows; i++)
-        dbsum[i] += db[i];
+    tbat_add_params(L, s->rows, d, dw, pdb, dwsum, dbsum);
 }
 
-static double max_rel(const real *x, const double *ref, int64_t n)
-{
-    double num = 0, den = 0;
-    for (int64_t i = 0; i < n; i++) {
-        num = fmax(num, fabs((double)x[i] - ref[i]));
-        den = fmax(den, fabs(ref[i]));
-    }
-    return den > 0 ? num / den : num;
-}
-
-/* A plan of the gradient tests' maps: elu+1, FAVOR (shifted), Hedgehog
- * (dW and db), with small blocks and chunks. */
 static P(plan) *test_plan(int which)
 {
-    linattn_opts o;
-    linattn_opts_init(&o);
-    o.block = 16;
-    o.chunk = 7;
-    mapcase c = which == 0 ? map_case(1) : which == 1 ? map_case(3)
-                                                     : map_case(3 + NCASES - 1);
-    return grad_plan(&c, 4, 3, &o);
+    return grad_batch_plan(which, 16, 7);
 }
 
 /* Shapes (batch, heads, nq, nk). */
@@ -209,18 +187,12 @@ START_TEST(batched_equals_single_calls)
                         ck_assert(tbat_gaps_intact(&s.dq) &&
                                   tbat_gaps_intact(&s.dk) &&
                                   tbat_gaps_intact(&s.dv));
-                        if (s.rows && B * H > 0) {
-                            /* dw came in the layout; the sums row major */
-                            real dwr[64 * 8];
-                            for (int64_t i = 0; i < s.rows; i++)
-                                for (int64_t c = 0; c < d; c++)
-                                    dwr[i * d + c] = layout == COL
-                                                         ? s.dw[i + c * s.rows]
-                                                         : s.dw[i * d + c];
-                            ck_assert(max_rel(dwr, dws, s.rows * d) <= TOL);
-                            if (want_b)
-                                ck_assert(max_rel(s.db, dbs, s.rows) <= TOL);
-                        }
+                        /* dw came in the layout; the sums row major */
+                        if (s.rows && B * H > 0)
+                            ck_assert(tbat_params_close(layout, s.rows, d,
+                                                        s.dw,
+                                                        want_b ? s.db : NULL,
+                                                        dws, dbs, TOL));
                         bset_free(&s), bset_free(&t);
                     }
         P(plan_destroy)(p);

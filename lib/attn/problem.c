@@ -402,6 +402,28 @@ static int meets(uintptr_t lo, uintptr_t hi, const void *p, int64_t n,
     return p && n > 0 && lo < hi && lo < b && a < hi;
 }
 
+/* The addresses [*lo, *hi) part i spans (a batched call's: every
+ * problem's elements; empty when it has none). */
+static void part_range(const XI(problem) *pb, const linattn_i_signature *sig,
+                       const linattn_strides *vec, int i, uintptr_t *lo,
+                       uintptr_t *hi)
+{
+    const linattn_i_part_sig *ps = &sig->part[i];
+    if (sig->form == LINATTN_I_SINGLE) {
+        linattn_i_mat m = single_mat(pb, sig, i);
+        m.optional = 1;
+        linattn_i_mat_range(pb->layout, sizeof(real), &m, lo, hi);
+    } else {
+        linattn_i_bmat bm = {shape_rows(pb, ps->rows),
+                             shape_cols(pb, ps->cols), pb->part[i].p,
+                             ps->role & LINATTN_I_VECTOR ? &vec[i]
+                                                         : &pb->part[i].s,
+                             ps->pos, 1};
+        linattn_i_bmat_range(pb->layout, pb->batch, pb->heads, sizeof(real),
+                             &bm, lo, hi);
+    }
+}
+
 /* Stage 8's packed sequences: an output meeting the offsets or the
  * states (-pos of the output), offsets or states that are not what they
  * must be (-pos of the extras), a state's tokens beyond int64
@@ -417,20 +439,7 @@ static int packed_check(const XI(problem) *pb, const linattn_i_signature *sig,
         if (!(ps->role & LINATTN_I_OUTPUT) || !pb->part[i].p)
             continue;
         uintptr_t lo, hi;
-        if (sig->form == LINATTN_I_SINGLE) {
-            linattn_i_mat m = single_mat(pb, sig, i);
-            m.optional = 1;
-            linattn_i_mat_range(pb->layout, sizeof(real), &m, &lo, &hi);
-        } else { /* every problem's elements */
-            linattn_i_bmat bm = {shape_rows(pb, ps->rows),
-                                 shape_cols(pb, ps->cols), pb->part[i].p,
-                                 ps->role & LINATTN_I_VECTOR
-                                     ? &vec[i]
-                                     : &pb->part[i].s,
-                                 ps->pos, 1};
-            linattn_i_bmat_range(pb->layout, pb->batch, pb->heads,
-                                 sizeof(real), &bm, &lo, &hi);
-        }
+        part_range(pb, sig, vec, i, &lo, &hi);
         if (meets(lo, hi, pb->qoff, pb->nseq + 1, sizeof *pb->qoff) ||
             meets(lo, hi, pb->koff, pb->nseq + 1, sizeof *pb->koff) ||
             meets(lo, hi, pb->states, XI(problem_states)(pb),
@@ -444,30 +453,30 @@ static int packed_check(const XI(problem) *pb, const linattn_i_signature *sig,
     return 0;
 }
 
-/* Stage 8's starting states' gradients (single calls): a state to be the
- * gradient of, and an address range apart from every part, the offsets
- * and the states array (-pos of the extras). */
-static int dstates_check(const XI(problem) *pb, const linattn_i_signature *sig)
+/* Stage 8's starting states' gradients: a state to be the gradient of,
+ * and an address range apart from every part, the offsets and the
+ * states array (-pos of the extras). */
+static int dstates_check(const XI(problem) *pb, const linattn_i_signature *sig,
+                         const linattn_strides *vec)
 {
     if (!pb->state && !pb->states)
         return -sig->extras;
     int64_t len = pb->plan->m * (pb->plan->e + 1) *
-                  (pb->states ? pb->nseq : 1);
+                  (pb->states ? XI(problem_states)(pb) : 1);
     uintptr_t lo = (uintptr_t)pb->dstates;
     uintptr_t hi = lo + (uintptr_t)len * sizeof(double);
     for (int i = 0; i < LINATTN_I_PARTS; i++) {
         if (!sig->part[i].pos || !pb->part[i].p)
             continue;
-        linattn_i_mat m = single_mat(pb, sig, i);
-        m.optional = 1;
         uintptr_t a, b;
-        linattn_i_mat_range(pb->layout, sizeof(real), &m, &a, &b);
+        part_range(pb, sig, vec, i, &a, &b);
         if (len > 0 && a < b && lo < b && a < hi)
             return -sig->extras;
     }
     if (meets(lo, hi, pb->qoff, pb->nseq + 1, sizeof *pb->qoff) ||
+        meets(lo, hi, pb->koff, pb->nseq + 1, sizeof *pb->koff) ||
         meets(lo, hi, pb->states, XI(problem_states)(pb),
-                  sizeof *pb->states))
+              sizeof *pb->states))
         return -sig->extras;
     return 0;
 }
@@ -582,7 +591,7 @@ int XI(problem_check)(const XI(problem) *pb, const linattn_i_signature *sig,
     if (!st && pb->qoff)
         st = packed_check(pb, sig, vec);
     if (!st && pb->dstates)
-        st = dstates_check(pb, sig);
+        st = dstates_check(pb, sig, vec);
     if (st)
         return st;
     /* 9. and 10. */

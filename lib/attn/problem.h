@@ -192,7 +192,8 @@ typedef struct XI(problem_s) {
     const int64_t *qoff, *koff;
     X(state) *const *states;
     /* The causal backward's gradient of its starting state's accumulator
-     * (of each sequence's, at s m (e + 1) doubles), or NULL. */
+     * (of each sequence's, at s m (e + 1) doubles; a batched problem's:
+     * problem p's sequence s at (p nseq + s) m (e + 1)), or NULL. */
     double *dstates;
 } XI(problem);
 
@@ -377,14 +378,17 @@ static inline int64_t XI(problem_states)(const XI(problem) *pb)
 
 /* Problem number p of a batched problem as a single one: every part at
  * problem p's first element with its leading dimension (the normalizers
- * at p nq), the projection's gradients as they are (they sum over all
- * problems). */
+ * at p nq), its states and their gradients, the projection's gradients
+ * as they are (they sum over all problems). */
 static inline XI(problem) XI(problem_one)(const XI(problem) *pb, int64_t p)
 {
     XI(problem) one = *pb;
     one.batch = one.heads = 1;
     if (pb->states) /* a packed batch's: problem p's nseq of them */
         one.states = pb->states + p * pb->nseq;
+    if (pb->dstates) /* and their gradients, m (e + 1) doubles each */
+        one.dstates = pb->dstates + p * (pb->states ? pb->nseq : 1) * pb->m *
+                                        (pb->e + 1);
     for (int i = 0; i < LINATTN_I_PARTS; i++) {
         XI(part) *a = &one.part[i];
         if (linattn_i_part_rows_kind(i) != LINATTN_I_WROWS)

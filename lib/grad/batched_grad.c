@@ -32,8 +32,7 @@ static int one_backward(const XI(problem) *one, void *ctx, int t,
 {
     const XI(pgrad) *pg = (const XI(pgrad) *)ctx + t;
     int nonfinite = 0;
-    int st = one->causal ? XI(causal_backward_run)(one, pg, &nonfinite)
-                         : XI(attention_backward_run)(one, pg, &nonfinite);
+    int st = XI(backward_problem)(one, pg, &nonfinite);
     if (st == LINATTN_EOVERFLOW)
         *row = -1; /* the keys' sums, before anything was written */
     if (!st && nonfinite)
@@ -133,6 +132,21 @@ static void grad_parts(XI(problem) *pb, const real *den, const real *g,
     pb->part[LINATTN_I_DB] = XI(part_single)(db, 1);
 }
 
+/* A batched backward call once its parts are described: the _ex calls'
+ * extras (sig->extras: ex, which may be NULL), the checks, the run. */
+static int backward_call(XI(problem) *pb, const X(extras) *ex,
+                         const linattn_i_signature *sig, linattn_where *bad)
+{
+    if (sig->extras) {
+        XI(problem_backward_extras)(pb, ex, NULL);
+        /* the backward only reads the states: absorb must be 0 (refused
+         * as a value other than 0 or 1 is) */
+        pb->absorb = ex && ex->absorb ? -1 : 0;
+    }
+    int st = XI(problem_check)(pb, sig, bad);
+    return st ? st : backward(pb, bad);
+}
+
 int X(batched_attention_forward)(const X(plan) *plan, int layout,
         int64_t batch, int64_t heads, int64_t nq, int64_t nk, const real *q,
         const linattn_strides *sq, const real *k, const linattn_strides *sk,
@@ -174,8 +188,7 @@ int X(batched_attention_backward)(const X(plan) *plan, int layout,
                                          0);
     XI(problem_qkvo_batched)(&pb, q, sq, k, sk, v, sv, out, sout);
     grad_parts(&pb, den, g, sg, dq, sdq, dk, sdk, dv, sdv, dw, lddw, db);
-    int st = XI(problem_check)(&pb, &attention_backward_sig, bad);
-    return st ? st : backward(&pb, bad);
+    return backward_call(&pb, NULL, &attention_backward_sig, bad);
 }
 
 int X(batched_causal_backward)(const X(plan) *plan, int layout, int64_t batch,
@@ -191,6 +204,61 @@ int X(batched_causal_backward)(const X(plan) *plan, int layout, int64_t batch,
     XI(problem) pb = XI(problem_batched)(plan, layout, batch, heads, n, n, 1);
     XI(problem_qkvo_batched)(&pb, q, sq, k, sk, v, sv, out, sout);
     grad_parts(&pb, den, g, sg, dq, sdq, dk, sdk, dv, sdv, dw, lddw, db);
-    int st = XI(problem_check)(&pb, &causal_backward_sig, bad);
-    return st ? st : backward(&pb, bad);
+    return backward_call(&pb, NULL, &causal_backward_sig, bad);
+}
+
+/* linattn_d_batched_attention_backward_ex, _causal_backward_ex: and the
+ * extras (27 and 26): every problem's key weights in and dL/dw out
+ * (dense, problem after problem), packed sequences (the same offsets in
+ * every problem), the causal forward's starting states (problem after
+ * problem, as the forward took them) and their gradients out. */
+static const linattn_i_signature attention_backward_ex_sig = {
+    .form = LINATTN_I_BATCHED, .plan = 1, .layout = 2, .batch = 3,
+    .heads = 4, .nq = 5, .nk = 6, .extras = 27,
+    .ex_parts = LINATTN_I_X_WEIGHTS | LINATTN_I_X_DWEIGHTS |
+                LINATTN_I_X_OFFSETS | LINATTN_I_X_KEY_OFFSETS,
+    .flags = LINATTN_I_SCAN | LINATTN_I_DEN_POLICY,
+    .part = {LINATTN_I_BACKWARD(7), LINATTN_I_WEIGHTS_IN(27),
+             LINATTN_I_DWEIGHTS_OUT(27)}};
+static const linattn_i_signature causal_backward_ex_sig = {
+    .form = LINATTN_I_BATCHED, .plan = 1, .layout = 2, .batch = 3,
+    .heads = 4, .nq = 5, .extras = 26, .absorb = 26,
+    .ex_parts = LINATTN_I_X_WEIGHTS | LINATTN_I_X_DWEIGHTS |
+                LINATTN_I_X_OFFSETS | LINATTN_I_X_STATES |
+                LINATTN_I_X_DSTATES,
+    .flags = LINATTN_I_SCAN | LINATTN_I_DEN_POLICY,
+    .part = {LINATTN_I_BACKWARD(6), LINATTN_I_WEIGHTS_IN(26),
+             LINATTN_I_DWEIGHTS_OUT(26)}};
+
+int X(batched_attention_backward_ex)(const X(plan) *plan, int layout,
+        int64_t batch, int64_t heads, int64_t nq, int64_t nk, const real *q,
+        const linattn_strides *sq, const real *k, const linattn_strides *sk,
+        const real *v, const linattn_strides *sv, const real *out,
+        const linattn_strides *sout, const real *den, const real *g,
+        const linattn_strides *sg, real *dq, const linattn_strides *sdq,
+        real *dk, const linattn_strides *sdk, real *dv,
+        const linattn_strides *sdv, real *dw, int64_t lddw, real *db,
+        const X(extras) *ex, linattn_where *bad)
+{
+    XI(problem) pb = XI(problem_batched)(plan, layout, batch, heads, nq, nk,
+                                         0);
+    XI(problem_qkvo_batched)(&pb, q, sq, k, sk, v, sv, out, sout);
+    grad_parts(&pb, den, g, sg, dq, sdq, dk, sdk, dv, sdv, dw, lddw, db);
+    return backward_call(&pb, ex, &attention_backward_ex_sig, bad);
+}
+
+int X(batched_causal_backward_ex)(const X(plan) *plan, int layout,
+        int64_t batch, int64_t heads, int64_t n, const real *q,
+        const linattn_strides *sq, const real *k, const linattn_strides *sk,
+        const real *v, const linattn_strides *sv, const real *out,
+        const linattn_strides *sout, const real *den, const real *g,
+        const linattn_strides *sg, real *dq, const linattn_strides *sdq,
+        real *dk, const linattn_strides *sdk, real *dv,
+        const linattn_strides *sdv, real *dw, int64_t lddw, real *db,
+        const X(extras) *ex, linattn_where *bad)
+{
+    XI(problem) pb = XI(problem_batched)(plan, layout, batch, heads, n, n, 1);
+    XI(problem_qkvo_batched)(&pb, q, sq, k, sk, v, sv, out, sout);
+    grad_parts(&pb, den, g, sg, dq, sdq, dk, sdk, dv, sdv, dw, lddw, db);
+    return backward_call(&pb, ex, &causal_backward_ex_sig, bad);
 }

@@ -138,6 +138,13 @@ int XI(attention_backward_run)(const XI(problem) *pb, const XI(pgrad) *pg,
 int XI(causal_backward_run)(const XI(problem) *pb, const XI(pgrad) *pg,
                             int *nonfinite);
 
+/* Either of them on a single problem (pb->causal: the causal one), and
+ * on a packed one (pb->qoff) each sequence in order as a problem of its
+ * own, with its starting state and its share of dstates, until one
+ * fails (grad/grad_util.c). */
+int XI(backward_problem)(const XI(problem) *pb, const XI(pgrad) *pg,
+                         int *nonfinite);
+
 /* The parts of the backward calls from Q's position pos: Q, K, V, out at
  * pos, pos + 2, pos + 4, pos + 6 (a leading dimension or strides after
  * each), den at pos + 8, G at pos + 9, dQ, dK, dV at pos + 11, + 13,
@@ -214,7 +221,7 @@ int XI(backward_single)(const XI(problem) *pb, const linattn_i_signature *sig,
 int XI(bwd_inputs_finite)(const XI(problem) *pb);
 
 /* The verdict on a backward problem whose dq, dk, dv (or dw, db) hold a
- * value that is not finite: 0 when its inputs (the given state included)
+ * value that is not finite: 0 when its inputs (the given states included)
  * hold NaN or Inf, which propagate; else LINATTN_EOVERFLOW with *bad_row
  * (if not NULL) the first row of dq holding a non-finite value, else the
  * first of dk and dv, else -1. */

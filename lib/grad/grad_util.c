@@ -249,6 +249,9 @@ int XI(grad_overflow)(const XI(problem) *pb, int64_t *bad_row)
 {
     if (!XI(bwd_inputs_finite)(pb) || (pb->state && pb->state->poisoned))
         return 0;
+    for (int64_t s = 0; pb->states && s < pb->nseq; s++)
+        if (pb->states[s]->poisoned) /* a packed problem's */
+            return 0;
     int64_t d = pb->d, e = pb->e;
     int64_t r = XI(first_nonfinite_row)(XI(part_view)(pb, LINATTN_I_DQ),
                                         pb->nq, d);
@@ -277,6 +280,37 @@ int XI(pgrad_finite)(const X(plan) *plan, const XI(pgrad) *pg)
     return 1;
 }
 
+/* ---- one problem, packed or not ---- */
+
+int XI(backward_problem)(const XI(problem) *pb, const XI(pgrad) *pg,
+                         int *nonfinite)
+{
+    if (!pb->qoff)
+        return pb->causal ? XI(causal_backward_run)(pb, pg, nonfinite)
+                          : XI(attention_backward_run)(pb, pg, nonfinite);
+    /* packed: each sequence its own problem, in order */
+    const X(plan) *plan = pb->plan;
+    int st = 0;
+    for (int64_t s = 0; !st && s < pb->nseq; s++) {
+        XI(problem) one = XI(problem_span)(pb, pb->qoff[s], pb->qoff[s + 1],
+                                           pb->koff[s], pb->koff[s + 1]);
+        one.qoff = one.koff = NULL;
+        one.nseq = 0;
+        /* the causal backward's starting states and their gradients:
+         * sequence s's */
+        if (pb->states)
+            one.state = pb->states[s];
+        one.states = NULL;
+        if (pb->dstates)
+            one.dstates = pb->dstates + s * plan->m * (plan->e + 1);
+        int nf = 0;
+        st = one.causal ? XI(causal_backward_run)(&one, pg, &nf)
+                        : XI(attention_backward_run)(&one, pg, &nf);
+        *nonfinite |= nf;
+    }
+    return st;
+}
+
 /* ---- the public single calls ---- */
 
 int XI(backward_single)(const XI(problem) *pb, const linattn_i_signature *sig,
@@ -295,28 +329,7 @@ int XI(backward_single)(const XI(problem) *pb, const linattn_i_signature *sig,
     if (XI(pgrad_open)(&pg, plan, dw != NULL, db != NULL))
         return LINATTN_ENOMEM;
     int nonfinite = 0;
-    if (pb->qoff) /* packed: each sequence its own problem, in order */
-        for (int64_t s = 0; !st && s < pb->nseq; s++) {
-            XI(problem) one = XI(problem_span)(pb, pb->qoff[s],
-                                               pb->qoff[s + 1], pb->koff[s],
-                                               pb->koff[s + 1]);
-            one.qoff = one.koff = NULL;
-            one.nseq = 0;
-            /* the causal backward's starting states and their gradients:
-             * sequence s's */
-            if (pb->states)
-                one.state = pb->states[s];
-            one.states = NULL;
-            if (pb->dstates)
-                one.dstates = pb->dstates + s * plan->m * (plan->e + 1);
-            int nf = 0;
-            st = one.causal ? XI(causal_backward_run)(&one, &pg, &nf)
-                            : XI(attention_backward_run)(&one, &pg, &nf);
-            nonfinite |= nf;
-        }
-    else
-        st = pb->causal ? XI(causal_backward_run)(pb, &pg, &nonfinite)
-                        : XI(attention_backward_run)(pb, &pg, &nonfinite);
+    st = XI(backward_problem)(pb, &pg, &nonfinite);
     if (st == LINATTN_EOVERFLOW && bad_row)
         *bad_row = -1; /* the keys' sums, before anything was written */
     if (!st && (nonfinite || !XI(pgrad_finite)(plan, &pg)))
