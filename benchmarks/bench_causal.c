@@ -12,6 +12,9 @@
  *
  * d = e = 64, double, elu+1.  Times are medians; ratios are medians of
  * per-repetition ratios (each repetition times the paths back to back).
+ * Each causal row also prints its roofline floor (roofline.h: the chunk's
+ * square and triangle and the threads' prefix pass counted), and
+ * decoding the tokens/s the one-thread dgemm rate allows.
  */
 #include <cblas.h>
 #include <math.h>
@@ -21,6 +24,7 @@
 #include <sys/resource.h>
 #include "linattn.h"
 #include "machine.h"
+#include "roofline.h"
 #include "timing.h"
 
 #define REPS 5
@@ -33,9 +37,12 @@ static void check(int st, const char *what)
     }
 }
 
-/* The causal / non-causal ratio at the largest n and the default chunk
- * (for the targets block). */
-static double default_ratio;
+/* The causal / non-causal ratio at the largest n and the default chunk,
+ * and the causal and non-causal times over their floors there (for the
+ * targets block). */
+static double default_ratio, default_floor_ratio, nonc_floor_ratio;
+static double decode_rate, decode_ceiling; /* tokens/s, the last context */
+static bench_roofline roof;
 
 /* Causal against non-causal (and naive causal while it is affordable). */
 static void chunks_table(int lg_max, int naive_max)
@@ -44,8 +51,9 @@ static void chunks_table(int lg_max, int naive_max)
     uint64_t seed = 3;
     double *q = bench_random(nmax * d, &seed), *k = bench_random(nmax * d, &seed);
     double *v = bench_random(nmax * e, &seed), *out = malloc((size_t)(nmax * e) * sizeof(double));
-    printf("%8s %5s %11s %11s %8s %11s %9s\n", "n", "C", "causal_s", "noncausal_s",
-           "x_nonc", "naive_c_s", "speedup");
+    printf("%8s %5s %11s %11s %8s %11s %9s %9s %7s %7s\n", "n", "C",
+           "causal_s", "noncausal_s", "x_nonc", "naive_c_s", "speedup",
+           "floor_s", "x_floor", "xn_floor");
     for (int lg = 12; lg <= lg_max; lg += 2) {
         int64_t n = (int64_t)1 << lg;
         static const int64_t chunks[] = {0, 16, 32, 48, 64, 128};
@@ -78,15 +86,30 @@ static void chunks_table(int lg_max, int naive_max)
             char cname[16];
             snprintf(cname, sizeof cname, c ? "%lld" : "dflt", (long long)c);
             double ratio = bench_median(r1, REPS);
-            if (c == 0 && lg == lg_max)
+            double tcm = bench_median(tc, REPS), tnm = bench_median(tn, REPS);
+            /* elu+1: m = d, no projection; the split of causal.c (a range
+             * of at least max(block, C) rows a thread) and attention.c */
+            int64_t cc = c ? c : bench_default_chunk(sizeof(double)), block;
+            linattn_d_plan_block(p, &block);
+            int tcz = bench_split_threads(n, block > cc ? block : cc,
+                                          roof.threads);
+            double fc = bench_roofline_floor(
+                &roof, bench_work_causal(n, d, d, e, 0, cc, tcz, 8));
+            double fn = bench_roofline_floor(
+                &roof, bench_work_attention(n, n, d, d, e, 0, 8));
+            if (c == 0 && lg == lg_max) {
                 default_ratio = ratio;
-            printf("%8lld %5s %11.3e %11.3e %8.2f ", (long long)n, cname,
-                   bench_median(tc, REPS), bench_median(tn, REPS), ratio);
+                default_floor_ratio = tcm / fc;
+                nonc_floor_ratio = tnm / fn;
+            }
+            printf("%8lld %5s %11.3e %11.3e %8.2f ", (long long)n, cname, tcm,
+                   tnm, ratio);
             if (naive)
-                printf("%11.3e %9.1f\n", bench_median(tv, REPS),
+                printf("%11.3e %9.1f", bench_median(tv, REPS),
                        bench_median(r2, REPS));
             else
-                printf("%11s %9s\n", "-", "-");
+                printf("%11s %9s", "-", "-");
+            printf(" %9.3e %7.2f %7.2f\n", fc, tcm / fc, tnm / fn);
             fflush(stdout);
             linattn_d_plan_destroy(p);
         }
@@ -138,8 +161,22 @@ static void decoding_table(int lg_max)
     check(linattn_d_plan_create(&p, LINATTN_MAP_ELU1, d, e, NULL), "plan");
     linattn_d_state *st;
     check(linattn_d_state_create(&st, p), "state");
-    printf("\n%8s %14s %14s %9s %12s %12s %10s\n", "context", "linear_tok/s",
-           "softmax_tok/s", "ratio", "state_bytes", "cache_bytes", "rss_grow_kB");
+    /* a token: the update's 2 m (e + 1) and the query's 2 m (e + 1) + e
+     * flops on a state that stays in cache, at the one-thread dgemm rate
+     * (decoding runs on the caller's thread) */
+    int threads = bench_max_threads();
+    bench_set_threads(1);
+    bench_roofline one = bench_roofline_measure(sizeof(double), 3);
+    bench_set_threads(threads);
+    double tok_flops = 4.0 * d * (e + 1) + e;
+    double ceiling = one.gemm / tok_flops;
+    printf("\ndecoding ceiling: %.0f flops a token at the one-thread dgemm "
+           "rate %.1f GFLOP/s = %.2f M tokens/s\n", tok_flops, one.gemm / 1e9,
+           ceiling / 1e6);
+    decode_ceiling = ceiling;
+    printf("%8s %14s %14s %9s %12s %12s %10s %9s\n", "context",
+           "linear_tok/s", "softmax_tok/s", "ratio", "state_bytes",
+           "cache_bytes", "rss_grow_kB", "x_ceiling");
     for (int lg = 10; lg <= lg_max; lg += 2) {
         int64_t ctx = (int64_t)1 << lg;
         double tl[DREPS], ts[DREPS], ratio[DREPS];
@@ -164,10 +201,12 @@ static void decoding_table(int lg_max)
             ratio[r] = tl[r] / ts[r];
         }
         long grown = max_rss_kb() - rss0;
-        printf("%8lld %14.0f %14.0f %9.0f %12lld %12lld %10ld\n", (long long)ctx,
-               bench_median(tl, DREPS), bench_median(ts, DREPS),
+        printf("%8lld %14.0f %14.0f %9.0f %12lld %12lld %10ld %9.2f\n",
+               (long long)ctx, bench_median(tl, DREPS), bench_median(ts, DREPS),
                bench_median(ratio, DREPS), (long long)(d * (e + 1) * 8),
-               (long long)(ctx * (d + e) * 8), grown);
+               (long long)(ctx * (d + e) * 8), grown,
+               ceiling / bench_median(tl, DREPS));
+        decode_rate = bench_median(tl, DREPS);
         fflush(stdout);
     }
     linattn_d_state_destroy(st);
@@ -259,6 +298,8 @@ int main(int argc, char **argv)
            linattn_version_string(), REPS);
     bench_print_circumstances(stdout, argc, argv);
     bench_platform_print(stdout, NULL);
+    roof = bench_roofline_measure(sizeof(double), REPS);
+    bench_roofline_print(stdout, &roof);
     printf("\n");
     int lg_max = full ? 20 : 16;
     chunks_table(lg_max, 14);
@@ -272,6 +313,12 @@ int main(int argc, char **argv)
            "the time of 4 H n d (e+1) flops at the sgemm rate of the same "
            "repetitions (%.1f GFLOP/s) (target <= 2.5)\n", heads_time,
            heads_ratio, heads_rate);
+    printf("  causal time / roofline floor, n = 2^%d, double, default chunk: "
+           "%.2f (target <= 1.4); non-causal: %.2f (target <= 1.3)\n", lg_max,
+           default_floor_ratio, nonc_floor_ratio);
+    printf("  decoding, one head, double, one thread: %.2f M tokens/s "
+           "(target >= 2; the roofline ceiling %.2f M)\n", decode_rate / 1e6,
+           decode_ceiling / 1e6);
     printf("  load average at the end: %.2f\n", bench_load_average());
     return 0;
 }

@@ -8,6 +8,10 @@
  *                         the bare GEMM calls of the factored path and to
  *                         a large square dgemm
  *
+ * Every size also prints the factored call against its roofline floor
+ * (roofline.h: the dgemm rate and the streaming bandwidth measured in
+ * the same run, the flops and bytes of the path as implemented).
+ *
  * Options: --n-min K --n-max K (log2 n), --naive-max K, --reps R,
  * --block B, --d D, --e E.  d = e = 64, double, identity and elu+1 by
  * default.  Times are medians over R repetitions (after one warm-up).
@@ -20,6 +24,7 @@
 #include "machine.h"
 #include "measure.h"
 #include "blas_rate.h"
+#include "roofline.h"
 #include "timing.h"
 
 #define MAX_REPS 101
@@ -137,16 +142,19 @@ int main(int argc, char **argv)
     bench_platform_print(stdout, NULL);
     bench_dgemm g = bench_dgemm_setup();
     double peak = bench_square_dgemm_rate(c.reps);
-    printf("square dgemm (2048^3): %.1f GFLOP/s\n\n", peak);
-    printf("%8s %-8s %11s %8s %11s %8s %9s %9s %7s %8s\n", "n", "map",
-           "factored_s", "GFLOP/s", "naive_s", "GFLOP/s", "speedup", "bare_s",
-           "x_bare", "x_ident");
+    printf("square dgemm (2048^3): %.1f GFLOP/s\n", peak);
+    bench_roofline roof = bench_roofline_measure(sizeof(double), c.reps);
+    bench_roofline_print(stdout, &roof);
+    printf("\n%8s %-8s %11s %8s %11s %8s %9s %9s %7s %8s %9s %7s\n", "n",
+           "map", "factored_s", "GFLOP/s", "naive_s", "GFLOP/s", "speedup",
+           "bare_s", "x_bare", "x_ident", "floor_s", "x_floor");
     /* The figures of the performance targets (doc/performance.md), kept per
      * size: factored over
      * bare GEMMs for both maps, elu+1 over identity, and at the largest
      * size the useful rate over a 2048^3 dgemm timed in the same
      * repetition. */
     double xbare[31][2], xident[31], frac = 0, rate_id = 0, rate_dg = 0;
+    double xfloor[2] = {0, 0}; /* at the largest size */
     int have[31] = {0};
     /* Every repetition times the bare GEMMs and each path back to back,
      * so that the ratios compare runs under the same machine load (this
@@ -211,10 +219,16 @@ int main(int argc, char **argv)
             printf("%9.3e %7.2f", tbm, xbare[lg][i]);
             if (i == 1 && both) {
                 xident[lg] = bench_median(ri, c.reps);
-                printf(" %8.2f\n", xident[lg]);
+                printf(" %8.2f", xident[lg]);
             } else {
-                printf(" %8s\n", "-");
+                printf(" %8s", "-");
             }
+            /* elementwise maps: m = d, no projection */
+            double fl = bench_roofline_floor(
+                &roof, bench_work_attention(n, n, d, d, e, 0, sizeof(double)));
+            printf(" %9.3e %7.2f\n", fl, tfm / fl);
+            if (last)
+                xfloor[i] = tfm / fl;
             fflush(stdout);
         }
         have[lg] = 1;
@@ -236,7 +250,10 @@ int main(int argc, char **argv)
     printf("speedup: naive time / factored time; x_bare: factored time / time "
            "of its bare GEMM calls (same shapes, same thread split, no feature "
            "map, no normalization); x_ident: elu+1 time / identity time; all "
-           "medians of per-repetition ratios\n");
+           "medians of per-repetition ratios; floor_s: max(flops / dgemm "
+           "rate, bytes / bandwidth) of the roofline above (4 n d (e+1) + n e "
+           "flops; Q, K, V read and out written once, 16 n (d + e) bytes: "
+           "roofline.h), x_floor: the median time / floor\n");
     /* The performance targets, as measured in this run. */
     printf("\nperformance targets, d = %lld, e = %lld, double, %d thread(s), "
            "medians of %d interleaved repetitions:\n", (long long)d,
@@ -248,6 +265,10 @@ int main(int argc, char **argv)
     if (!c.only_map)
         printf("  elu+1 time / identity time, n = 2^%d: %.2f (target <= "
                "1.10)\n", c.n_max, xident[c.n_max]);
+    for (int i = 0; i < 2; i++)
+        if (!c.only_map || c.only_map == maps[i])
+            printf("  %s, n = 2^%d: time / roofline floor = %.2f (target <= "
+                   "1.3)\n", names[i], c.n_max, xfloor[i]);
     printf("  factored call / its bare GEMM calls (target <= 1.3):");
     for (int lg = 10; lg <= 12; lg++)
         if (lg >= c.n_min && lg <= c.n_max && have[lg])

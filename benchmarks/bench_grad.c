@@ -15,7 +15,9 @@
  * each path; times are medians, ratios medians of the
  * per-repetition ratios (the machine is shared and drifts).  The memory
  * rise is measured with every input and gradient already resident: what
- * the call itself allocates and touches (bench_peak_*).
+ * the call itself allocates and touches (bench_peak_*).  Each path's
+ * forward and backward also print their time over the roofline floor
+ * (roofline.h, measured in the same run).
  */
 #include <math.h>
 #include <stdio.h>
@@ -26,6 +28,7 @@
 #endif
 #include "linattn.h"
 #include "machine.h"
+#include "roofline.h"
 #include "timing.h"
 
 #ifdef LINATTN_HAVE_OPENBLAS_GET_PARALLEL
@@ -139,9 +142,36 @@ static int backward(const linattn_d_plan *p, int path, arrays *a, int64_t d,
                                         path == WITH_STATE ? s : NULL, NULL);
 }
 
+/* The floors of a path's forward and backward calls at n rows. */
+static void path_floors(const bench_roofline *roof, const linattn_d_plan *p,
+                        int path, int64_t n, double *ff, double *fb)
+{
+    int64_t d, m, e, rows, block;
+    linattn_d_plan_dims(p, &d, &m, &e);
+    linattn_d_plan_weights(p, LINATTN_ROW_MAJOR, NULL, 0, &rows);
+    linattn_d_plan_block(p, &block);
+    int64_t c = bench_default_chunk(sizeof(double));
+    int t = bench_split_threads(n, block > c ? block : c, roof->threads);
+    if (path == CAUSAL) {
+        *ff = bench_roofline_floor(roof, bench_work_causal(n, d, m, e, rows, c,
+                                                           t, 8));
+        *fb = bench_roofline_floor(
+            roof, bench_work_causal_backward(n, d, m, e, rows, c, t, 8));
+        return;
+    }
+    bench_work b = bench_work_attention_backward(n, n, d, m, e, rows, 8);
+    if (path == WITH_STATE) { /* the backward takes the state: no rebuild */
+        b.flops -= 2.0 * n * m * (e + 1) + 2.0 * n * d * rows;
+        b.bytes -= 8.0 * n * (d + e);
+    }
+    *ff = bench_roofline_floor(roof, bench_work_attention(n, n, d, m, e, rows,
+                                                          8));
+    *fb = bench_roofline_floor(roof, b);
+}
+
 /* Interleaved timing of forward and backward on every path. */
 static void timing(const config *c, const linattn_d_plan *p,
-                   linattn_d_state *s)
+                   linattn_d_state *s, const bench_roofline *roof)
 {
     int64_t n = (int64_t)1 << c->lg;
     arrays a = arrays_new(n, c->d, c->e);
@@ -158,13 +188,19 @@ static void timing(const config *c, const linattn_d_plan *p,
                 ratio[path][r] = tb[path][r] / tf[path][r];
             }
         }
-    printf("%-10s %8s %12s %12s %14s\n", "path", "n", "forward_s", "backward_s",
-           "backward/fwd");
-    for (int path = 0; path < PATHS; path++)
-        printf("%-10s %8lld %12.4f %12.4f %14.2f\n", path_name[path],
-               (long long)n, bench_median(tf[path], c->reps),
-               bench_median(tb[path], c->reps),
-               bench_median(ratio[path], c->reps));
+    printf("%-10s %8s %12s %12s %14s %10s %10s %8s %8s\n", "path", "n",
+           "forward_s", "backward_s", "backward/fwd", "floor_f_s",
+           "floor_b_s", "xf_floor", "xb_floor");
+    for (int path = 0; path < PATHS; path++) {
+        double ff, fb;
+        path_floors(roof, p, path, n, &ff, &fb);
+        double tfm = bench_median(tf[path], c->reps);
+        double tbm = bench_median(tb[path], c->reps);
+        printf("%-10s %8lld %12.4f %12.4f %14.2f %10.4f %10.4f %8.2f %8.2f\n",
+               path_name[path], (long long)n, tfm, tbm,
+               bench_median(ratio[path], c->reps), ff, fb, tfm / ff,
+               tbm / fb);
+    }
     arrays_free(&a);
 }
 
@@ -240,9 +276,11 @@ int main(int argc, char **argv)
     printf("bench_grad: map %s, d = %lld, e = %lld, m = %lld, double, %d "
            "threads, BLAS core %s\n", c.name, (long long)c.d, (long long)c.e,
            (long long)m, bench_max_threads(), core);
+    bench_roofline roof = bench_roofline_measure(sizeof(double), c.reps);
+    bench_roofline_print(stdout, &roof);
     linattn_d_state *s;
     die(linattn_d_state_create(&s, p), "state");
-    timing(&c, p, s);
+    timing(&c, p, s, &roof);
     printf("\npeak memory of one backward call beyond its inputs and "
            "gradients (bytes)\n%-10s %12s %12s\n", "path", "n = 2^a",
            "n = 2^b");

@@ -42,7 +42,7 @@ typedef struct {
     const char *name, *gemm;
     size_t elem;
     int (*create)(scaling **, const scaling_cfg *, int64_t);
-    void (*dims)(const scaling *, int64_t *, int64_t *);
+    void (*dims)(const scaling *, int64_t *, int64_t *, int64_t *, int64_t *);
     int (*measure)(scaling *, int64_t, unsigned, scaling_result[][SP_COUNT]);
     void (*destroy)(scaling *);
     double (*gemm_rate)(int, int);
@@ -425,7 +425,8 @@ int main(int argc, char **argv)
     log.map_name = o.map_name;
     log.elem = o.prec->elem;
     log.cfg = o.cfg;
-    o.prec->dims(study, &log.cfg.m, &log.cfg.block);
+    o.prec->dims(study, &log.cfg.m, &log.cfg.block, &log.wrows,
+                 &log.cfg.chunk);
     o.cfg.m = log.cfg.m; /* the map's own count, for the estimates */
     if ((o.paths & 1u << SP_BARE) && o.cfg.m != o.cfg.d) {
         /* measure.c times GEMMs on the inputs themselves: m = d only */
@@ -453,6 +454,12 @@ int main(int argc, char **argv)
         log.gemm_rate[ti] = o.prec->gemm_rate(2048, o.cfg.reps);
         printf("2048^3 %s on %d thread(s): %.1f GFLOP/s\n", o.prec->gemm,
                o.cfg.threads[ti], log.gemm_rate[ti]);
+        /* the roofline's ceilings: that rate and the streaming bandwidth */
+        bench_roofline *r = &log.roof[ti];
+        bench_roofline_stream(r, o.cfg.reps);
+        r->elem = o.prec->elem;
+        r->gemm = log.gemm_rate[ti] * 1e9;
+        bench_roofline_print(stdout, r);
     }
     printf("CSV: %s (a row per path and size, as each size finishes)\n", o.csv);
     fflush(stdout);

@@ -19,7 +19,8 @@ benchmarks_libbench_s_la_SOURCES = $(BENCH_GENERIC) $(BENCH_H)
 benchmarks_libbench_s_la_CPPFLAGS = $(AM_CPPFLAGS) -DBENCH_SINGLE
 benchmarks_libbench_s_la_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS)
 benchmarks_libbench_la_SOURCES = benchmarks/machine.c benchmarks/scaling_report.c \
-	benchmarks/scaling_report.h $(BENCH_H)
+	benchmarks/scaling_report.h benchmarks/roofline.c benchmarks/roofline.h \
+	$(BENCH_H)
 benchmarks_libbench_la_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS)
 benchmarks_libbench_la_LIBADD = benchmarks/libbench_d.la benchmarks/libbench_s.la
 BENCH_LDADD = benchmarks/libbench.la lib/liblinattn.la $(BLAS_LIBS) -lm

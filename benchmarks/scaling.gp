@@ -2,7 +2,9 @@
 # scaling.gp -- draws a linattn-scaling CSV: time per call against n on
 # log-log axes, the quadratic paths bold, the factored ones dashed (the
 # textbook picture, measured), with the slopes and the crossover n that
-# the driver fitted (from its summary file).
+# the driver fitted (from its summary file), and the factored paths'
+# roofline floors (the CSV's floor_s, column 30: max(flops / GEMM rate,
+# bytes / bandwidth) measured in the same run) as thin lines.
 #
 #   gnuplot -e "csv='scaling.csv'; png='scaling.png'" scaling.gp
 #
@@ -45,7 +47,7 @@ if (strlen(crossover) && real(crossover) > 0) \
 paths = "naive softmax naive_causal factored causal bare_gemm"
 names = "'naive linear attention, O(n^2)' 'softmax attention, O(n^2)' " . \
         "'naive causal, O(n^2)' 'factored linear attention, O(n)' " . \
-        "'factored causal, O(n)' 'bare GEMM calls of the factored path (time floor)'"
+        "'factored causal, O(n)' 'bare GEMM calls of the factored path'"
 widths = "4 4 4 2.5 2.5 1.5"
 dashes = "1 1 1 2 2 3"
 points = "7 5 4 9 11 0"
@@ -55,7 +57,16 @@ do for [i = 1:words(paths)] {
     if (count(word(paths, i)) > 0) { present = present . " " . i }
 }
 k(j) = int(word(present, j))
+# the floors: of the factored paths that ran (4: factored, 5: causal)
+floors = ""
+do for [i = 4:5] {
+    if (count(word(paths, i)) > 0) { floors = floors . " " . i }
+}
+f(j) = int(word(floors, j))
 plot for [j = 1:words(present)] rows(word(paths, k(j))) using 1:12 \
      with linespoints lw real(word(widths, k(j))) dt int(word(dashes, k(j))) \
      pt int(word(points, k(j))) ps 1.1 lc rgb word(colors, k(j)) \
-     title label(word(paths, k(j)), word(names, k(j)))
+     title label(word(paths, k(j)), word(names, k(j))), \
+     for [j = 1:words(floors)] rows(word(paths, f(j))) using 1:30 \
+     with lines lw 1 dt 4 lc rgb word(colors, f(j)) \
+     title "roofline floor of " . word(paths, f(j))

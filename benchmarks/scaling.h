@@ -59,8 +59,10 @@ typedef struct scaling scaling;
  * linattn status (the plan), or SCALING_ENOMEM. */                           \
 int X(scaling_create)(scaling **s, const scaling_cfg *cfg, int64_t nmax);     \
                                                                               \
-/* The plan's feature count m and rows per block. */                         \
-void X(scaling_dims)(const scaling *s, int64_t *m, int64_t *block);           \
+/* The plan's feature count m, rows per block, rows of its projection W  \
+ * (0: none) and causal chunk (the default when cfg's is 0). */             \
+void X(scaling_dims)(const scaling *s, int64_t *m, int64_t *block,            \
+                     int64_t *wrows, int64_t *chunk);                         \
                                                                               \
 /* Times the paths in the bit mask paths at n rows: one warm-up call each  \
  * (its peak memory noted), then cfg->reps repetitions, each running every \

@@ -78,6 +78,33 @@ static double flops(const scaling_log *log, int p, double n)
     return per * (double)(c->batch * c->heads);
 }
 
+/* The roofline floor of one call of path p (all problems), seconds, or 0
+ * when the path has none or the ceilings were not measured.  The
+ * problems run side by side over the threads, or one after another each
+ * split over them: either way the whole call's work against the
+ * machine's ceilings. */
+static double path_floor(const scaling_log *log, int ti, int p, double n)
+{
+    const scaling_cfg *c = &log->cfg;
+    const bench_roofline *r = &log->roof[ti];
+    if ((p != SP_FACTORED && p != SP_CAUSAL) || r->gemm <= 0 ||
+        bench_roofline_bandwidth(r) <= 0)
+        return 0;
+    int64_t nn = (int64_t)n, problems = c->batch * c->heads;
+    int threads = problems >= r->threads ? 1
+                  : bench_split_threads(nn, c->block > c->chunk ? c->block
+                                                                : c->chunk,
+                                        r->threads);
+    bench_work w = p == SP_FACTORED
+                       ? bench_work_attention(nn, nn, c->d, c->m, c->e,
+                                              log->wrows, log->elem)
+                       : bench_work_causal(nn, c->d, c->m, c->e, log->wrows,
+                                           c->chunk, threads, log->elem);
+    w.flops *= (double)problems;
+    w.bytes *= (double)problems;
+    return bench_roofline_floor(r, w);
+}
+
 /* Bytes of the inputs and outputs of one call. */
 static double data_bytes(const scaling_log *log, double n)
 {
@@ -119,7 +146,7 @@ static const char header[] =
     "n,path,precision,map,d,m,e,batch,heads,threads,reps,median_s,min_s,"
     "gflop,gflops,bytes_moved,data_bytes,peak_rise_bytes,peak_bytes,"
     "speedup_vs_naive,gemm_gflops,frac_gemm,x_bare,thread_speedup,"
-    "blas,blas_kernel,blas_kernel_isa,cpu_isa,lib_isa\n";
+    "blas,blas_kernel,blas_kernel_isa,cpu_isa,lib_isa,floor_s,x_floor\n";
 
 int scaling_csv_open(const char *path)
 {
@@ -221,6 +248,9 @@ int scaling_csv_rows(int fd, const scaling_log *log, int lg)
             at = field(line, at, sizeof line, c->nthreads > 1 && first, "%.4g",
                        c->nthreads > 1 && first ? median_ratio(log, first, r) : 0);
             at = platform_fields(line, at, sizeof line, &log->platform);
+            double fl = path_floor(log, ti, p, n);
+            at = field(line, at, sizeof line, fl > 0, "%.6g", fl);
+            at = field(line, at, sizeof line, fl > 0, "%.4g", med / fl);
             if (at + 2 > sizeof line)
                 return errno = EOVERFLOW, -1;
             line[at] = '\n', line[at + 1] = '\0';
@@ -419,6 +449,18 @@ static void summarize_threads(const scaling_log *log, int ti, const sink *s)
     if (c)
         put(s, "causal_over_factored", SP_CAUSAL, n, median_ratio(log, c, f),
             "causal time / non-causal time");
+    /* time over the roofline floor at the largest size of each path */
+    for (int p = SP_FACTORED; p <= SP_CAUSAL; p++) {
+        int at = largest_common(log, ti, p, -1);
+        double fl = at >= 0 ? path_floor(log, ti, p, ldexp(1, at)) : 0;
+        if (fl <= 0)
+            continue;
+        snprintf(note, sizeof note, "median time / max(flops / %.1f GFLOP/s, "
+                 "bytes / %.1f GB/s) (roofline.h)", log->roof[ti].gemm / 1e9,
+                 bench_roofline_bandwidth(&log->roof[ti]) / 1e9);
+        put(s, "x_floor", p, ldexp(1, at),
+            median_time(log, result(log, at, ti, p)) / fl, note);
+    }
     for (int p = SP_FACTORED; ti > 0 && p <= SP_CAUSAL; p++)
         for (int at = log->n_max; at >= log->n_min; at--)
             if (result(log, at, 0, p) && result(log, at, ti, p)) {

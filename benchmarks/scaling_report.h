@@ -20,12 +20,18 @@
  *   bytes   every path reads Q, K, V and writes out once: n (2d + 2e)
  *           values; the quadratic ones also write their n x n scores once
  *           and read them twice: + 3 n^2 (causal: + 3 n (n + 1) / 2).
+ *   floor_s factored, causal: max(flops / GEMM rate, bytes / bandwidth)
+ *           with the work of roofline.h's bench_work_attention and
+ *           bench_work_causal (the algorithm as implemented: causal's
+ *           triangles and prefix pass, the projection of the maps with
+ *           W), x_floor the median time over it; the last CSV columns.
  */
 #ifndef LINATTN_SCALING_REPORT_H
 #define LINATTN_SCALING_REPORT_H
 
 #include <stdio.h>
 #include "linattn.h"
+#include "roofline.h"
 #include "scaling.h"
 
 #define SCALING_MAX_LG 40 /* n up to 2^40 */
@@ -38,10 +44,14 @@ typedef struct {
     const char *precision, *gemm_name, *map_name;
     linattn_platform platform; /* what the study ran on */
     size_t elem;
-    scaling_cfg cfg; /* m and block as the plan has them */
+    scaling_cfg cfg; /* m, block and chunk as the plan has them */
+    int64_t wrows;   /* rows of the plan's projection W (0: none) */
     int n_min, n_max;
     double fit_time; /* slopes fit sizes whose median time is at least this */
     double gemm_rate[SCALING_MAX_THREADS]; /* GFLOP/s per thread count */
+    /* the ceilings per thread count: the GEMM rate above (flop/s) and the
+     * streaming bandwidth, for the paths' floors (roofline.h) */
+    bench_roofline roof[SCALING_MAX_THREADS];
     scaling_result (*res[SCALING_MAX_LG + 1])[SP_COUNT];
 } scaling_log;
 

@@ -13,6 +13,7 @@
 #include "bench_prec.h"
 #include "machine.h"
 #include "measure.h"
+#include "roofline.h"
 #include "scaling.h"
 #include "timing.h"
 
@@ -64,11 +65,14 @@ int BX(scaling_create)(scaling **sp, const scaling_cfg *cfg, int64_t nmax)
     return 0;
 }
 
-void BX(scaling_dims)(const scaling *h, int64_t *m, int64_t *block)
+void BX(scaling_dims)(const scaling *h, int64_t *m, int64_t *block,
+                      int64_t *wrows, int64_t *chunk)
 {
     const study *s = (const study *)h;
     *m = s->cfg.m;
     *block = s->block;
+    LX(plan_weights)(s->plan, LINATTN_ROW_MAJOR, NULL, 0, wrows);
+    *chunk = s->cfg.chunk ? s->cfg.chunk : bench_default_chunk(sizeof(breal));
 }
 
 void BX(scaling_destroy)(scaling *h)
