@@ -351,10 +351,19 @@ if ($mode eq 'shim') {
     print "#else\n#define LINATTN_SHIM\n#endif\n\n";
     print "/* the interfaces declare the handle integer(c_int) */\n";
     print "_Static_assert(sizeof(MPI_Fint) == sizeof(int), \"MPI_Fint is not a C int\");\n\n";
+    print "/* The C handle of f.  MPI_Comm_f2c may not be called before MPI_Init\n";
+    print " * or after MPI_Finalize (Open MPI aborts): then MPI_COMM_NULL, which the\n";
+    print " * call refuses as it refuses MPI itself (LINATTN_EMPIUSE). */\n";
+    print "static MPI_Comm linattn_shim_comm(MPI_Fint f)\n{\n";
+    print "    int up = 0, down = 0;\n";
+    print "    if (MPI_Initialized(&up) != MPI_SUCCESS || !up ||\n";
+    print "        MPI_Finalized(&down) != MPI_SUCCESS || down)\n";
+    print "        return MPI_COMM_NULL;\n";
+    print "    return MPI_Comm_f2c(f);\n}\n\n";
     my $shim = sub {
         my ($f, $fname) = @_;
         my @decl = map { $_->[1] eq $comm_type ? "MPI_Fint $_->[0]" : $_->[2] } @{$f->{args}};
-        my @call = map { $_->[1] eq $comm_type ? "MPI_Comm_f2c($_->[0])" : $_->[0] } @{$f->{args}};
+        my @call = map { $_->[1] eq $comm_type ? "linattn_shim_comm($_->[0])" : $_->[0] } @{$f->{args}};
         $f->{ret} eq 'int' or die "gen_fortran.pl: --shim: $f->{name} does not return int\n";
         return "LINATTN_SHIM int " . $fname->("$f->{name}_f") . "(" . join(', ', @decl) . ")"
             . " { return " . $fname->($f->{name}) . "(" . join(', ', @call) . "); }";

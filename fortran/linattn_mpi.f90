@@ -120,7 +120,7 @@ contains
     else
       call call_c(c, cx_state_exscan(kind, p, n, int(comm, c_int)))
     end if
-    call call_end(c, stat, errmsg)
+    call mpi_call_end(c, stat, errmsg)
   end subroutine run_states
 
   ! Collective checkpoint of a state every rank holds (rank 0 writes one
@@ -188,6 +188,6 @@ contains
       call call_c(c, cx_state_load_file(state%kind, state%ptr, c_loc(cpath), &
           int(comm, c_int)), ' (' // trim(path) // ')')
     end if
-    call call_end(c, stat, errmsg)
+    call mpi_call_end(c, stat, errmsg)
   end subroutine run_file
 end module linattn_mpi

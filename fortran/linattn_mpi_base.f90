@@ -6,10 +6,12 @@
 module linattn_mpi_base
   use, intrinsic :: iso_c_binding
   use linattn_base
-  use linattn_mpi_c, only: c_mpi_refuse, mpi_argnames => c_argnames
+  use linattn_c, only: LINATTN_EMPIUSE
+  use linattn_mpi_c, only: c_mpi_refuse, c_mpi_strerror, &
+      mpi_argnames => c_argnames
   implicit none
   private
-  public :: mpi_call_begin, refuse
+  public :: mpi_call_begin, mpi_call_end, refuse
 
 contains
 
@@ -21,6 +23,18 @@ contains
     c%cprefix = 'linattn_mpi_'
     c%args = mpi_argnames(cbase)
   end function mpi_call_begin
+
+  ! call_end, with a refusal for want of a usable MPI (LINATTN_EMPIUSE)
+  ! explained from MPI's state: not initialized, finalized, or which
+  ! thread level and thread (linattn_mpi_strerror).
+  subroutine mpi_call_end(c, stat, errmsg)
+    type(linattn_call), intent(inout) :: c
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    if (c%status == LINATTN_EMPIUSE) c%msg = c%msg // ': ' // &
+        f_string(c_mpi_strerror(int(c%status, c_int)))
+    call call_end(c, stat, errmsg)
+  end subroutine mpi_call_end
 
   ! A call this module refused (c%status, its message) takes part in the
   ! agreement of the other ranks' call (collective: linattn_mpi_refuse,

@@ -207,8 +207,13 @@ enum linattn_status {
      * float, also the float copy of the double sums): see
      * linattn_d_state_query for the rows written. */
     LINATTN_EOVERFLOW = 9,
-    LINATTN_EMPI = 10      /* liblinattn_mpi: MPI not initialized at the    */
-                           /* thread level it needs, or an MPI call failed  */
+    LINATTN_EMPI = 10,     /* liblinattn_mpi: an MPI call failed (under    */
+                           /* MPI_ERRORS_RETURN)                           */
+    LINATTN_EMPIUSE = 11   /* liblinattn_mpi: MPI cannot be used from this */
+                           /* call: not initialized, already finalized, or */
+                           /* below MPI_THREAD_SERIALIZED a thread other   */
+                           /* than the one that initialized it             */
+                           /* (linattn_mpi_strerror names which)           */
 };
 
 /*

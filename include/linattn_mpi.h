@@ -82,8 +82,9 @@
  *     except beside a rank whose own sums overflowed: its sums cannot
  *     travel, and the call is LINATTN_EOVERFLOW.
  *   - Not agreed, returned on the rank where it happens, without
- *     communication: LINATTN_EMPI when MPI is not initialized, already
- *     finalized, or initialized below the thread level below; and the
+ *     communication: LINATTN_EMPIUSE when MPI is not initialized, already
+ *     finalized, or called from a thread that may not (Threads below);
+ *     LINATTN_EMPI when MPI fails to answer those queries; and the
  *     communicator's -i for MPI_COMM_NULL or an inter-communicator.  In
  *     LAPACKE's order, an invalid argument before the communicator (the
  *     plan; the states and count; the state and path) is returned instead
@@ -99,14 +100,23 @@
  *     first such call on comm (MPI_Comm_dup: collective, as the call is)
  *     and cached on comm as an attribute; freeing comm (or
  *     MPI_Finalize) frees it.
- *   - Threads: MPI must be initialized with MPI_Init_thread at level
- *     LINATTN_MPI_THREAD_LEVEL (MPI_THREAD_FUNNELED) or higher: liblinattn
- *     may run OpenMP threads inside a call (they never call MPI), which
- *     MPI_THREAD_SINGLE forbids.  Below MPI_THREAD_SERIALIZED the calls
- *     must come from the thread that initialized MPI.  Checked on every
- *     call (LINATTN_EMPI).  MPI itself is called only from the calling
- *     thread.  Every function here is called by one thread of a rank at a
- *     time (as collectives on one communicator must be; MPI_THREAD_MULTIPLE
+ *   - Threads: MPI started either way works: plain MPI_Init (Fortran's
+ *     call MPI_Init(ierr), thread level MPI_THREAD_SINGLE with most MPIs)
+ *     or MPI_Init_thread at any level.  The library calls MPI only from
+ *     the calling thread, outside its own OpenMP teams, whose threads
+ *     compute and never call MPI; under MPI_THREAD_SINGLE it runs them
+ *     exactly as under MPI_THREAD_FUNNELED (what hybrid MPI + OpenMP
+ *     codes rely on with every MPI in use).  A program that wants no
+ *     threads besides its own beside MPI sets OMP_NUM_THREADS=1 (or
+ *     omp_set_num_threads(1)), which every call then honours; the level
+ *     the library was designed for is LINATTN_MPI_THREAD_LEVEL.  Below
+ *     MPI_THREAD_SERIALIZED the calls must come from the thread that
+ *     initialized MPI.  Checked on every call: LINATTN_EMPIUSE when MPI
+ *     is not initialized, already finalized or called from another
+ *     thread (linattn_mpi_strerror names the case, the level and the
+ *     call to make), apart from LINATTN_EMPI, an MPI call that failed.
+ *     Every function here is called by one thread of a rank at a time
+ *     (as collectives on one communicator must be; MPI_THREAD_MULTIPLE
  *     does not lift that); each function's "Threads:" says what else it
  *     shares.
  *   - Results equal the serial call on the concatenated sequence to
@@ -138,8 +148,19 @@ extern "C" {
 #define LINATTN_MPI_API
 #endif
 
-/* The MPI_Init_thread level the library needs (see Threads above). */
+/* The MPI_Init_thread level the library is designed for (see Threads
+ * above: MPI_THREAD_SINGLE is accepted and run alike). */
 #define LINATTN_MPI_THREAD_LEVEL MPI_THREAD_FUNNELED
+
+/* const char *linattn_mpi_strerror(int status)
+ * linattn_strerror(status), except for LINATTN_EMPIUSE, which it explains
+ * from MPI's state at the time of this call: MPI not initialized (and the
+ * call to make), already finalized, or initialized at MPI_THREAD_SINGLE
+ * or MPI_THREAD_FUNNELED with this call on another thread than the one
+ * that initialized it (and the level to start MPI at instead).  Never
+ * NULL; the strings are static.  Thread-safe (MPI's queries are callable
+ * from any thread, before MPI_Init and after MPI_Finalize too). */
+LINATTN_MPI_API const char *linattn_mpi_strerror(int status);
 
 /* int linattn_mpi_refuse(MPI_Comm comm, int comm_arg, int status)
  * For interfaces over this library (the Fortran module linattn_mpi): a
@@ -150,8 +171,9 @@ extern "C" {
  * returns that status (the first failing rank's, in rank order).  When
  * comm cannot be used (see "Not agreed" above) nothing is communicated
  * and the result is status if it names an argument before the
- * communicator (-status < comm_arg), else -comm_arg or LINATTN_EMPI, as
- * the call would have returned.  Collective (as the call it stands for).
+ * communicator (-status < comm_arg), else -comm_arg, LINATTN_EMPIUSE or
+ * LINATTN_EMPI, as the call would have returned.  Collective (as the call
+ * it stands for).
  * Threads: as the call it stands for.  Errors: -3 status 0 (returned
  * without communicating: the other ranks then wait, an erroneous
  * program); otherwise the agreed status. */
@@ -187,7 +209,8 @@ LINATTN_MPI_API int linattn_mpi_refuse(MPI_Comm comm, int comm_arg,
  * Errors: -1 plan NULL; -2 comm; -3 layout; -4 nq < 0; -5 nk < 0; -6 q     \
  * NULL; -7 ldq; -8 k NULL; -9 ldk; -10 v NULL; -11 ldv; -12 out NULL;      \
  * -13 ldout; LINATTN_ESIZE; LINATTN_ENONFINITE; LINATTN_EMISMATCH;         \
- * LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW; LINATTN_EMPI. */       \
+ * LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW;                         \
+ * LINATTN_EMPIUSE; LINATTN_EMPI. */                                          \
 LINATTN_MPI_API int MX(attention)(const X(plan) *plan, MPI_Comm comm,         \
         int layout, int64_t nq, int64_t nk, const R *q, int64_t ldq,          \
         const R *k, int64_t ldk, const R *v, int64_t ldv, R *out,             \
@@ -217,7 +240,7 @@ LINATTN_MPI_API int MX(attention)(const X(plan) *plan, MPI_Comm comm,         \
  * -1 plan; -2 comm; -3 layout; -4 n < 0; -5 q; -6 ldq; -7 k; -8 ldk; -9 v; \
  * -10 ldv; -11 out; -12 ldout; LINATTN_ESIZE (also more than 2^63 - 1      \
  * tokens in all); LINATTN_ENONFINITE; LINATTN_EMISMATCH; LINATTN_ENOMEM;   \
- * LINATTN_EDENOM; LINATTN_EOVERFLOW; LINATTN_EMPI. */                       \
+ * LINATTN_EDENOM; LINATTN_EOVERFLOW; LINATTN_EMPIUSE; LINATTN_EMPI. */       \
 LINATTN_MPI_API int MX(causal)(const X(plan) *plan, MPI_Comm comm,            \
         int layout, int64_t n, const R *q, int64_t ldq, const R *k,           \
         int64_t ldk, const R *v, int64_t ldv, R *out, int64_t ldout,          \
@@ -246,7 +269,7 @@ LINATTN_MPI_API int MX(causal)(const X(plan) *plan, MPI_Comm comm,            \
  * comm; -3 layout; -4 batch < 0; -5 heads < 0; -6 nq < 0; -7 nk < 0;       \
  * -8 q; -9 sq; -10 k; -11 sk; -12 v; -13 sv; -14 out; -15 sout;            \
  * LINATTN_ESIZE; LINATTN_ENONFINITE; LINATTN_EMISMATCH; LINATTN_ENOMEM;    \
- * LINATTN_EDENOM; LINATTN_EOVERFLOW; LINATTN_EMPI. */                       \
+ * LINATTN_EDENOM; LINATTN_EOVERFLOW; LINATTN_EMPIUSE; LINATTN_EMPI. */       \
 LINATTN_MPI_API int MX(batched_attention)(const X(plan) *plan, MPI_Comm comm, \
         int layout, int64_t batch, int64_t heads, int64_t nq, int64_t nk,     \
         const R *q, const linattn_strides *sq, const R *k,                    \
@@ -270,7 +293,7 @@ LINATTN_MPI_API int MX(batched_attention)(const X(plan) *plan, MPI_Comm comm, \
  * -9 k; -10 sk; -11 v; -12 sv; -13 out; -14 sout; LINATTN_ESIZE;           \
  * LINATTN_ENONFINITE; LINATTN_EMISMATCH; LINATTN_ENOMEM; LINATTN_EDENOM;   \
  * LINATTN_EOVERFLOW (the failing problem's global row, as the single      \
- * call's); LINATTN_EMPI. */                                                 \
+ * call's); LINATTN_EMPIUSE; LINATTN_EMPI. */                                 \
 LINATTN_MPI_API int MX(batched_causal)(const X(plan) *plan, MPI_Comm comm,    \
         int layout, int64_t batch, int64_t heads, int64_t n, const R *q,      \
         const linattn_strides *sq, const R *k, const linattn_strides *sk,     \
@@ -355,7 +378,7 @@ LINATTN_MPI_API int MX(causal_ex)(const X(plan) *plan, MPI_Comm comm,         \
  * in all); LINATTN_EOVERFLOW (states without NaN and Inf whose sum leaves \
  * the working precision's range, in float the float copy's; also a       \
  * single float state whose sums already do, as a merge into an empty      \
- * state refuses it); LINATTN_ENOMEM; LINATTN_EMPI. */                       \
+ * state refuses it); LINATTN_ENOMEM; LINATTN_EMPIUSE; LINATTN_EMPI. */       \
 LINATTN_MPI_API int MX(state_allreduce)(X(state) *const *states,              \
                                         int64_t count, MPI_Comm comm);        \
                                                                               \
@@ -383,7 +406,7 @@ LINATTN_MPI_API int MX(state_exscan)(X(state) *const *states, int64_t count,  \
  * only reads it); one call per rank at a time.                            \
  * Errors: -1 state NULL; -2 path NULL or empty; -3 comm; LINATTN_EMISMATCH \
  * (plans or states differ across ranks); LINATTN_EIO (errno is set on      \
- * rank 0 only); LINATTN_ENOMEM; LINATTN_EMPI. */                            \
+ * rank 0 only); LINATTN_ENOMEM; LINATTN_EMPIUSE; LINATTN_EMPI. */            \
 LINATTN_MPI_API int MX(state_save_file)(const X(state) *state,                \
                                         const char *path, MPI_Comm comm);     \
                                                                               \
@@ -402,7 +425,8 @@ LINATTN_MPI_API int MX(state_save_file)(const X(state) *state,                \
  * rank at a time.  Errors: -1 state                                        \
  * NULL; -2 path NULL or empty; -3 comm; LINATTN_EIO; LINATTN_EFORMAT;      \
  * LINATTN_EVERSION; LINATTN_EMISMATCH (the file is of another plan, or     \
- * plans differ across ranks); LINATTN_ENOMEM; LINATTN_EMPI. */              \
+ * plans differ across ranks); LINATTN_ENOMEM;                                \
+ * LINATTN_EMPIUSE; LINATTN_EMPI. */                                          \
 LINATTN_MPI_API int MX(state_load_file)(X(state) *state, const char *path,    \
                                         MPI_Comm comm);
 

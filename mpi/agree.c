@@ -9,23 +9,55 @@
 int linattn_mpi_i_ready(MPI_Comm comm)
 {
     int flag = 0, provided = MPI_THREAD_SINGLE;
-    if (MPI_Initialized(&flag) != MPI_SUCCESS || !flag)
+    if (MPI_Initialized(&flag) != MPI_SUCCESS)
         return LINATTN_EMPI;
-    if (MPI_Finalized(&flag) != MPI_SUCCESS || flag)
+    if (!flag)
+        return LINATTN_EMPIUSE;
+    if (MPI_Finalized(&flag) != MPI_SUCCESS)
         return LINATTN_EMPI;
-    /* liblinattn may run OpenMP threads inside a call: FUNNELED at least,
-     * and below SERIALIZED only the main thread may call MPI. */
-    if (MPI_Query_thread(&provided) != MPI_SUCCESS ||
-        provided < LINATTN_MPI_THREAD_LEVEL)
+    if (flag)
+        return LINATTN_EMPIUSE;
+    /* Every level is accepted: the library calls MPI only from the
+     * calling thread, outside its OpenMP teams (which never call MPI), so
+     * MPI_THREAD_SINGLE is run as FUNNELED is (linattn_mpi.h, Threads).
+     * Below SERIALIZED only the thread that initialized MPI may call it. */
+    if (MPI_Query_thread(&provided) != MPI_SUCCESS)
         return LINATTN_EMPI;
-    if (provided < MPI_THREAD_SERIALIZED &&
-        (MPI_Is_thread_main(&flag) != MPI_SUCCESS || !flag))
-        return LINATTN_EMPI;
+    if (provided < MPI_THREAD_SERIALIZED) {
+        if (MPI_Is_thread_main(&flag) != MPI_SUCCESS)
+            return LINATTN_EMPI;
+        if (!flag)
+            return LINATTN_EMPIUSE;
+    }
     if (comm == MPI_COMM_NULL)
         return 1;
     if (MPI_Comm_test_inter(comm, &flag) != MPI_SUCCESS)
         return LINATTN_EMPI;
     return flag ? 1 : 0;
+}
+
+const char *linattn_mpi_strerror(int status)
+{
+    if (status != LINATTN_EMPIUSE)
+        return linattn_strerror(status);
+    int flag = 0, provided = MPI_THREAD_SINGLE;
+    if (MPI_Initialized(&flag) != MPI_SUCCESS || !flag)
+        return "MPI is not initialized: call MPI_Init (or MPI_Init_thread("
+               "..., MPI_THREAD_FUNNELED, ...)) before liblinattn_mpi";
+    if (MPI_Finalized(&flag) != MPI_SUCCESS || flag)
+        return "MPI is already finalized: liblinattn_mpi calls must come "
+               "before MPI_Finalize";
+    if (MPI_Query_thread(&provided) == MPI_SUCCESS &&
+        provided == MPI_THREAD_SINGLE)
+        return "MPI was initialized at MPI_THREAD_SINGLE (plain MPI_Init), "
+               "and this call came from a thread other than the one that "
+               "initialized it: call from that thread, or start MPI with "
+               "MPI_Init_thread(..., MPI_THREAD_SERIALIZED, ...) (or "
+               "MPI_THREAD_MULTIPLE)";
+    return "MPI was initialized at MPI_THREAD_FUNNELED, and this call came "
+           "from a thread other than the one that initialized it: call from "
+           "that thread, or start MPI with MPI_Init_thread(..., "
+           "MPI_THREAD_SERIALIZED, ...) (or MPI_THREAD_MULTIPLE)";
 }
 
 int linattn_mpi_i_agree(MPI_Comm comm, int status, const uint64_t *keys,

@@ -68,10 +68,11 @@ enum {
     LINATTN_MPI_CALL_LOAD
 };
 
-/* 0 when MPI is initialized, not finalized, at the thread level the
- * library needs, on a thread allowed to call it, and comm is an
- * intra-communicator; LINATTN_EMPI for the former, 1 for a bad comm.
- * No communication. */
+/* 0 when MPI is initialized, not finalized, called on a thread allowed
+ * to call it (any at MPI_THREAD_SERIALIZED and above, else the one that
+ * initialized it), and comm is an intra-communicator; LINATTN_EMPIUSE
+ * when MPI cannot be used, LINATTN_EMPI when an MPI query failed, 1 for
+ * a bad comm.  No communication. */
 int linattn_mpi_i_ready(MPI_Comm comm);
 
 /* Agreement on arguments, before data moves (one MPI_Allreduce of a few

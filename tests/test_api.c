@@ -38,10 +38,14 @@ START_TEST(strerror_covers_every_status)
     ck_assert(strstr(linattn_strerror(LINATTN_EMISMATCH), "another precision") != NULL);
     ck_assert_int_eq(LINATTN_EOVERFLOW, 9);
     ck_assert(strstr(linattn_strerror(LINATTN_EOVERFLOW), "floating-point range") != NULL);
+    ck_assert_int_eq(LINATTN_EMPI, 10);
+    ck_assert_int_eq(LINATTN_EMPIUSE, 11);
+    ck_assert(strstr(linattn_strerror(LINATTN_EMPI), "MPI call failed") != NULL);
+    ck_assert(strstr(linattn_strerror(LINATTN_EMPIUSE), "not initialized") != NULL);
     /* every status has a sentence of its own */
-    for (int a = LINATTN_SUCCESS; a <= LINATTN_EOVERFLOW; a++) {
+    for (int a = LINATTN_SUCCESS; a <= LINATTN_EMPIUSE; a++) {
         ck_assert_str_ne(linattn_strerror(a), "unknown status code");
-        for (int b = a + 1; b <= LINATTN_EOVERFLOW; b++)
+        for (int b = a + 1; b <= LINATTN_EMPIUSE; b++)
             ck_assert_str_ne(linattn_strerror(a), linattn_strerror(b));
     }
     ck_assert_str_eq(linattn_strerror(12345), "unknown status code");

@@ -93,9 +93,13 @@ const char *linattn_strerror(int status)
                "(a state sum, numerator or quotient overflowed; see the row "
                "reported)";
     case LINATTN_EMPI:
-        return "MPI is not initialized at the thread level liblinattn_mpi "
-               "needs (MPI_THREAD_FUNNELED, called from the main thread), "
-               "or an MPI call failed";
+        return "an MPI call failed (the communicator's error handler "
+               "returns errors)";
+    case LINATTN_EMPIUSE:
+        return "MPI cannot be used from this call: not initialized, already "
+               "finalized, or initialized below MPI_THREAD_SERIALIZED and "
+               "called from another thread than the one that initialized it "
+               "(linattn_mpi_strerror says which)";
     default:
         return "unknown status code";
     }

@@ -18,15 +18,26 @@ MPI_TEST_H = tests/mpi/mpitest.h tests/mpi/mpidata.h tests/testutil.h
 # for the np*.sh tests, which depend on them.
 MPI_CHECK_PROGS = tests/mpi/test_mpi_single$(EXEEXT)
 tests_mpi_test_mpi_single_SOURCES = tests/mpi/test_mpi_single.c \
-	tests/mpi/mpitest.h
+	$(MPI_TEST_H)
 tests_mpi_test_mpi_single_CPPFLAGS = $(MPI_TEST_CPP)
-tests_mpi_test_mpi_single_LDADD = $(MPI_TEST_LDADD)
+# a second thread of its own (the refusal off MPI's main thread)
+tests_mpi_test_mpi_single_CFLAGS = $(AM_CFLAGS) -pthread
+tests_mpi_test_mpi_single_LDADD = $(MPI_TEST_LDADD) -lpthread
 if HAVE_MPI_FORTRAN
 # module linattn_mpi from Fortran
 MPI_CHECK_PROGS += tests/mpi/test_f_mpi$(EXEEXT)
-tests_mpi_test_f_mpi_SOURCES = tests/mpi/test_f_mpi.f90
-tests_mpi_test_f_mpi_FCFLAGS = $(FTEST_FCFLAGS) $(MPI_FCFLAGS)
+tests_mpi_test_f_mpi_SOURCES = tests/mpi/test_f_mpi.f90 tests/mpi/fmpitest.inc
+tests_mpi_test_f_mpi_FCFLAGS = $(FTEST_FCFLAGS) $(MPI_FCFLAGS) \
+	-I$(top_srcdir)/tests/mpi
 tests_mpi_test_f_mpi_LDADD = fortran/liblinattn_mpi_fortran.la \
+	fortran/liblinattn_fortran.la $(MPI_FCLIBS)
+# and in a program that starts MPI with plain MPI_Init
+MPI_CHECK_PROGS += tests/mpi/test_f_mpi_init$(EXEEXT)
+tests_mpi_test_f_mpi_init_SOURCES = tests/mpi/test_f_mpi_init.f90 \
+	tests/mpi/fmpitest.inc
+tests_mpi_test_f_mpi_init_FCFLAGS = $(FTEST_FCFLAGS) $(MPI_FCFLAGS) \
+	-I$(top_srcdir)/tests/mpi
+tests_mpi_test_f_mpi_init_LDADD = fortran/liblinattn_mpi_fortran.la \
 	fortran/liblinattn_fortran.la $(MPI_FCLIBS)
 endif
 EXTRA_PROGRAMS = $(MPI_CHECK_PROGS)

@@ -55,64 +55,7 @@ program test_f_mpi
 
 contains
 
-  ! This rank's tokens [off, off + cnt) of m, in rank order: rank 0 none
-  ! (with more than one rank), the rest in uneven blocks.
-  subroutine block(m, first, count)
-    integer(int64), intent(in) :: m
-    integer(int64), intent(out) :: first, count
-    integer(int64) :: r, c
-    first = 0
-    count = m
-    if (nranks == 1) return
-    do r = 0, rank
-      c = 0
-      if (r > 0) c = m / (nranks - 1) + merge(1, 0, r - 1 < mod(m, int(nranks - 1, int64)))
-      if (r < rank) first = first + c
-      count = c
-    end do
-  end subroutine block
-
-  subroutine check(ok, what)
-    logical, intent(in) :: ok
-    character(*), intent(in) :: what
-    if (.not. ok) then
-      write (*, '(a, i0, a, a)') '[rank ', rank, '] ', what
-      failures = failures + 1
-    end if
-  end subroutine check
-
-  ! The ranks agree on whether the test just run failed anywhere.
-  subroutine agree(name)
-    character(*), intent(in) :: name
-    integer :: any
-    call MPI_Allreduce(merge(1, 0, failures > 0), any, 1, MPI_INTEGER, &
-        MPI_MAX, MPI_COMM_WORLD)
-    tests = tests + 1
-    nfail = nfail + any
-    if (rank == 0) write (*, '(a, a, a, i0, a)') merge('FAIL: ', 'PASS: ', &
-        any > 0), name, ' (np ', nranks, ')'
-    failures = 0
-  end subroutine agree
-
-  ! Token t's features (any smooth data; keys growing for FAVOR+'s shifts).
-  subroutine fill(a, seed, scale)
-    real(real64), intent(out) :: a(:, :)
-    integer, intent(in) :: seed
-    real(real64), intent(in) :: scale
-    integer :: i, t
-    do t = 1, size(a, 2)
-      do i = 1, size(a, 1)
-        a(i, t) = scale * sin(0.7d0 * t + 1.3d0 * i + seed) * &
-            (1 + 0.05d0 * t)
-      end do
-    end do
-  end subroutine fill
-
-  real(real64) function relerr(a, b)
-    real(real64), intent(in) :: a(:, :), b(:, :)
-    relerr = 0
-    if (size(a) > 0) relerr = maxval(abs(a - b)) / max(maxval(abs(b)), tiny(1d0))
-  end function relerr
+  include 'fmpitest.inc'
 
   subroutine t_equal_d()
     real(real64) :: q(d, n), k(d, n), v(e, n), ref(e, n), out(e, n)

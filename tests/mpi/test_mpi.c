@@ -949,7 +949,7 @@ static void *call_from_thread(void *arg)
     return (void *)(intptr_t)MP(causal)(p, WORLD, ROW, 1, x, 2, x, 2, x, 2, o, 2, NULL);
 }
 
-/* A call from a thread other than the main one: LINATTN_EMPI on that
+/* A call from a thread other than the main one: LINATTN_EMPIUSE on that
  * rank, without communication (the program was initialized FUNNELED). */
 static void thread_level_checked(void)
 {
@@ -963,7 +963,7 @@ static void thread_level_checked(void)
     void *ret = NULL;
     MT_CHECK(pthread_create(&t, NULL, call_from_thread, p) == 0, "pthread_create");
     pthread_join(t, &ret);
-    MT_CHECK((intptr_t)ret == LINATTN_EMPI, "status %d", (int)(intptr_t)ret);
+    MT_CHECK((intptr_t)ret == LINATTN_EMPIUSE, "status %d", (int)(intptr_t)ret);
     P(plan_destroy)(p);
 }
 
