@@ -33,8 +33,9 @@ static double stream_pass(int k, double *a, double *b, double *c,
     int64_t n = STREAM_LEN;
     double t0 = bench_now(), s = 0;
     if (k == 0) {
-        /* eight sums a thread, so that the adds' latency does not bound
-         * the pass (without reassociation one sum is one add at a time) */
+        /* one dependent add per eight elements (their own adds a tree),
+         * so that the adds' latency does not bound the pass (without
+         * reassociation a plain sum is one add at a time) */
 #pragma omp parallel for reduction(+ : s) schedule(static)
         for (int64_t i = 0; i < n; i += 8) {
             double p[8];
@@ -109,19 +110,27 @@ bench_roofline bench_roofline_measure(size_t elem, int reps)
     uint64_t seed = 5;
     double *ga = bench_random(len, &seed), *gb = bench_random(len, &seed);
     double *gc = alloc_or_exit(len);
-    if (elem == sizeof(float)) { /* the doubles' first halves as floats */
-        float *fa = (float *)ga, *fb = (float *)gb;
+    float *fa = NULL, *fb = NULL, *fc = NULL;
+    if (elem == sizeof(float)) {
+        fa = malloc((size_t)len * sizeof *fa);
+        fb = malloc((size_t)len * sizeof *fb);
+        fc = malloc((size_t)len * sizeof *fc);
+        if (!fa || !fb || !fc) {
+            fprintf(stderr, "benchmark: out of memory for the roofline\n");
+            exit(1);
+        }
         for (int64_t i = 0; i < len; i++)
             fa[i] = (float)ga[i], fb[i] = (float)gb[i];
     }
     double tg[MAX_REPS];
     for (int rep = -1; rep < reps; rep++) {
-        double s = gemm_seconds(elem, ga, gb, gc);
+        double s = fa ? gemm_seconds(elem, fa, fb, fc)
+                      : gemm_seconds(elem, ga, gb, gc);
         if (rep >= 0)
             tg[rep] = s;
     }
     r.gemm = 2.0 * GEMM_N * GEMM_N * (double)GEMM_N / bench_median(tg, reps);
-    free(ga), free(gb), free(gc);
+    free(ga), free(gb), free(gc), free(fa), free(fb), free(fc);
     return r;
 }
 

@@ -12,7 +12,9 @@
  *
  * with bandwidth the best of the three kernels (a floor must not exceed
  * what the machine can do), and flops and bytes counted from the
- * algorithm as linattn implements it (bench_work_*: what each counts is
+ * algorithm as linattn runs it, passes, re-reads and prefix work
+ * included, except that the causal chunks' triangles count only their
+ * lower half, all the algorithm needs (bench_work_*: what each counts is
  * said there).  time / floor is the figure the performance targets use.
  */
 #ifndef LINATTN_ROOFLINE_H

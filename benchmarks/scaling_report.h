@@ -22,9 +22,10 @@
  *           and read them twice: + 3 n^2 (causal: + 3 n (n + 1) / 2).
  *   floor_s factored, causal: max(flops / GEMM rate, bytes / bandwidth)
  *           with the work of roofline.h's bench_work_attention and
- *           bench_work_causal (the algorithm as implemented: causal's
- *           triangles and prefix pass, the projection of the maps with
- *           W), x_floor the median time over it; the last CSV columns.
+ *           bench_work_causal (the algorithm as linattn runs it:
+ *           causal's triangles at their lower half, its prefix pass,
+ *           the projection of the maps with W), x_floor the median time
+ *           over it; the last CSV columns.
  */
 #ifndef LINATTN_SCALING_REPORT_H
 #define LINATTN_SCALING_REPORT_H

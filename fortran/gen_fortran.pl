@@ -351,13 +351,18 @@ if ($mode eq 'shim') {
     print "#else\n#define LINATTN_SHIM\n#endif\n\n";
     print "/* the interfaces declare the handle integer(c_int) */\n";
     print "_Static_assert(sizeof(MPI_Fint) == sizeof(int), \"MPI_Fint is not a C int\");\n\n";
-    print "/* The C handle of f.  MPI_Comm_f2c may not be called before MPI_Init\n";
-    print " * or after MPI_Finalize (Open MPI aborts): then MPI_COMM_NULL, which the\n";
-    print " * call refuses as it refuses MPI itself (LINATTN_EMPIUSE). */\n";
+    print "/* The C handle of f.  MPI_Comm_f2c may not be called before MPI_Init,\n";
+    print " * after MPI_Finalize (Open MPI aborts) or, below MPI_THREAD_SERIALIZED,\n";
+    print " * from another thread than MPI's main one: then MPI_COMM_NULL, and the\n";
+    print " * call refuses MPI itself first (LINATTN_EMPIUSE). */\n";
     print "static MPI_Comm linattn_shim_comm(MPI_Fint f)\n{\n";
-    print "    int up = 0, down = 0;\n";
+    print "    int up = 0, down = 0, level = MPI_THREAD_SINGLE, main = 0;\n";
     print "    if (MPI_Initialized(&up) != MPI_SUCCESS || !up ||\n";
-    print "        MPI_Finalized(&down) != MPI_SUCCESS || down)\n";
+    print "        MPI_Finalized(&down) != MPI_SUCCESS || down ||\n";
+    print "        MPI_Query_thread(&level) != MPI_SUCCESS)\n";
+    print "        return MPI_COMM_NULL;\n";
+    print "    if (level < MPI_THREAD_SERIALIZED &&\n";
+    print "        (MPI_Is_thread_main(&main) != MPI_SUCCESS || !main))\n";
     print "        return MPI_COMM_NULL;\n";
     print "    return MPI_Comm_f2c(f);\n}\n\n";
     my $shim = sub {

@@ -28,7 +28,8 @@ module linattn_mpi
   implicit none
   private
 
-  ! The MPI_Init_thread level the library needs (linattn_mpi.h).
+  ! The MPI_Init_thread level the library is designed for (plain
+  ! MPI_Init is accepted too: linattn_mpi.h, Threads).
   public :: LINATTN_MPI_THREAD_LEVEL
   public :: linattn_mpi_attention, linattn_mpi_causal, &
       linattn_mpi_batched_attention, linattn_mpi_batched_causal, &

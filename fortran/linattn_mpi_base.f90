@@ -6,7 +6,7 @@
 module linattn_mpi_base
   use, intrinsic :: iso_c_binding
   use linattn_base
-  use linattn_c, only: LINATTN_EMPIUSE
+  use linattn_c, only: LINATTN_EMPI, LINATTN_EMPIUSE
   use linattn_mpi_c, only: c_mpi_refuse, c_mpi_strerror, &
       mpi_argnames => c_argnames
   implicit none
@@ -50,7 +50,12 @@ contains
     if (st == c%status) return
     agreed = c
     agreed%status = 0
-    call call_c(agreed, st, ' (another rank''s call failed first)')
+    ! MPI not usable (or failing) here is this rank's own verdict
+    if (st == LINATTN_EMPIUSE .or. st == LINATTN_EMPI) then
+      call call_c(agreed, st)
+    else
+      call call_c(agreed, st, ' (another rank''s call failed first)')
+    end if
     c = agreed
   end subroutine refuse
 end module linattn_mpi_base

@@ -796,8 +796,9 @@ typedef struct X(extras_s) {                                                  \
     /* linattn_d_causal_backward_ex with state (states): dL/d of the          \
      * starting state's accumulator as linattn_d_state_export writes it,      \
      * m x (e + 1) doubles row major ([dS dz], the true sums' gradient times  \
-     * exp(shift)); with states nseq of them, sequence s's at s m (e + 1).    \
-     * NULL: not asked for */                                                 \
+     * exp(shift)); with states nseq of them, sequence s's at s m (e + 1)     \
+     * (linattn_d_batched_causal_backward_ex: batch heads nseq, problem p's   \
+     * sequence s at (p nseq + s) m (e + 1)).  NULL: not asked for */         \
     double *dstates;                                                          \
     void *reserved_ptr[6];                                                    \
     int64_t nseq; /* the sequences of offsets (0 without them) */             \
@@ -1510,7 +1511,8 @@ LINATTN_API int X(batched_causal_backward)(const X(plan) *plan, int layout,   \
  * ex->key_offsets: the same in every problem).  dw and db summed over every  \
  * problem and sequence.  ex NULL or all absent:                              \
  * linattn_d_batched_attention_backward, bit for bit.  Errors as              \
- * linattn_d_batched_attention_backward; -27 ex: a reserved word not 0, a     \
+ * linattn_d_batched_attention_backward (an output meeting the offsets also   \
+ * its own -i); -27 ex: a reserved word not 0, a                              \
  * part it does not take (den, state, absorb, states, dstates), a weight      \
  * negative, NaN or Inf, dweights meeting another array, offsets as at        \
  * linattn_d_attention_ex; LINATTN_ESIZE (also nk times heads beyond int64).  \
@@ -1535,9 +1537,11 @@ LINATTN_API int X(batched_attention_backward_ex)(const X(plan) *plan,         \
  * nseq + s; absorb 0; only read) and the gradients of their accumulators     \
  * (ex->dstates: m (e + 1) doubles each, problem p's sequence s at (p nseq +  \
  * s) m (e + 1), as linattn_d_causal_backward_ex writes one).  Errors as      \
- * linattn_d_batched_causal_backward; -26 ex (as above, key_offsets not       \
+ * linattn_d_batched_causal_backward (an output meeting the offsets or the    \
+ * states also its own -i); -26 ex (as above, key_offsets not                 \
  * NULL, absorb not 0, dstates without states or meeting another array,       \
- * states as at linattn_d_causal_ex over every problem's); LINATTN_ESIZE.     \
+ * states as at linattn_d_causal_ex over every problem's); LINATTN_ESIZE      \
+ * (also batch heads nseq states, or their gradients' bytes, beyond int64).   \
  * Thread-safe; the states are only read. */                                  \
 LINATTN_API int X(batched_causal_backward_ex)(const X(plan) *plan,            \
         int layout, int64_t batch, int64_t heads, int64_t n, const R *q,      \

@@ -47,8 +47,10 @@ const char *linattn_mpi_strerror(int status)
     if (MPI_Finalized(&flag) != MPI_SUCCESS || flag)
         return "MPI is already finalized: liblinattn_mpi calls must come "
                "before MPI_Finalize";
-    if (MPI_Query_thread(&provided) == MPI_SUCCESS &&
-        provided == MPI_THREAD_SINGLE)
+    if (MPI_Query_thread(&provided) != MPI_SUCCESS ||
+        provided >= MPI_THREAD_SERIALIZED) /* no thread case to name */
+        return linattn_strerror(status);
+    if (provided == MPI_THREAD_SINGLE)
         return "MPI was initialized at MPI_THREAD_SINGLE (plain MPI_Init), "
                "and this call came from a thread other than the one that "
                "initialized it: call from that thread, or start MPI with "

@@ -117,8 +117,8 @@ typedef int (*MI(work_fn))(const XI(problem) *j, MPI_Comm comm, MI(work) *w,
                            int64_t *problem, int64_t *row);
 
 /* A whole distributed call of a kind (LINATTN_MPI_CALL_*): readiness
- * (without communication: -1 when the plan is NULL, else LINATTN_EMPI or
- * -2 for comm), then with status, the serial _check's (its positions
+ * (without communication: -1 when the plan is NULL, else LINATTN_EMPIUSE,
+ * LINATTN_EMPI or -2 for comm), then with status, the serial _check's (its positions
  * shifted past the communicator), MI(begin), f, MI(end); then
  * the failure's place: the global row into *bad_row on LINATTN_EDENOM
  * and LINATTN_EOVERFLOW (the single calls), the problem and row into

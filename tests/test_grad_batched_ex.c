@@ -462,6 +462,65 @@ START_TEST(state_of_another_plan_refused)
 }
 END_TEST
 
+/* Counts beyond int64: batch heads nseq states (2^64 of them) are
+ * LINATTN_ESIZE before any state or gradient is looked at (non-causal,
+ * without states: 2^62 problems without rows, status 0 at once); and with
+ * no problems, dW meeting the offsets is still refused (the sums over
+ * none would be written there).  _i: causal. */
+START_TEST(sizes_and_no_problems)
+{
+    int causal = _i, dwpos = causal ? -23 : -24;
+    P(plan) *p = test_plan(2);
+    pset s = pset_new(p, causal, CONTIG, ROW, 2, 2, 79);
+    ck_assert_int_eq(forward(p, &s), 0);
+    int64_t zero[NSEQ + 1] = {0, 0, 0, 0, 0};
+    P(extras) ex = extras_of(&s, 1);
+    ex.offsets = zero;
+    ex.key_offsets = causal ? NULL : zero;
+    ex.dweights = NULL;
+    int64_t huge = (int64_t)1 << 31;
+    linattn_strides none = {s.d, 0, 0}, nonee = {s.e, 0, 0};
+    real *dw = s.rows ? s.dw : NULL;
+    int st = causal
+        ? P(batched_causal_backward_ex)(p, ROW, huge, huge, 0, s.q.a, &none,
+              s.k.a, &none, s.v.a, &nonee, s.out.a, &nonee, s.den, s.g.a,
+              &nonee, s.dq.a, &none, s.dk.a, &none, s.dv.a, &nonee, dw,
+              lddw_of(&s), s.db, &ex, NULL)
+        : P(batched_attention_backward_ex)(p, ROW, huge, huge, 0, 0, s.q.a,
+              &none, s.k.a, &none, s.v.a, &nonee, s.out.a, &nonee, s.den,
+              s.g.a, &nonee, s.dq.a, &none, s.dk.a, &none, s.dv.a, &nonee, dw,
+              lddw_of(&s), s.db, &ex, NULL);
+    ck_assert_int_eq(st, causal ? LINATTN_ESIZE : 0);
+    if (causal)
+        ck_assert(nothing_written(&s));
+    /* no problems, dW over the offsets */
+    int64_t offs[(64 * 8 + 64) * sizeof(real) / sizeof(int64_t) + NSEQ + 1];
+    memset(offs, 0, sizeof offs);
+    ex = extras_of(&s, 1);
+    ex.offsets = offs;
+    ex.key_offsets = causal ? NULL : offs;
+    ex.states = NULL;
+    ex.dstates = NULL;
+    ex.weights = NULL;
+    ex.dweights = NULL;
+    real *over = (real *)(void *)offs;
+    st = causal
+        ? P(batched_causal_backward_ex)(p, ROW, 0, 2, 0, s.q.a, &s.q.s, s.k.a,
+              &s.k.s, s.v.a, &s.v.s, s.out.a, &s.out.s, s.den, s.g.a, &s.g.s,
+              s.dq.a, &s.dq.s, s.dk.a, &s.dk.s, s.dv.a, &s.dv.s, over,
+              lddw_of(&s), NULL, &ex, NULL)
+        : P(batched_attention_backward_ex)(p, ROW, 0, 2, 0, 0, s.q.a, &s.q.s,
+              s.k.a, &s.k.s, s.v.a, &s.v.s, s.out.a, &s.out.s, s.den, s.g.a,
+              &s.g.s, s.dq.a, &s.dq.s, s.dk.a, &s.dk.s, s.dv.a, &s.dv.s, over,
+              lddw_of(&s), NULL, &ex, NULL);
+    ck_assert_int_eq(st, dwpos);
+    for (size_t i = 0; i < sizeof offs / sizeof *offs; i++)
+        ck_assert(offs[i] == 0);
+    pset_free(&s);
+    P(plan_destroy)(p);
+}
+END_TEST
+
 int main(void)
 {
     Suite *su = suite_create("batched backward ex " PREC);
@@ -471,6 +530,7 @@ int main(void)
     tcase_add_loop_test(tc, absent_extras_are_the_plain_call, 0, 2);
     tcase_add_loop_test(tc, bad_extras_refused, 0, 2);
     tcase_add_test(tc, state_of_another_plan_refused);
+    tcase_add_loop_test(tc, sizes_and_no_problems, 0, 2);
     suite_add_tcase(su, tc);
     return run_suite(su);
 }

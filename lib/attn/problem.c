@@ -364,6 +364,18 @@ static int size_conditions(const XI(problem) *pb,
     if (sig->form == LINATTN_I_BATCHED && pb->batch > 0 &&
         pb->heads > INT64_MAX / pb->batch)
         return LINATTN_ESIZE; /* problems not countable in int64 */
+    /* every problem's states, and their gradients (m (e + 1) doubles
+     * each), countable and addressable: stage 8 walks them */
+    int64_t count = XI(problem_count)(pb);
+    if (pb->states && count > 0 && pb->nseq > INT64_MAX / count)
+        return LINATTN_ESIZE;
+    if (pb->dstates && pb->plan) {
+        int64_t states = pb->states ? pb->nseq * count : 1;
+        int64_t per = pb->plan->m * (pb->plan->e + 1);
+        if (states > 0 &&
+            states > PTRDIFF_MAX / (int64_t)sizeof(double) / per)
+            return LINATTN_ESIZE;
+    }
     if ((f & (LINATTN_I_KEYS_IN_BLAS | LINATTN_I_DIMS_IN_BLAS |
               LINATTN_I_PAIRS)) &&
         linattn_i_blas_fits(pb->nk))
@@ -383,7 +395,8 @@ static int size_conditions(const XI(problem) *pb,
  * not a measure (negative, NaN or Inf): 0 when there is none. */
 static int weights_bad(const XI(problem) *pb)
 {
-    if (!pb->part[LINATTN_I_KW].p)
+    /* (no keys: none to look at, however many problems) */
+    if (!pb->part[LINATTN_I_KW].p || pb->nk == 0)
         return 0;
     for (int64_t p = 0; p < XI(problem_count)(pb); p++) {
         const real *w = XI(part_at)(pb, LINATTN_I_KW, p, pb->nk);
@@ -403,13 +416,15 @@ static int meets(uintptr_t lo, uintptr_t hi, const void *p, int64_t n,
 }
 
 /* The addresses [*lo, *hi) part i spans (a batched call's: every
- * problem's elements; empty when it has none). */
+ * problem's elements, empty when it has none; dW and db: their one
+ * matrix). */
 static void part_range(const XI(problem) *pb, const linattn_i_signature *sig,
                        const linattn_strides *vec, int i, uintptr_t *lo,
                        uintptr_t *hi)
 {
     const linattn_i_part_sig *ps = &sig->part[i];
-    if (sig->form == LINATTN_I_SINGLE) {
+    /* dW and db are one matrix whatever the form (sums over problems) */
+    if (sig->form == LINATTN_I_SINGLE || (ps->role & LINATTN_I_SECONDARY)) {
         linattn_i_mat m = single_mat(pb, sig, i);
         m.optional = 1;
         linattn_i_mat_range(pb->layout, sizeof(real), &m, lo, hi);
@@ -431,8 +446,11 @@ static void part_range(const XI(problem) *pb, const linattn_i_signature *sig,
 static int packed_check(const XI(problem) *pb, const linattn_i_signature *sig,
                         const linattn_strides *vec)
 {
-    int idx[LINATTN_I_PARTS];
+    /* every output, dW and db among them (written even when there are no
+     * problems: the sums over none), in position order */
+    int idx[2 * LINATTN_I_PARTS];
     int n = parts_in_order(sig, 0, idx);
+    n += parts_in_order(sig, 1, idx + n);
     for (int a = 0; a < n; a++) {
         int i = idx[a];
         const linattn_i_part_sig *ps = &sig->part[i];
@@ -498,6 +516,8 @@ static int rows_finite(XI(view) v, int64_t rows, int64_t cols, const real *w)
 static int inputs_finite(const XI(problem) *pb, const linattn_i_signature *sig)
 {
     int cm = pb->layout == LINATTN_COL_MAJOR;
+    if (pb->nq == 0 && pb->nk == 0) /* no rows: nothing, however many */
+        return 1;
     for (int64_t p = 0; p < XI(problem_count)(pb); p++)
         for (int i = 0; i < LINATTN_I_PARTS; i++) {
             const linattn_i_part_sig *ps = &sig->part[i];
@@ -522,6 +542,8 @@ static int inputs_finite(const XI(problem) *pb, const linattn_i_signature *sig)
 /* Stage 10: the first problem with a normalizer that breaks the policy. */
 static int den_policy(const XI(problem) *pb, linattn_where *bad)
 {
+    if (pb->nq == 0) /* no normalizers, however many problems */
+        return 0;
     for (int64_t p = 0; p < XI(problem_count)(pb); p++) {
         const real *den = XI(part_at)(pb, LINATTN_I_DEN, p, pb->nq);
         for (int64_t r = 0; r < pb->nq; r++)
