@@ -598,7 +598,8 @@ static double kept_max(const double *rexp, const real *w, int64_t n)
  * then writes as exact zeros; the shifted maps take their block maximum
  * over the other rows (kept_max).  V_b is read in place too unless a row
  * of weight 0 holds NaN or Inf (then a copy with those rows zeroed, see
- * below).  A block of weight 0 only is skipped.  So a block with zeros
+ * below).  A block of weight 0 only is skipped, and a block's leading
+ * and trailing keys of weight 0 are left out.  So a block with zeros
  * costs what one without does, where gathering its kept rows cost a copy
  * of K_b and V_b.  *has is set once a key entered. */
 static int weighted_serial(const X(plan) *plan, acc_t *acc, double *shift,
@@ -623,6 +624,14 @@ static int weighted_serial(const X(plan) *plan, acc_t *acc, double *shift,
             c += b.w[i] != 0;
         if (c == 0)
             continue;
+        /* from its first key of weight not 0 to its last: a block across
+         * a padded sequence's end does not map and sum its padding */
+        int64_t lo = 0, top = b.n;
+        while (b.w[lo] == 0)
+            lo++;
+        while (b.w[top - 1] == 0)
+            top--;
+        b = keys_rows(b, lo, top);
         /* V_b in place when BLAS takes its leading dimension */
         XI(view) vv = b.v;
         if (!linattn_i_ld_fits(vv.ld))
