@@ -767,11 +767,11 @@ typedef struct X(extras_s) {                                                  \
      * state. */                                                            \
     int absorb;                                                               \
     int reserved_int[3];                                                      \
-    /* key weights w_j >= 0, finite, one per key row (stride 1): S = sum    \
-     * w_j phi(k_j) v_j^T, z = sum w_j phi(k_j), and under                  \
-     * LINATTN_DENOM_COUNT the count is sum w_j.  A weight 0 is a padding   \
-     * mask: that key's rows of K and V are never read (NaN there reaches   \
-     * nothing, check_finite skips them).  NULL: every weight 1 */         \
+    /* key weights w_j >= 0, finite, one per key row (stride 1; NULL: every   \
+     * weight 1): S = sum w_j phi(k_j) v_j^T, z = sum w_j phi(k_j), and       \
+     * under LINATTN_DENOM_COUNT the count is sum w_j.  A weight 0 is a       \
+     * padding mask: that key's rows of K and V have no effect on any         \
+     * result (NaN or Inf there reaches nothing, check_finite skips them) */  \
     const R *weights;                                                         \
     /* packed sequences: nseq sequences stored end to end, sequence s the     \
      * query rows [offsets[s], offsets[s+1]) (nseq + 1 non-decreasing         \

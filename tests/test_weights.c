@@ -10,8 +10,9 @@
  * weight 0); a weighted stream against one weighted call; the causal path
  * (linattn_d_causal_ex) against weighted causal loops, its keys of weight
  * 0 never read (bit for bit), a range of threads without keys, and a
- * weighted state continued; and every bad weight refused with nothing
- * written.
+ * weighted state continued; NaN and Inf in the rows of weight 0 of K and
+ * V against zeros there, bit for bit, for every kind of map, causal or
+ * not; and every bad weight refused with nothing written.
  */
 #include <limits.h>
 #include "testutil.h"
@@ -558,6 +559,120 @@ START_TEST(causal_zero_weights_never_read)
 }
 END_TEST
 
+/* A plan of the given kind for zero_weights_never_reach: the built-in
+ * maps (kinds 0-6), or caller-supplied ones with a projection W and a
+ * bias (7-9), whose GEMM maps the keys of weight 0 with the others. */
+static P(plan) *masked_plan(int kind, int64_t d, int64_t e, int causal)
+{
+    static const int maps[7] = {LINATTN_MAP_IDENTITY, LINATTN_MAP_ELU1,
+                                LINATTN_MAP_RELU, LINATTN_MAP_TAYLOR,
+                                LINATTN_MAP_FAVOR, LINATTN_MAP_FAVOR_HYP,
+                                LINATTN_MAP_TRIG};
+    linattn_opts o;
+    linattn_opts_init(&o);
+    o.denom = LINATTN_DENOM_NONZERO;
+    o.chunk = 5;
+    o.block = 7;
+    P(plan) *p = NULL;
+    if (kind < 7) {
+        ck_assert_int_eq(P(plan_create)(&p, maps[kind], d, e, &o), 0);
+        return p;
+    }
+    /* W > 0 and b > 0 on positive inputs: positive normalizers; kind 7
+     * ReLU, 8 Hedgehog, 9 exp (a shifted map) */
+    int act = kind == 7 ? LINATTN_ACT_RELU
+                        : kind == 8 ? LINATTN_ACT_HEDGEHOG : LINATTN_ACT_EXP;
+    int64_t m = 2 * d, rows = act == LINATTN_ACT_HEDGEHOG ? d : m;
+    uint64_t seed = 21 + (uint64_t)kind + 10 * (uint64_t)causal;
+    tmat w = tmat_rand(ROW, rows, d, 0, 0.1, 0.7, &seed);
+    tmat b = tmat_rand(ROW, rows, 1, 0, 0.1, 0.3, &seed);
+    ck_assert_int_eq(P(plan_create_custom)(&p, act, d, m, e, ROW, w.a, d, b.a,
+                                           &o),
+                     0);
+    tmat_free(&w), tmat_free(&b);
+    return p;
+}
+
+/* The call (causal or not) of p on (q, k, v) with weights w into out. */
+static int masked_call(const P(plan) *p, int causal, const tmat *q,
+                       const tmat *k, const tmat *v, const real *w,
+                       tmat *out)
+{
+    P(extras) ex;
+    P(extras_init)(&ex);
+    ex.weights = w;
+    int64_t bad;
+    if (causal)
+        return P(causal_ex)(p, q->layout, q->rows, q->a, q->ld, k->a, k->ld,
+                            v->a, v->ld, out->a, out->ld, &ex, &bad);
+    return P(attention_ex)(p, q->layout, q->rows, k->rows, q->a, q->ld, k->a,
+                           k->ld, v->a, v->ld, out->a, out->ld, &ex, &bad);
+}
+
+/* The keys of weight 0 have no effect on any output, whatever their rows
+ * hold: NaN, Inf and huge values there give outputs identical, bit for
+ * bit, to zeros there, and those of the call without these keys (causal:
+ * and without their query rows) to rounding.  Every kind of map (the
+ * paths map K in place, rows of weight 0 included, and the shifted maps
+ * must keep those rows out of their maximum), causal or not, both
+ * layouts; the first blocks or chunks poison K only (V read in place),
+ * the last ones V as well (V copied with those rows zeroed, at another
+ * leading dimension), and one block holds keys of weight 0 only. */
+START_TEST(zero_weights_never_reach)
+{
+    int kind = _i % 10, causal = _i / 10 % 2, layout = _i / 20 ? COL : ROW;
+    int64_t n = 47, d = 3, e = 4;
+    uint64_t s = 401 + (uint64_t)_i;
+    P(plan) *p = masked_plan(kind, d, e, causal);
+    tmat q = tmat_rand(layout, n, d, 1, 0.1, 1, &s);
+    tmat k = tmat_rand(layout, n, d, 2, 0.1, 1, &s);
+    tmat v = tmat_rand(layout, n, e, 3, -1, 1, &s);
+    tmat k0 = tmat_like(&k, n, d, 2), v0 = tmat_like(&v, n, e, 3);
+    real w[47], wk[47];
+    int64_t kept = 0;
+    for (int64_t j = 0; j < n; j++) {
+        w[j] = j % 4 == 1 || (j >= 21 && j < 28) ? 0 : (real)(0.25 + j % 3);
+        for (int64_t t = 0; t < d; t++)
+            *tmat_at(&k0, j, t) = w[j] == 0 ? 0 : *tmat_at(&k, j, t);
+        for (int64_t c = 0; c < e; c++)
+            *tmat_at(&v0, j, c) = w[j] == 0 ? 0 : *tmat_at(&v, j, c);
+        if (w[j] == 0) {
+            /* a huge key would raise an exponential map's shift */
+            *tmat_at(&k, j, j % d) = j % 3 ? (real)NAN : (real)1e4;
+            if (j % 3 == 0)
+                *tmat_at(&k, j, (j + 1) % d) = (real)-INFINITY;
+            if (j > 28)
+                *tmat_at(&v, j, j % e) = j % 2 ? (real)NAN : (real)INFINITY;
+        } else {
+            wk[kept++] = w[j];
+        }
+    }
+    tmat a = tmat_like(&q, n, e, 1), b = tmat_like(&q, n, e, 1);
+    ck_assert_int_eq(masked_call(p, causal, &q, &k, &v, w, &a), 0);
+    ck_assert_int_eq(masked_call(p, causal, &q, &k0, &v0, w, &b), 0);
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t c = 0; c < e; c++) {
+            real x = *tmat_at(&a, i, c), y = *tmat_at(&b, i, c);
+            ck_assert(isfinite(x));
+            ck_assert_mem_eq(&x, &y, sizeof x);
+        }
+    ck_assert(tmat_padding_intact(&a));
+    /* without those keys (causal: the kept rows' outputs) */
+    tmat qk = causal ? rows_kept(&q, w, NULL) : q;
+    tmat kk = rows_kept(&k, w, NULL), vk = rows_kept(&v, w, NULL);
+    tmat c = tmat_like(&q, qk.rows, e, 0);
+    ck_assert_int_eq(masked_call(p, causal, &qk, &kk, &vk, wk, &c), 0);
+    tmat ak = causal ? rows_kept(&a, w, NULL) : a;
+    ck_assert_double_le(rel_diff(&ak, &c), 100 * TOL);
+    if (causal)
+        tmat_free(&qk), tmat_free(&ak);
+    tmat_free(&q), tmat_free(&k), tmat_free(&v), tmat_free(&k0);
+    tmat_free(&v0), tmat_free(&kk), tmat_free(&vk), tmat_free(&a);
+    tmat_free(&b), tmat_free(&c);
+    P(plan_destroy)(p);
+}
+END_TEST
+
 /* Every key of the first half weighs 0 (with two threads a whole range
  * holds none; FAVOR+'s keys of the second half have exponents near
  * -1800): the second half's rows are the causal call on the second half
@@ -1032,6 +1147,7 @@ int main(void)
     tcase_add_test(tc, weighted_state_and_call_compose);
     tcase_add_loop_test(tc, causal_weighted_matches_loops, 0, 24);
     tcase_add_loop_test(tc, causal_zero_weights_never_read, 0, 5);
+    tcase_add_loop_test(tc, zero_weights_never_reach, 0, 40);
     tcase_add_loop_test(tc, causal_leading_zero_weights, 0, 2);
     tcase_add_loop_test(tc, causal_weighted_state_composes, 0, 2);
     tcase_add_loop_test(tc, weighted_checkpoints, 0, 2);

@@ -55,7 +55,6 @@
  * z is the working copy the queries read. */
 typedef struct {
     real *phiq, *phik, *vbuf, *r, *dd, *b, *part, *z;
-    real *kbuf; /* key weights: the chunk's keys, those of weight 0 zeroed */
     acc_t *acc, *zacc, *zpart;
     int64_t ldb, ldacc;
     /* shifted maps: each key's largest exponent and the running maximum
@@ -69,13 +68,12 @@ static void free_causal_ws(causal_ws *w)
 {
     free(w->phiq), free(w->phik), free(w->vbuf), free(w->r), free(w->dd);
     free(w->b), free(w->part), free(w->z), free(w->zacc), free(w->zpart);
-    free(w->rexp), free(w->mrun), free(w->kbuf);
+    free(w->rexp), free(w->mrun);
     if (LINATTN_ACC_WIDER)
         free(w->acc);
 }
 
-static int alloc_causal_ws(causal_ws *w, const X(plan) *plan, int64_t c,
-                           int weighted)
+static int alloc_causal_ws(causal_ws *w, const X(plan) *plan, int64_t c)
 {
     int64_t m = plan->m, e = plan->e, ldb = e + c;
     memset(w, 0, sizeof *w);
@@ -103,9 +101,7 @@ static int alloc_causal_ws(causal_ws *w, const X(plan) *plan, int64_t c,
         w->rexp = linattn_i_alloc(c, sizeof(double));
         w->mrun = linattn_i_alloc(c, sizeof(double));
     }
-    if (weighted)
-        w->kbuf = linattn_i_alloc(c * plan->d, sizeof(real));
-    if ((weighted && !w->kbuf) || !w->phiq || !w->phik || !w->vbuf || !w->r || !w->dd || !w->b ||
+    if (!w->phiq || !w->phik || !w->vbuf || !w->r || !w->dd || !w->b ||
         !w->z || !w->zacc || !w->zpart ||
         (LINATTN_ACC_WIDER && (!w->part || !w->acc)) ||
         (plan->shifted && (!w->rexp || !w->mrun))) {
@@ -193,7 +189,8 @@ void XI(tril_times)(const real *a, int64_t lda, XI(view) x, int64_t rows,
 
 /* Shifted maps: phi(K_c) with the running shifts m_j into w->phik (wt:
  * the chunk's key weights, NULL none; a key of weight 0 has no say in
- * the running maximum). */
+ * the running maximum, whatever its row holds: its features, NaN or Inf
+ * as they may be, are zeroed by the caller). */
 static void running_keys(const X(plan) *plan, causal_ws *w, XI(view) k,
                          int64_t rows, const real *wt)
 {
@@ -211,44 +208,23 @@ static void running_keys(const X(plan) *plan, causal_ws *w, XI(view) k,
 }
 
 /* Key weights: phi(K_c) into w->phik with each row times its weight (0
- * exactly for weight 0), and in *vc the chunk's values as the GEMMs read
- * them.  A chunk without weight 0 reads K and V where the caller keeps
- * them (V through w->vbuf unless v_direct); one with some copies them
- * with the rows of weight 0 zeroed (never read: NaN there reaches
- * nothing), and those rows have no say in the shifted maps' running
- * maximum.  Returns nonzero when a key of the chunk weighs more than 0. */
+ * exactly for weight 0).  K_c is mapped where the caller keeps it, rows
+ * of weight 0 included: every map computes a row's features from that
+ * row alone, so NaN or Inf there stays in features that are then zeroed
+ * (running_keys keeps those rows out of the shifted maps' running
+ * maximum).  (V_c: causal_serial.)  Returns nonzero when a key of the
+ * chunk weighs more than 0. */
 static int weighted_keys(const X(plan) *plan, causal_ws *w, XI(view) k,
-                         XI(view) v, int64_t rows, const real *wt,
-                         int v_direct, XI(view) *vc)
+                         int64_t rows, const real *wt)
 {
-    int64_t d = plan->d, m = plan->m, e = plan->e;
-    int any = 0, zeros = 0;
-    for (int64_t j = 0; j < rows; j++) {
+    int64_t m = plan->m;
+    int any = 0;
+    for (int64_t j = 0; j < rows; j++)
         any |= wt[j] != 0;
-        zeros |= wt[j] == 0;
-    }
-    XI(view) kb = k;
-    *vc = v;
-    if (zeros) {
-        for (int64_t j = 0; j < rows; j++) {
-            if (wt[j] == 0) {
-                memset(w->kbuf + j * d, 0, (size_t)d * sizeof(real));
-                memset(w->vbuf + j * e, 0, (size_t)e * sizeof(real));
-                continue;
-            }
-            XI(copy_rows)(XI(view_rows)(k, j), 0, 1, d, w->kbuf + j * d);
-            XI(copy_rows)(XI(view_rows)(v, j), 0, 1, e, w->vbuf + j * e);
-        }
-        kb = (XI(view)){w->kbuf, d, 0};
-        *vc = (XI(view)){w->vbuf, e, 0};
-    } else if (!v_direct) {
-        XI(copy_rows)(v, 0, rows, e, w->vbuf);
-        *vc = (XI(view)){w->vbuf, e, 0};
-    }
     if (plan->shifted)
-        running_keys(plan, w, kb, rows, wt);
+        running_keys(plan, w, k, rows, wt);
     else
-        XI(phi_rows)(plan, kb, rows, w->phik, NULL);
+        XI(phi_rows)(plan, k, rows, w->phik, NULL);
     for (int64_t j = 0; j < rows; j++) {
         real *fj = w->phik + j * m;
         if (wt[j] == 0)
@@ -340,8 +316,11 @@ static int64_t causal_serial(const XI(problem) *rg, causal_ws *w, int64_t c,
         XI(view) vc = XI(view_rows)(v, r);
         int keys_here = 1; /* a key of this chunk enters the state */
         if (kw) {
-            keys_here = weighted_keys(plan, w, XI(view_rows)(k, r), vc, rows,
-                                      kw + r, v_direct, &vc);
+            keys_here = weighted_keys(plan, w, XI(view_rows)(k, r), rows,
+                                      kw + r);
+            /* the copy has the rows of weight 0 zeroed */
+            if (!v_direct)
+                vc = XI(masked_values)(vc, e, kw + r, rows, 0, w->vbuf);
         } else {
             if (plan->shifted)
                 running_keys(plan, w, XI(view_rows)(k, r), rows, NULL);
@@ -376,10 +355,29 @@ static int64_t causal_serial(const XI(problem) *rg, causal_ws *w, int64_t c,
          * a division pass, which notes them too. */
         real *at = cm ? out + r : out + r * ldout;
         int nonfinite;
+        /* Key weights with V_c in place: the features of its rows of
+         * weight 0 are zeros, so those rows add exactly nothing if they
+         * are finite; if not (0 * NaN), V_c is replaced by the copy with
+         * those rows zeroed (XI(masked_values)) before it reaches an
+         * output or the state.  The micro-kernel leaves r as it was, so
+         * V_c is looked at after it, in cache, and its rows redone from
+         * the copy only then: a clean chunk does not pay a scan of V_c
+         * before its first use (measured: a few % of the call). */
+        int v_later = kw && v_direct;
         if (kn->trimm && !cm && XI(reciprocals)(den, good, inv)) {
             nonfinite = kn->trimm(good, e, w->r + e, ldb, vc.p, vc.ld, w->r,
                                   ldb, at, ldout, inv);
+            XI(view) vm = v_later ? XI(masked_values)(vc, e, kw + r, rows, 1,
+                                                      w->vbuf)
+                                  : vc;
+            if (vm.p != vc.p) {
+                vc = vm;
+                nonfinite = kn->trimm(good, e, w->r + e, ldb, vc.p, vc.ld,
+                                      w->r, ldb, at, ldout, inv);
+            }
         } else {
+            if (v_later) /* r takes the triangle: V_c checked before */
+                vc = XI(masked_values)(vc, e, kw + r, rows, 1, w->vbuf);
             /* over every row of the chunk, as for a clean one: a shorter
              * GEMM may round the good rows differently, and rows before
              * a failing one must keep their bits */
@@ -477,7 +475,7 @@ int XI(causal_run)(const XI(problem) *pb, int64_t *bad_row)
     void *mem = nt > 1 ? malloc((size_t)nt * XI(state_bytes)(plan)) : NULL;
     int have = 0;
     if (nt == 1 || mem)
-        while (have < nt && !alloc_causal_ws(&ws[have], plan, c, kw != NULL))
+        while (have < nt && !alloc_causal_ws(&ws[have], plan, c))
             have++;
     int64_t bad = INT64_MAX;
     causal_job job = {pb, ws, c, from ? from->mass : 0, {0},

@@ -281,7 +281,7 @@ int XI(inputs_finite)(XI(origin) *o, int64_t r)
         return !o->st->poisoned;
     const real *w = pb->part[LINATTN_I_KW].p;
     if (o->first_bad < 0 && w) {
-        /* key weights: the keys of weight 0 are not inputs (never read) */
+        /* key weights: the keys of weight 0 are not inputs (no effect) */
         o->first_bad = XI(first_bad_kept_key)(XI(part_view)(pb, LINATTN_I_K),
                                               XI(part_view)(pb, LINATTN_I_V),
                                               pb->d, pb->e, w, pb->nk);

@@ -41,7 +41,7 @@ typedef struct {
 
 /* The first of keys [0, n) whose weight w[j] is not 0 and whose row of k
  * (d columns) or v (e columns) holds NaN or Inf, or n (the keys of weight
- * 0 are never read, so they are not inputs). */
+ * 0 have no effect on any result, so they are not inputs). */
 int64_t XI(first_bad_kept_key)(XI(view) k, XI(view) v, int64_t d,
                                int64_t e, const real *w, int64_t n);
 

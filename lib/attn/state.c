@@ -94,7 +94,8 @@ static double scan_sum(const acc_t *x, acc_t a, const acc_t *y, acc_t b,
 }
 
 /* The keys an update absorbs: rows [0, n) of k and v, and their weights
- * (w NULL: every weight 1; a row of weight 0 is never read). */
+ * (w NULL: every weight 1; a row of weight 0 has no effect on the sums,
+ * whatever it holds). */
 typedef struct {
     XI(view) k, v;
     const real *w;
@@ -510,7 +511,12 @@ static int update_serial(const X(plan) *plan, acc_t *acc, double *shift,
 }
 
 /* out (rows x cols, row major; may be x's memory) = rows [0, rows) of x,
- * row i times w[i], and sum[t] = the sum of out's column t. */
+ * row i times w[i], and sum[t] = the sum of out's column t.  A row of
+ * weight 0 comes out as exact zeros, whatever x holds there: the product
+ * is replaced, not kept (0 * NaN is NaN), so that it reaches nothing, and
+ * the sums add +0 (no change).  That row is read all the same: skipping
+ * one row in eight of K (the identity's features) cost 6% of the call,
+ * the hardware prefetcher losing its stream (measured, AMD EPYC). */
 static void weigh_rows(XI(view) x, int64_t rows, int64_t cols,
                        const real *w, real *out, acc_t *sum)
 {
@@ -523,95 +529,161 @@ static void weigh_rows(XI(view) x, int64_t rows, int64_t cols,
     for (int64_t i = 0; i < rows; i++) {
         const real *xi = x.p + i * x.ld;
         real *oi = out + i * cols, wi = w[i];
+        int kept = wi != 0;
         LINATTN_SIMD
         for (int64_t t = 0; t < cols; t++) {
-            real y = wi * xi[t];
+            real y = wi * xi[t]; /* loaded unconditionally: vectorized */
+            y = kept ? y : 0;
             oi[t] = y;
             sum[t] += y;
         }
     }
 }
 
+/* Nonzero when a row of weight 0 among rows [0, n) of v (e columns)
+ * holds NaN or Inf.  The callers ask once V is in cache (the causal
+ * chunk, after the triangle read it) or once a result shows NaN or Inf
+ * (the non-causal block): looking at those rows before V's first use
+ * cost a cache miss per row, a few % of the call (measured). */
+static int masked_rows_bad(XI(view) v, int64_t e, const real *w, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (w[i] == 0 && !XI(all_finite)(XI(view_rows)(v, i), 1, e))
+            return 1;
+    return 0;
+}
+
+XI(view) XI(masked_values)(XI(view) v, int64_t e, const real *w, int64_t n,
+                           int direct, real *buf)
+{
+    if (direct && !masked_rows_bad(v, e, w, n))
+        return v;
+    if (direct && v.colmajor) {
+        /* copied only for its NaN or Inf: the copy keeps V's layout, so
+         * that BLAS rounds as it does on V in place (zeros there give the
+         * same bits as NaN there) */
+        for (int64_t c = 0; c < e; c++)
+            for (int64_t i = 0; i < n; i++)
+                buf[c * n + i] = w[i] == 0 ? 0 : v.p[c * v.ld + i];
+        return (XI(view)){buf, n, 1};
+    }
+    XI(copy_rows)(v, 0, n, e, buf);
+    for (int64_t i = 0; i < n; i++)
+        if (w[i] == 0)
+            memset(buf + i * e, 0, (size_t)e * sizeof(real));
+    return (XI(view)){buf, e, 0};
+}
+
+/* The largest of the rows' exponents rexp[i] of weight not 0 (-Inf for
+ * none; NaN propagates, as in phi_pre): a key of weight 0 adds no term,
+ * so it must not raise the shift (a huge or NaN row would underflow or
+ * poison every other one). */
+static double kept_max(const double *rexp, const real *w, int64_t n)
+{
+    double mx = -INFINITY;
+    for (int64_t i = 0; i < n; i++)
+        if (w[i] != 0 && (rexp[i] > mx || rexp[i] != rexp[i]))
+            mx = rexp[i];
+    return mx;
+}
+
 /* acc (at *shift; *has: it holds keys) += the state of the weighted
  * keys a, on this thread, block by block: phi(K_b) with each row times
  * its weight, then S += phi_w^T V_b by GEMM and z += the column sums of
- * phi_w, as the unweighted update does.  A block without weight 0 reads
- * K and V where the caller keeps them (only the identity's features need
- * a buffer, for their scaling); a block with some gathers its keys and
- * values of weight not 0 (the others are never read).  *has is set once
- * a key entered. */
+ * phi_w, as the unweighted update does.  K_b is mapped where the caller
+ * keeps it, rows of weight 0 included: every map computes a row's
+ * features from that row alone (elementwise maps, and the projection
+ * GEMM, the bias and the activations of the kernelized ones, row by row),
+ * so NaN or Inf there stays in the row's own features, which weigh_rows
+ * then writes as exact zeros; the shifted maps take their block maximum
+ * over the other rows (kept_max).  V_b is read in place too unless a row
+ * of weight 0 holds NaN or Inf (then a copy with those rows zeroed, see
+ * below).  A block of weight 0 only is skipped, and a block's leading
+ * and trailing keys of weight 0 are left out.  So a block with zeros
+ * costs what one without does, where gathering its kept rows cost a copy
+ * of K_b and V_b.  *has is set once a key entered. */
 static int weighted_serial(const X(plan) *plan, acc_t *acc, double *shift,
                            int *has, keys a)
 {
-    int64_t m = plan->m, d = plan->d, e = plan->e, ld = e + 1;
+    int64_t m = plan->m, e = plan->e, ld = e + 1;
     int64_t block = XI(block_rows)(plan), rows = a.n < block ? a.n : block;
-    real *kb = linattn_i_alloc(rows * d, sizeof(real));
+    int identity = XI(map_is_identity)(plan);
     real *vb = linattn_i_alloc(rows * e, sizeof(real));
-    real *wb = linattn_i_alloc(rows, sizeof(real));
     real *phi = linattn_i_alloc(rows * m, sizeof(real));
     acc_t *zpart = linattn_i_alloc(m, sizeof(acc_t));
     double *rexp = plan->shifted ? linattn_i_alloc(rows, sizeof(double))
                                  : NULL;
-    real *part = LINATTN_ACC_WIDER ? linattn_i_alloc(m * e, sizeof(real))
-                                   : NULL;
+    real *part = linattn_i_alloc(m * e, sizeof(real));
     int status = 0;
-    if (!kb || !vb || !wb || !phi || !zpart || (plan->shifted && !rexp) ||
-        (LINATTN_ACC_WIDER && !part))
+    if (!vb || !phi || !zpart || (plan->shifted && !rexp) || !part)
         status = LINATTN_ENOMEM;
     for (int64_t r = 0; !status && r < a.n; r += block) {
         int64_t hi = a.n - r < block ? a.n : r + block, c = 0;
         keys b = keys_rows(a, r, hi);
-        int zeros = 0;
         for (int64_t i = 0; i < b.n; i++)
-            zeros |= b.w[i] == 0;
-        XI(view) kv = b.k, vv = b.v;
-        const real *wc = b.w;
-        if (zeros) {
-            for (int64_t i = 0; i < b.n; i++) {
-                if (b.w[i] == 0)
-                    continue;
-                XI(copy_rows)(XI(view_rows)(b.k, i), 0, 1, d, kb + c * d);
-                XI(copy_rows)(XI(view_rows)(b.v, i), 0, 1, e, vb + c * e);
-                wb[c++] = b.w[i];
-            }
-            if (c == 0)
-                continue;
-            kv = (XI(view)){kb, d, 0};
-            vv = (XI(view)){vb, e, 0};
-            wc = wb;
-        } else {
-            c = b.n;
-            if (!linattn_i_ld_fits(vv.ld)) {
-                XI(copy_rows)(vv, 0, c, e, vb);
-                vv = (XI(view)){vb, e, 0};
-            }
-        }
+            c += b.w[i] != 0;
+        if (c == 0)
+            continue;
+        /* from its first key of weight not 0 to its last: a block across
+         * a padded sequence's end does not map and sum its padding */
+        int64_t lo = 0, top = b.n;
+        while (b.w[lo] == 0)
+            lo++;
+        while (b.w[top - 1] == 0)
+            top--;
+        b = keys_rows(b, lo, top);
+        /* V_b in place when BLAS takes its leading dimension */
+        XI(view) vv = b.v;
+        if (!linattn_i_ld_fits(vv.ld))
+            vv = XI(masked_values)(vv, e, b.w, b.n, 0, vb);
         if (plan->shifted) {
-            double bmax = XI(phi_pre)(plan, kv, c, phi, rexp);
-            XI(raise_shift)(acc, m * ld, shift, *has, bmax);
-            XI(phi_post)(plan, phi, c, rexp, NULL, *shift, NULL);
-        } else if (!XI(map_is_identity)(plan)) {
-            XI(phi_rows)(plan, kv, c, phi, NULL);
+            XI(phi_pre)(plan, b.k, b.n, phi, rexp);
+            XI(raise_shift)(acc, m * ld, shift, *has,
+                            kept_max(rexp, b.w, b.n));
+            XI(phi_post)(plan, phi, b.n, rexp, NULL, *shift, NULL);
+        } else if (!identity) {
+            XI(phi_rows)(plan, b.k, b.n, phi, NULL);
         }
         /* the rows weighted and their column sums taken in one pass (the
          * identity's features are the keys: copied in the same pass) */
-        weigh_rows(XI(map_is_identity)(plan) ? kv : (XI(view)){phi, m, 0}, c,
-                   m, wc, phi, zpart);
+        weigh_rows(identity ? b.k : (XI(view)){phi, m, 0}, b.n, m, b.w, phi,
+                   zpart);
         *has = 1;
         XI(view) pk = {phi, m, 0};
+        /* S += phi_w^T V_b as the unweighted update adds it (in double
+         * straight into acc, in float through the block's part), so that
+         * weights all 1 give its bits.  A sum that is not finite while
+         * V_b is read in place may come from NaN or Inf in a row of
+         * weight 0 (0 * NaN): only then are those rows looked at, and the
+         * block taken back (double: acc's S was kept in part) and redone
+         * from V_b with them zeroed.  A clean block pays a pass or two
+         * over the small m x e sum, not a scan of V_b. */
 #if LINATTN_ACC_WIDER
-        XI(gemm)(1, 0, m, e, c, 1, pk, vv, 0, part, e);
+        real *sb = part, beta = 0;
+        int64_t lds = e;
+#else
+        real *sb = acc, beta = 1;
+        int64_t lds = ld;
+        for (int64_t i = 0; i < m; i++)
+            memcpy(part + i * e, acc + i * ld, (size_t)e * sizeof(real));
+#endif
+        XI(gemm)(1, 0, m, e, b.n, 1, pk, vv, beta, sb, lds);
+        if (vv.p == b.v.p && !XI(all_finite)((XI(view)){sb, lds, 0}, m, e)) {
+            vv = XI(masked_values)(vv, e, b.w, b.n, 1, vb);
+            for (int64_t i = 0; vv.p != b.v.p && beta != 0 && i < m; i++)
+                memcpy(sb + i * lds, part + i * e, (size_t)e * sizeof(real));
+            if (vv.p != b.v.p)
+                XI(gemm)(1, 0, m, e, b.n, 1, pk, vv, beta, sb, lds);
+        }
+#if LINATTN_ACC_WIDER
         for (int64_t i = 0; i < m; i++)
             for (int64_t j = 0; j < e; j++)
                 acc[i * ld + j] += part[i * e + j];
-#else
-        XI(gemm)(1, 0, m, e, c, 1, pk, vv, 1, acc, ld);
 #endif
         for (int64_t i = 0; i < m; i++)
             acc[i * ld + e] += zpart[i];
     }
-    free(kb), free(vb), free(wb), free(phi), free(zpart), free(rexp);
-    free(part);
+    free(vb), free(phi), free(zpart), free(rexp), free(part);
     return status;
 }
 

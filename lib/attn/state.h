@@ -74,6 +74,17 @@ void XI(acc_add)(const X(plan) *plan, acc_t *dst, double *dst_shift,
  * written directly (a restored checkpoint). */
 void XI(state_publish)(X(state) *st);
 
+/* Key weights: the values v (rows [0, n), e columns; weights w) as the
+ * GEMMs read them against features whose rows of weight 0 are exactly 0.
+ * v itself when direct (the caller may read it in place) and its rows of
+ * weight 0 are finite: 0 times a finite value adds exactly nothing.  Else
+ * a copy into buf (n x e entries) with those rows zeroed, as 0 * NaN and
+ * 0 * Inf are NaN: what a weight 0 holds reaches no result.  The copy is
+ * row major (ld e) when !direct; when direct it keeps v's layout, so that
+ * NaN there and zeros there give the same bits. */
+XI(view) XI(masked_values)(XI(view) v, int64_t e, const real *w, int64_t n,
+                           int direct, real *buf);
+
 /* st += the state of pb's keys and values (its nk rows of K and V),
  * after the call's checks: 0 or LINATTN_ENOMEM (st unchanged).  Sums that
  * finite inputs push beyond the range are LINATTN_EOVERFLOW, st
