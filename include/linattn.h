@@ -883,7 +883,7 @@ LINATTN_API int X(causal_ex)(const X(plan) *plan, int layout, int64_t n,      \
  * linattn_d_state_update with the parts of ex it takes, the key weights:     \
  * S += sum_j w_j phi(k_j) v_j^T, z += sum_j w_j phi(k_j), the count          \
  * (LINATTN_DENOM_COUNT) += sum_j w_j, tokens += the keys of weight not 0     \
- * (a key of weight 0 is not read: as if it were not there).  ex NULL or      \
+ * (a key of weight 0 has no effect: as if it were not there).  ex NULL or    \
  * all absent: linattn_d_state_update, bit for bit.  Errors: -1 .. -7 as      \
  * linattn_d_state_update; -8 ex: a reserved word not 0, a part it does       \
  * not take (den, state, absorb), a weight negative, NaN or Inf;              \
