@@ -1,8 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
 # A Fortran program outside the tree, built against an installed linattn
-# with the README's pkg-config line: the README's own example (its
-# ```fortran block), linked shared (run with LD_LIBRARY_PATH, and with
+# with the README's pkg-config line: the README's own example (its first
+# ```fortran block, the program), linked shared (run with LD_LIBRARY_PATH, and with
 # the library directory recorded by the README's
 # -Wl,-rpath,$(pkg-config --variable=libdir linattn-fortran) and nothing
 # set: run_bare below), then against a copy of the prefix that holds only the static
@@ -42,7 +42,8 @@ echo "modules in $fmoddir:" $(cd "$root$fmoddir" && ls)
 
 # The README's example, in a directory of its own outside the tree.
 mkdir "$work/app"
-sed -n '/^```fortran$/,/^```$/p' "$src/README.md" | sed '1d;$d' > "$work/app/app.f90"
+# the first block: the program (the later ones are fragments)
+sed -n '/^```fortran$/,/^```$/{p;/^```$/q;}' "$src/README.md" | sed '1d;$d' > "$work/app/app.f90"
 grep -q 'use linattn' "$work/app/app.f90" || fail "no Fortran example in README.md"
 cd "$work/app" || exit 1
 
