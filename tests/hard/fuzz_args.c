@@ -34,7 +34,9 @@
  * natural, padded, zero, small (interleaving or overlapping), negative or
  * beyond int64, against an oracle that enumerates every element (an output
  * whose problems share an element must be refused; nothing is written
- * between the elements).
+ * between the elements), and their backward _ex forms with key weights
+ * (negative or NaN among them), dL/dw and offsets (short or falling):
+ * the bad extras refused, a refusal writing no gradient, dL/dw or dW.
  */
 #include <math.h>
 #include <stdint.h>
@@ -770,11 +772,117 @@ static int boverlaps(const bshape *m, int layout, int64_t batch, int64_t heads,
         return a;                                                             \
     }                                                                         \
                                                                               \
+    /* The batched backward _ex calls (entries 4, 5): out given, G, dq, dk, \
+     * dv with strides of their own, den dense, and extras: key weights     \
+     * (sometimes negative or NaN), dL/dw, offsets (sometimes short or      \
+     * falling); the shapes in layout, the call in call_layout (maybe     \
+     * invalid).  Oracle: what the extras get wrong is refused (-27 / -26), \
+     * and a refusal writes nothing (dq, dk, dv, dL/dw, dW). */              \
+    static void P##_batched_grad(reader *r, const linattn_##P##_plan *plan,   \
+                                 int causal, int layout, int call_layout,     \
+                                 int64_t batch,                               \
+                                 int64_t heads, int64_t nq, int64_t nk,       \
+                                 int64_t d, int64_t e, R *const *a,           \
+                                 const linattn_strides *const *s, int ok)     \
+    {                                                                         \
+        int64_t rows[4] = {nq, nq, nk, nk}, cols[4] = {e, d, d, e};           \
+        bshape m[4];                                                          \
+        R *g[4];                                                              \
+        const linattn_strides *gs[4];                                         \
+        for (int i = 0; i < 4; i++) {                                         \
+            m[i] = take_bshape(r, layout, batch, heads, rows[i], cols[i]);    \
+            g[i] = P##bbuffer(r, &m[i], i > 0);                               \
+            gs[i] = m[i].null_strides ? NULL : &m[i].s;                       \
+        }                                                                     \
+        int64_t np = batch > 0 && heads > 0 && batch * heads <= 64            \
+                         ? batch * heads : 0;                                 \
+        int64_t vq = np * (nq > 0 ? nq : 0) + 1;                              \
+        int64_t vk = np * (nk > 0 ? nk : 0) + 1;                              \
+        R *den = malloc((size_t)vq * sizeof(R));                              \
+        R *w = malloc((size_t)vk * sizeof(R));                                \
+        R *dwt = malloc((size_t)vk * sizeof(R));                              \
+        R dw[64 * 8], db[64];                                                 \
+        for (int64_t i = 0; i < vq; i++)                                      \
+            den[i] = (R)(take(r) % 8 ? 0.5 + take(r) : take_value(r));        \
+        int weights_ok = 1;                                                   \
+        for (int64_t i = 0; i < vk; i++) {                                    \
+            int c = (int)(take(r) % 16);                                      \
+            w[i] = c == 0 ? (R)0 : c == 1 ? (R)-1 : c == 2 ? (R)NAN           \
+                                            : (R)(0.25 + take(r) % 4);       \
+            weights_ok &= i == vk - 1 || (c != 1 && c != 2);                  \
+            dwt[i] = (R)SENTINEL;                                             \
+        }                                                                     \
+        for (int i = 0; i < 64 * 8; i++)                                      \
+            dw[i] = (R)SENTINEL;                                              \
+        for (int i = 0; i < 64; i++)                                          \
+            db[i] = (R)SENTINEL;                                              \
+        /* offsets over nq (and, not causal, the keys' over nk) */           \
+        int64_t off[4] = {0, nq / 3, nq / 2, nq}, koff[4] = {0, nk / 2, nk,  \
+                                                            nk};              \
+        int offs = (int)(take(r) % 4), offsets_ok = 1;                        \
+        if (offs == 2)                                                        \
+            off[3] = nq + 1, offsets_ok = 0; /* past the end */               \
+        if (offs == 3 && nq > 2)                                              \
+            off[1] = nq, off[2] = 1, offsets_ok = 0; /* falling */            \
+        linattn_##P##_extras ex;                                              \
+        linattn_##P##_extras_init(&ex);                                       \
+        int use_w = np > 0 && take(r) % 2;                                    \
+        ex.weights = use_w ? w : NULL;                                        \
+        ex.dweights = use_w && take(r) % 2 ? dwt : NULL;                      \
+        if (offs) {                                                           \
+            ex.offsets = off;                                                 \
+            ex.nseq = 3;                                                      \
+            ex.key_offsets = causal ? NULL : koff;                            \
+        }                                                                     \
+        int64_t wrows = 0;                                                    \
+        linattn_##P##_plan_weights(plan, LINATTN_ROW_MAJOR, NULL, 0, &wrows); \
+        R *pdw = wrows > 0 && wrows <= 64 && take(r) % 2 ? dw : NULL;         \
+        linattn_where bad = {-7, -7, -7};                                     \
+        int st = causal                                                       \
+            ? linattn_##P##_batched_causal_backward_ex(plan, call_layout,     \
+                  batch,                                                      \
+                  heads, nq, a[0], s[0], a[1], s[1], a[2], s[2], a[3], s[3],  \
+                  den, g[0], gs[0], g[1], gs[1], g[2], gs[2], g[3], gs[3],    \
+                  pdw, layout == LINATTN_COL_MAJOR ? wrows : d, NULL, &ex,    \
+                  &bad)                                                       \
+            : linattn_##P##_batched_attention_backward_ex(plan, call_layout,  \
+                  batch, heads, nq, nk, a[0], s[0], a[1], s[1], a[2], s[2],   \
+                  a[3], s[3], den, g[0], gs[0], g[1], gs[1], g[2], gs[2],     \
+                  g[3], gs[3], pdw, layout == LINATTN_COL_MAJOR ? wrows : d,  \
+                  NULL, &ex, &bad);                                           \
+        int some = batch > 0 && heads > 0;                                    \
+        if (st >= 0 && !ok)                                                   \
+            abort(); /* a bad argument got through */                         \
+        if (ok && st >= 0 && st != LINATTN_ESIZE && some &&                   \
+            ((use_w && !weights_ok && nk > 0) || (offs && !offsets_ok)))      \
+            abort(); /* a bad extra got through */                            \
+        int refused = st < 0 || st == LINATTN_ESIZE ||                        \
+                      st == LINATTN_ENONFINITE || st == LINATTN_EDENOM;       \
+        for (int i = 1; refused && i < 4; i++) {                              \
+            int64_t len = m[i].count > 0 ? m[i].last + 1 : 1;                 \
+            for (int64_t j = 0; g[i] && j < len; j++)                         \
+                if (g[i][j] != (R)SENTINEL)                                   \
+                    abort(); /* a gradient written on a refusal */            \
+        }                                                                     \
+        for (int64_t i = 0; refused && i < vk; i++)                           \
+            if (dwt[i] != (R)SENTINEL)                                        \
+                abort(); /* dL/dw written on a refusal */                     \
+        for (int i = 0; st && i < 64 * 8; i++)                                \
+            if (dw[i] != (R)SENTINEL)                                         \
+                abort(); /* dW written on a failure */                        \
+        for (int i = 0; i < 4; i++)                                           \
+            free(g[i]);                                                       \
+        free(den), free(w), free(dwt);                                        \
+    }                                                                         \
+                                                                              \
     static void P##_batched_run(reader *r)                                    \
     {                                                                         \
         static const int layouts[4] = {LINATTN_ROW_MAJOR, LINATTN_COL_MAJOR,  \
                                        LINATTN_ROW_MAJOR, 7};                 \
-        int entry = (int)(take(r) % 4), seq = entry >= 2;                     \
+        /* 0 .. 3: attention, naive, causal, naive causal; 4, 5: the     \
+         * backward _ex of attention and causal (out an input there) */     \
+        int entry = (int)(take(r) % 6), seq = entry == 2 || entry == 3 ||     \
+                                            entry == 5;                       \
         int layout = layouts[take(r) % 4];                                    \
         int64_t d = 1 + take(r) % 4, e = 1 + take(r) % 4;                     \
         int64_t batch = take_size(r, 3), heads = take_size(r, 3);             \
@@ -796,7 +904,7 @@ static int boverlaps(const bshape *m, int layout, int64_t batch, int64_t heads,
         for (int i = 0; i < 4; i++) {                                         \
             m[i] = take_bshape(r, lok ? layout : LINATTN_ROW_MAJOR, batch,    \
                                heads, rows[i], cols[i]);                      \
-            a[i] = P##bbuffer(r, &m[i], i == 3);                              \
+            a[i] = P##bbuffer(r, &m[i], i == 3 && entry < 4);                 \
         }                                                                     \
         const linattn_strides *s[4];                                          \
         int some = batch > 0 && heads > 0;                                    \
@@ -810,6 +918,20 @@ static int boverlaps(const bshape *m, int layout, int64_t batch, int64_t heads,
         }                                                                     \
         args_ok &= addressable ? !boverlaps(&m[3], layout, batch, heads, nq, e)\
                                : 1;                                           \
+        if (entry >= 4) { /* out is an input: its overlaps do not matter */ \
+            int ok = lok && batch >= 0 && heads >= 0 && nq >= 0 && nk >= 0;   \
+            for (int i = 0; i < 4; i++)                                       \
+                ok &= s[i] && m[i].count != -1 &&                             \
+                      (a[i] || !some || rows[i] == 0);                        \
+            P##_batched_grad(r, plan, entry == 5,                             \
+                             lok ? layout : LINATTN_ROW_MAJOR, layout, batch, \
+                             heads,                                           \
+                             nq, nk, d, e, a, s, ok && lok);                  \
+            for (int i = 0; i < 4; i++)                                       \
+                free(a[i]);                                                   \
+            linattn_##P##_plan_destroy(plan);                                 \
+            return;                                                           \
+        }                                                                     \
         linattn_where bad = {-7, -7, -7};                                     \
         int st;                                                               \
         switch (entry) {                                                      \
