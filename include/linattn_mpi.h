@@ -316,17 +316,30 @@ LINATTN_MPI_API int MX(batched_causal)(const X(plan) *plan, MPI_Comm comm,    \
  * within one rank is that rank's serial packed call; the two that cross its  \
  * ends take the keys other ranks hold of them from two segmented exclusive   \
  * scans (one forward, one from the last rank down: 2 ceil(log2 P) exchanges  \
- * of one state each), however many sequences there are.  ex NULL or all      \
- * absent: linattn_mpi_d_attention.  Statuses and bad_row as                  \
+ * of one state each), however many sequences there are.  Per-sequence       \
+ * states (ex->states: nseq of them on every rank, with offsets): sequence    \
+ * s's queries see its state's keys and its own (as linattn_d_attention_ex);  \
+ * states[s] is read on the rank holding the sequence's first row (it joins   \
+ * the forward scan's element there; the other ranks' entries are checked,    \
+ * not read) and with ex->absorb = 1 the rank holding its last row writes     \
+ * the final state into its states[s], the other ranks' entries unchanged     \
+ * (an empty sequence's are neither read nor written); on any error, on any   \
+ * rank, no rank's states change (finals are built in copies: memory O(m e)   \
+ * per sequence ending here).  ex NULL or all absent:                         \
+ * linattn_mpi_d_attention.  Statuses and bad_row as                          \
  * linattn_mpi_d_attention (a boundary sequence whose sums leave the range:   \
  * LINATTN_EOVERFLOW at its first row here, nothing of it written).  Errors:  \
  * -1 .. -13 as linattn_mpi_d_attention; -14 ex: as at linattn_d_attention_ex \
- * (checked on this rank's rows), and a state, absorb, key_offsets, states    \
- * or dweights (not taken), offsets with nq != nk, not starting at 0,         \
- * decreasing, meeting out or den, or not ending at every rank's rows in      \
- * all (agreed: every rank returns -14); LINATTN_EMISMATCH also for offsets   \
- * that differ across ranks; statuses as linattn_mpi_d_attention otherwise.   \
- * Collective.  Threads: as linattn_mpi_d_attention. */                       \
+ * (checked on this rank's rows), and a state, key_offsets or dweights (not   \
+ * taken), offsets with nq != nk, not starting at 0, decreasing, meeting out  \
+ * or den, or not ending at every rank's rows in all (agreed: every rank      \
+ * returns -14), states without offsets, an entry NULL or of another plan,    \
+ * the array meeting out or den, absorb not 0 or 1, or 1 without states or    \
+ * with a state twice; LINATTN_EMISMATCH also for offsets that differ across  \
+ * ranks, or states given (absorbing) on some ranks and not on others;        \
+ * LINATTN_ENOMEM; statuses as linattn_mpi_d_attention otherwise.             \
+ * Collective.  Threads: as linattn_mpi_d_attention; absorbing needs          \
+ * exclusive access to the states, else they are only read. */                \
 LINATTN_MPI_API int MX(attention_ex)(const X(plan) *plan, MPI_Comm comm,      \
         int layout, int64_t nq, int64_t nk, const R *q, int64_t ldq,          \
         const R *k, int64_t ldk, const R *v, int64_t ldv, R *out,             \
@@ -345,11 +358,14 @@ LINATTN_MPI_API int MX(attention_ex)(const X(plan) *plan, MPI_Comm comm,      \
  * when it has a boundary ((a, fa) + (b, fb) = (fb ? b : a + b, fa | fb)), so \
  * that rank r receives the keys of its first sequence that earlier ranks     \
  * hold; its rows of that sequence continue from them, the sequences that     \
- * start on it run as the serial packed call.  With one rank:                 \
+ * start on it run as the serial packed call.  Per-sequence states as at     \
+ * linattn_mpi_d_attention_ex: each sequence restarts from its state (read    \
+ * where its first row is, carried by the scan to the ranks after), and with  \
+ * absorb its final state is written where its last row is.  With one rank:   \
  * linattn_d_causal_ex on the same rows, to rounding.  Statuses and bad_row   \
  * as linattn_mpi_d_causal.  Errors: -1 .. -12 as linattn_mpi_d_causal; -13   \
  * ex (as at linattn_mpi_d_attention_ex); statuses as linattn_mpi_d_causal    \
- * otherwise.  Collective.  Threads: as linattn_mpi_d_attention. */           \
+ * otherwise.  Collective.  Threads: as linattn_mpi_d_attention_ex. */        \
 LINATTN_MPI_API int MX(causal_ex)(const X(plan) *plan, MPI_Comm comm,         \
         int layout, int64_t n, const R *q, int64_t ldq, const R *k,           \
         int64_t ldk, const R *v, int64_t ldv, R *out, int64_t ldout,          \

@@ -56,10 +56,12 @@ int MI(begin)(const XI(problem) *j, MPI_Comm comm, int status, int kind,
     int prefix = kind == LINATTN_MPI_CALL_CAUSAL ||
                  kind == LINATTN_MPI_CALL_EXSCAN || packed;
     /* packed streams: every rank must hold the same global offsets (their
-     * count and an FNV-1a hash of them; 0, 0 without) */
-    uint64_t keys[6] = {(uint64_t)kind, 0, (uint64_t)j->batch,
+     * count and an FNV-1a hash of them; 0, 0 without), and give states or
+     * not, absorbing or not, as every other does */
+    uint64_t keys[7] = {(uint64_t)kind, 0, (uint64_t)j->batch,
                         (uint64_t)j->heads, (uint64_t)j->nseq,
-                        offsets_hash(j)};
+                        offsets_hash(j),
+                        !status && j->states ? 1u + (j->absorb != 0) : 0};
     if (!status) {
         int64_t m, e;
         X(plan_dims)(j->plan, NULL, &m, &e);
@@ -91,7 +93,7 @@ int MI(begin)(const XI(problem) *j, MPI_Comm comm, int status, int kind,
                         X(state_create)(&w->state, j->plan)))
             status = LINATTN_ENOMEM;
     }
-    status = linattn_mpi_i_agree(comm, status, keys, 6);
+    status = linattn_mpi_i_agree(comm, status, keys, 7);
     if (!status && prefix) {
         status = linattn_mpi_i_private(comm, w->holder, &w->scan_comm);
         w->holder = NULL; /* taken over (or freed) */

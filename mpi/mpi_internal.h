@@ -53,7 +53,7 @@ static inline unsigned linattn_mpi_i_flags(const double *el)
 }
 
 /* The most key words linattn_mpi_i_agree compares. */
-#define LINATTN_MPI_MAX_KEYS 6
+#define LINATTN_MPI_MAX_KEYS 7
 
 /* The kind of a collective call: the first key word of its agreement,
  * so that ranks in different calls (attention here, causal there; an

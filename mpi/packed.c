@@ -115,12 +115,21 @@ static X(extras) part_extras(const XI(problem) *j, int64_t lo)
     return ex;
 }
 
-/* The state of the keys [lo, hi) into s (reset first); 0 or the update's
- * status. */
-static int keys_state(const XI(problem) *j, X(state) *s, int64_t lo,
-                      int64_t hi)
+/* Sequence s's starting state (NULL: none given, a zero one). */
+static X(state) *seed_of(const XI(problem) *j, int64_t s)
 {
-    X(state_reset)(s);
+    return j->states ? j->states[s] : NULL;
+}
+
+/* The state of seed (NULL: none) and the keys [lo, hi) into s; 0 or the
+ * update's status. */
+static int keys_state(const XI(problem) *j, X(state) *s, const X(state) *seed,
+                      int64_t lo, int64_t hi)
+{
+    if (seed)
+        X(state_copy)(s, seed);
+    else
+        X(state_reset)(s);
     if (hi <= lo)
         return 0;
     XI(problem) r = XI(problem_span)(j, lo, hi, lo, hi);
@@ -231,6 +240,77 @@ static int packed_place(const XI(problem) *j, MPI_Comm comm, MI(work) *w,
     return 0;
 }
 
+/* The final states of the sequences a rank absorbs into, built in copies
+ * and written to the call's states only after every rank succeeded. */
+typedef struct {
+    X(state) **copy; /* copies of states [s0, s0 + count), NULL if none */
+    int64_t s0, count;
+    /* the sequence of the rank's first and last rows when it ends here
+     * (-1: not), their finals in w->first (causal: w->state) and
+     * w->last */
+    int64_t first, last;
+} finals;
+
+static void finals_free(finals *f)
+{
+    for (int64_t i = 0; f->copy && i < f->count; i++)
+        X(state_destroy)(f->copy[i]);
+    free(f->copy);
+    f->copy = NULL;
+}
+
+/* Copies of the states [s0, s0 + count) (nothing when the call does not
+ * absorb): 0 or LINATTN_ENOMEM. */
+static int finals_copy(const XI(problem) *j, finals *f, int64_t s0,
+                       int64_t count)
+{
+    f->s0 = s0, f->count = 0, f->first = f->last = -1;
+    f->copy = NULL;
+    if (!j->absorb || count <= 0)
+        return 0;
+    f->copy = calloc((size_t)count, sizeof *f->copy);
+    if (!f->copy)
+        return LINATTN_ENOMEM;
+    for (; f->count < count; f->count++) {
+        X(state) **c = &f->copy[f->count];
+        if (X(state_create)(c, j->plan)) {
+            finals_free(f);
+            return LINATTN_ENOMEM;
+        }
+        X(state_copy)(*c, j->states[s0 + f->count]);
+    }
+    return 0;
+}
+
+/* The states a serial packed call on the sequences [s0, s0 + count)
+ * starts from: the copies when absorbing (f), else the call's own. */
+static X(state) *const *finals_states(const XI(problem) *j, const finals *f,
+                                      int64_t s0)
+{
+    if (!j->states)
+        return NULL;
+    return f->copy ? f->copy : j->states + s0;
+}
+
+/* After the agreement (status, every rank's): the finals into the call's
+ * states, the copies [0, kept) of f and the first and last sequence's;
+ * then the copies freed.  Returns status. */
+static int finals_commit(const XI(problem) *j, finals *f, int64_t kept,
+                         const X(state) *first, const X(state) *last,
+                         int status)
+{
+    if (!status && j->absorb) {
+        for (int64_t i = 0; i < kept && i < f->count; i++)
+            X(state_copy)(j->states[f->s0 + i], f->copy[i]);
+        if (f->first >= 0)
+            X(state_copy)(j->states[f->first], first);
+        if (f->last >= 0)
+            X(state_copy)(j->states[f->last], last);
+    }
+    finals_free(f);
+    return status;
+}
+
 static int causal_ex_work(const XI(problem) *j, MPI_Comm comm, MI(work) *w,
                           int64_t *problem, int64_t *grow)
 {
@@ -246,32 +326,56 @@ static int causal_ex_work(const XI(problem) *j, MPI_Comm comm, MI(work) *w,
     }
     int64_t n = j->nk, fe = p.first_end, *loff = NULL, row = -1;
     int status = 0, st = 0;
-    if (p.inner > 0 &&
+    finals f;
+    /* the sequences that start here: lo .. lo + inner - 1, the last one
+     * ending here only with a boundary at the end */
+    status = finals_copy(j, &f, p.lo, p.inner);
+    if (!status && p.inner > 0 &&
         !(loff = local_offsets(j->qoff, &p, p.inner - 1, fe, n)))
         status = LINATTN_ENOMEM;
     /* The element: the keys after the last boundary (none after one at
-     * the end), a segment's start when there is a boundary; the last
-     * rank's reaches no one. */
+     * the end), with the starting state of their sequence when it starts
+     * here, a segment's start when there is a boundary; the last rank's
+     * reaches no one. */
     int empty = p.at_end || rank == size - 1 || status;
+    int starts = p.inner > 0 || p.at_start;
     if (!empty)
-        st = keys_state(j, w->state, p.inner > 0 ? p.last_start : 0, n);
-    pack_element(w, empty ? NULL : w->state, st, p.at_end || p.inner > 0,
+        st = keys_state(j, w->state,
+                        starts ? seed_of(j, p.lo + p.inner - 1) : NULL,
+                        p.inner > 0 ? p.last_start : 0, n);
+    pack_element(w, empty ? NULL : w->state, st, p.at_end || starts,
                  w->elems, &status);
     if (linattn_mpi_i_segmented_exscan(w->scan_comm, 0, w->elems, w->prefix,
-                                       w->recv, 1, w->len))
+                                       w->recv, 1, w->len)) {
+        finals_free(&f);
+        free(loff);
         return LINATTN_EMPI;
+    }
     const double *pre = w->prefix;
     if (!status && !failed_somewhere(pre)) {
-        /* the sequence open at g0: from its keys on earlier ranks */
+        /* the sequence open at g0: from its starting state when it starts
+         * here, else from its keys on earlier ranks (which carry it) */
         if (fe > 0) {
             X(extras) ex = part_extras(j, 0);
+            const X(state) *seed = p.at_start ? seed_of(j, p.lo - 1) : NULL;
             int64_t bad = -1;
             st = 0;
-            if (MI(overflowed)(pre)) {
+            X(state_reset)(w->state);
+            if (seed) {
+                X(state_copy)(w->state, seed);
+                ex.state = w->state;
+            } else if (p.at_start) {
+                /* a zero state: nothing before it */
+            } else if (MI(overflowed)(pre)) {
                 st = LINATTN_EOVERFLOW, bad = 0;
             } else if (linattn_mpi_i_elem_tokens(pre) != 0) {
                 st = MI(unpack)(w->state, pre, fe);
                 ex.state = w->state;
+            }
+            if (j->absorb && (p.inner > 0 || p.at_end)) {
+                ex.state = w->state; /* its final state */
+                ex.absorb = 1;
+                f.first = p.lo - 1;
             }
             XI(problem) r = XI(problem_span)(j, 0, fe, 0, fe);
             if (!st)
@@ -286,6 +390,8 @@ static int causal_ex_work(const XI(problem) *j, MPI_Comm comm, MI(work) *w,
             X(extras) ex = part_extras(j, fe);
             ex.offsets = loff;
             ex.nseq = p.inner;
+            ex.states = finals_states(j, &f, p.lo);
+            ex.absorb = f.copy != NULL;
             XI(problem) r = XI(problem_span)(j, fe, n, fe, n);
             int64_t bad = -1;
             st = X(causal_ex)(j->plan, j->layout, n - fe,
@@ -296,8 +402,11 @@ static int causal_ex_work(const XI(problem) *j, MPI_Comm comm, MI(work) *w,
         }
     }
     free(loff);
-    return linattn_mpi_i_agree_final(comm, status, status ? 0 : -1, row, n,
-                                     problem, grow);
+    st = linattn_mpi_i_agree_final(comm, status, status ? 0 : -1, row, n,
+                                   problem, grow);
+    /* the last sequence that starts here ends here only at a boundary */
+    return finals_commit(j, &f, p.at_end ? f.count : f.count - 1, w->state,
+                         NULL, st);
 }
 
 /* Non-causal, one sequence: the local state, one reduction, the
@@ -307,7 +416,7 @@ static int attention_one(const XI(problem) *j, MPI_Comm comm, MI(work) *w,
 {
     int status = 0;
     int64_t row = -1;
-    int st = keys_state(j, w->state, 0, j->nk);
+    int st = keys_state(j, w->state, NULL, 0, j->nk);
     pack_element(w, w->state, st, 0, w->elems, &status);
     if (linattn_mpi_i_allreduce(comm, w->elems, 1, w->len))
         return LINATTN_EMPI;
@@ -331,28 +440,41 @@ static int attention_ex_work(const XI(problem) *j, MPI_Comm comm, MI(work) *w,
         return st;
     int status = 0;
     int64_t n = j->nq, fe = p.first_end, ls = p.last_start, row = -1;
-    int64_t *loff = NULL;
-    if (p.inner > 1 &&
+    int64_t *loff = NULL, sl = p.lo + p.inner - 1;
+    finals f;
+    /* the sequences strictly inside: lo .. lo + inner - 2 */
+    status = finals_copy(j, &f, p.lo, p.inner - 1);
+    if (!status && p.inner > 1 &&
         !(loff = local_offsets(j->qoff, &p, p.inner - 2, fe, ls)))
         status = LINATTN_ENOMEM;
     /* The keys here of the first sequence and of the last (one sequence
-     * when no boundary lies inside). */
-    int stf = status ? 0 : keys_state(j, w->first, 0, fe);
+     * when no boundary lies inside), each with its starting state when it
+     * starts here. */
+    int stf = status ? 0
+                     : keys_state(j, w->first,
+                                  p.at_start ? seed_of(j, p.lo - 1) : NULL,
+                                  0, fe);
     X(state) *last = p.inner > 0 ? w->last : w->first;
-    int stl = p.inner > 0 && !status ? keys_state(j, w->last, ls, n) : stf;
+    int stl = p.inner > 0 && !status
+                  ? keys_state(j, w->last, seed_of(j, sl), ls, n)
+                  : stf;
     /* Reverse element: the first sequence's keys unless it starts at row
-     * 0; forward: the last one's unless it ends at row n.  Either starts a
-     * segment when a boundary lies in the rank. */
+     * 0 (so never a starting state); forward: the last one's unless it
+     * ends at row n.  Either starts a segment when a boundary lies in the
+     * rank. */
     int start = p.inner > 0;
     pack_element(w, p.at_start ? NULL : w->first, p.at_start ? 0 : stf,
                  start || p.at_start, w->back, &status);
     pack_element(w, p.at_end ? NULL : last, p.at_end ? 0 : stl,
-                 start || p.at_end, w->elems, &status);
+                 start || p.at_end || p.at_start, w->elems, &status);
     if (linattn_mpi_i_segmented_exscan(w->scan_comm, 0, w->elems, w->prefix,
                                        w->recv, 1, w->len) ||
         linattn_mpi_i_segmented_exscan(w->scan_comm, 1, w->back, w->suffix,
-                                       w->recv, 1, w->len))
+                                       w->recv, 1, w->len)) {
+        finals_free(&f);
+        free(loff);
         return LINATTN_EMPI;
+    }
     if (!status && !failed_somewhere(w->prefix) &&
         !failed_somewhere(w->suffix)) {
         /* the first sequence: earlier ranks' keys, these, and (when it
@@ -361,11 +483,15 @@ static int attention_ex_work(const XI(problem) *j, MPI_Comm comm, MI(work) *w,
         if (p.inner == 0)
             refused = refused || add_element(w, w->first, w->suffix);
         answer_from(j, w->first, refused, 0, fe, &status, &row);
+        if (p.inner > 0 || p.at_end)
+            f.first = p.lo - 1;
         /* the sequences inside: the serial packed call */
         if (p.inner > 1) {
             X(extras) ex = part_extras(j, fe);
             ex.offsets = loff;
             ex.nseq = p.inner - 1;
+            ex.states = finals_states(j, &f, p.lo);
+            ex.absorb = f.copy != NULL;
             XI(problem) r = XI(problem_span)(j, fe, ls, fe, ls);
             int64_t bad = -1;
             st = X(attention_ex)(j->plan, j->layout, ls - fe, ls - fe,
@@ -378,11 +504,14 @@ static int attention_ex_work(const XI(problem) *j, MPI_Comm comm, MI(work) *w,
         if (p.inner > 0) {
             refused = stl != 0 || add_element(w, w->last, w->suffix);
             answer_from(j, w->last, refused, ls, n, &status, &row);
+            if (p.at_end)
+                f.last = sl;
         }
     }
     free(loff);
-    return linattn_mpi_i_agree_final(comm, status, status ? 0 : -1, row, n,
-                                     problem, grow);
+    st = linattn_mpi_i_agree_final(comm, status, status ? 0 : -1, row, n,
+                                   problem, grow);
+    return finals_commit(j, &f, f.count, w->first, w->last, st);
 }
 
 /* Nonzero when a and b (byte ranges) meet. */
@@ -402,24 +531,60 @@ static size_t out_bytes(int layout, int64_t n, int64_t e, int64_t ld)
     return (size_t)elems * sizeof(real);
 }
 
+static int by_address(const void *a, const void *b)
+{
+    uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The per-sequence states: every entry a state of the call's plan (by
+ * fingerprint: its map, sizes and draws), and when absorbing no state
+ * twice (a sort of their addresses).  0, -arg or LINATTN_ENOMEM. */
+static int states_ok(const X(plan) *plan, const X(extras) *ex, int arg)
+{
+    uint64_t want, fp;
+    X(plan_fingerprint)(plan, &want);
+    for (int64_t s = 0; s < ex->nseq; s++) {
+        const X(plan) *sp;
+        if (!ex->states[s] || X(state_plan)(ex->states[s], &sp) ||
+            X(plan_fingerprint)(sp, &fp) || fp != want)
+            return -arg;
+    }
+    if (!ex->absorb || ex->nseq < 2)
+        return 0;
+    uintptr_t *at = malloc((size_t)ex->nseq * sizeof *at);
+    if (!at)
+        return LINATTN_ENOMEM;
+    for (int64_t s = 0; s < ex->nseq; s++)
+        at[s] = (uintptr_t)ex->states[s];
+    qsort(at, (size_t)ex->nseq, sizeof *at, by_address);
+    int twice = 0;
+    for (int64_t s = 1; s < ex->nseq; s++)
+        twice |= at[s] == at[s - 1];
+    free(at);
+    return twice ? -arg : 0;
+}
+
 /* The checks of ex beyond the serial call's (which saw it without the
- * offsets): the parts a distributed call takes (normalizers out, key
- * weights, offsets), the offsets from 0 without decreasing (their end,
- * every rank's rows, is checked once the ranks' rows are summed) and
- * away from the outputs; with offsets nq == nk (a token is a query and a
- * key).  -arg or 0. */
+ * offsets and states): the parts a distributed call takes (normalizers
+ * out, key weights, offsets, their states), the offsets from 0 without
+ * decreasing (their end, every rank's rows, is checked once the ranks'
+ * rows are summed) and away from the outputs; with offsets nq == nk (a
+ * token is a query and a key).  -arg, LINATTN_ENOMEM or 0. */
 static int ex_fields(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
                      const real *out, int64_t ldout, const X(extras) *ex,
                      int arg)
 {
     if (!ex)
         return 0;
-    if (ex->state || ex->absorb || ex->key_offsets || ex->states ||
-        ex->dweights || ex->nseq < 0 || (ex->nseq > 0 && !ex->offsets))
+    if (ex->state || ex->key_offsets || ex->dweights || ex->nseq < 0 ||
+        (ex->nseq > 0 && !ex->offsets) || (ex->absorb && !ex->states) ||
+        (ex->states && !ex->offsets) || (ex->absorb != 0 && ex->absorb != 1))
         return -arg;
     if (!ex->offsets)
         return 0;
-    if (nq != nk || ex->offsets[0] != 0)
+    if (nq != nk || ex->offsets[0] != 0 ||
+        ex->nseq > INT64_MAX / (int64_t)sizeof(int64_t) - 1)
         return -arg;
     for (int64_t s = 0; s < ex->nseq; s++)
         if (ex->offsets[s + 1] < ex->offsets[s])
@@ -427,10 +592,14 @@ static int ex_fields(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
     int64_t e;
     X(plan_dims)(plan, NULL, NULL, &e);
     size_t ob = (size_t)(ex->nseq + 1) * sizeof(int64_t);
-    if (meet(out, out_bytes(layout, nq, e, ldout), ex->offsets, ob) ||
-        meet(ex->den, (size_t)nq * sizeof(real), ex->offsets, ob))
+    size_t sb = ex->states ? (size_t)ex->nseq * sizeof *ex->states : 0;
+    size_t outb = out_bytes(layout, nq, e, ldout);
+    size_t denb = ex->den ? (size_t)nq * sizeof(real) : 0;
+    if (meet(out, outb, ex->offsets, ob) ||
+        meet(ex->den, denb, ex->offsets, ob) ||
+        meet(out, outb, ex->states, sb) || meet(ex->den, denb, ex->states, sb))
         return -arg;
-    return 0;
+    return ex->states ? states_ok(plan, ex, arg) : 0;
 }
 
 /* The problem of a distributed _ex call whose checks gave st. */
@@ -447,11 +616,13 @@ static XI(problem) ex_problem(int st, const X(plan) *plan, int layout,
         j.part[LINATTN_I_DEN] = XI(part_single)(ex->den, 1);
         j.nseq = ex->offsets ? ex->nseq : 0;
         j.qoff = j.koff = ex->offsets;
+        j.states = ex->states;
+        j.absorb = ex->absorb;
     }
     return j;
 }
 
-/* ex without its offsets: what the serial checks see of it. */
+/* ex without its offsets and states: what the serial checks see of it. */
 static const X(extras) *without_offsets(const X(extras) *ex, X(extras) *copy)
 {
     if (!ex)
@@ -459,6 +630,8 @@ static const X(extras) *without_offsets(const X(extras) *ex, X(extras) *copy)
     *copy = *ex;
     copy->offsets = NULL;
     copy->nseq = 0;
+    copy->states = NULL;
+    copy->absorb = 0;
     return copy;
 }
 

@@ -8,7 +8,9 @@
 ! timeout catches a hang); the collective checkpoint: save, load,
 ! continue equals the uninterrupted state byte for byte, a damaged file
 ! refused with one stat everywhere; sums beyond the range: the serial
-! call's LINATTN_EOVERFLOW and token everywhere.  Prints Check's closing
+! call's LINATTN_EOVERFLOW and token everywhere; a packed stream with
+! per-sequence states (absorbed: each final state where its sequence's
+! last token is, the other ranks' unchanged).  Prints Check's closing
 ! line.
 program test_f_mpi
   use, intrinsic :: iso_fortran_env, only: int8, int64, real32, real64
@@ -42,6 +44,8 @@ program test_f_mpi
   call agree('sums beyond the range (EOVERFLOW)')
   call t_packed()
   call agree('packed stream across ranks (offsets, weights, den)')
+  call t_packed_states()
+  call agree('packed stream with per-sequence states (states, absorb)')
 
   if (rank == 0) then
     write (*, '(a, i0, a, i0, a, i0, a)') 'fortran mpi, np ', nranks, ': ', &
@@ -168,6 +172,80 @@ contains
     call check(st == -13, 'short offsets: stat ' // trim(itoa(st)))
     call linattn_plan_destroy(plan)
   end subroutine t_packed
+
+  ! The stream of t_packed from per-sequence states (sequence s's holding
+  ! mod(s, 3) tokens of its own), absorbed: outputs as module linattn's
+  ! serial packed call's from the same states; each final state, on the
+  ! rank holding its sequence's last token, as the serial call leaves it
+  ! (S, z to 1e-12, the same tokens), every other entry unchanged.
+  subroutine t_packed_states()
+    real(real64) :: q(d, n), k(d, n), v(e, n), ref(e, n), out(e, n)
+    real(real64) :: sk(d, 2), sv(e, 2)
+    real(real64) :: s1(d, e), z1(d), s2(d, e), z2(d)
+    integer(int64), parameter :: offs(7) = [0_int64, 0_int64, 6_int64, &
+        7_int64, 7_int64, 15_int64, int(n, int64)]
+    integer, parameter :: nseq = 6
+    type(linattn_plan) :: plan
+    type(linattn_state) :: mine(nseq), refs(nseq), orig(nseq)
+    integer :: st, causal, s
+    integer(int64) :: a, b, t1, t2
+    logical :: last_here
+    a = off + 1
+    b = off + cnt
+    call fill(q, 14, 0.5d0)
+    call fill(k, 15, 0.5d0)
+    call fill(v, 16, 1d0)
+    call fill(sk, 17, 0.5d0)
+    call fill(sv, 18, 1d0)
+    call linattn_plan_create(plan, LINATTN_MAP_ELU1, d, e)
+    do causal = 0, 1
+      do s = 1, nseq
+        call linattn_state_create(mine(s), plan)
+        call linattn_state_create(refs(s), plan)
+        call linattn_state_create(orig(s), plan)
+        if (mod(s, 3) > 0) call linattn_state_update(mine(s), &
+            sk(:, 1:mod(s, 3)), sv(:, 1:mod(s, 3)))
+        call linattn_state_copy(refs(s), mine(s))
+        call linattn_state_copy(orig(s), mine(s))
+      end do
+      out = -7
+      if (causal == 1) then
+        call linattn_causal_ex(plan, q, k, v, ref, offsets=offs, &
+            states=refs, absorb=.true.)
+        call linattn_mpi_causal_ex(plan, MPI_COMM_WORLD, q(:, a:b), &
+            k(:, a:b), v(:, a:b), out(:, a:b), offsets=offs, states=mine, &
+            absorb=.true., stat=st)
+      else
+        call linattn_attention_ex(plan, q, k, v, ref, offsets=offs, &
+            states=refs, absorb=.true.)
+        call linattn_mpi_attention_ex(plan, MPI_COMM_WORLD%MPI_VAL, &
+            q(:, a:b), k(:, a:b), v(:, a:b), out(:, a:b), offsets=offs, &
+            states=mine, absorb=.true., stat=st)
+      end if
+      call check(st == 0 .and. relerr(out(:, a:b), ref(:, a:b)) < 1d-12, &
+          'packed with states differs: causal ' // trim(itoa(causal)) // &
+          ', stat ' // trim(itoa(st)))
+      do s = 1, nseq
+        last_here = offs(s + 1) > offs(s) .and. offs(s + 1) >= a .and. &
+            offs(s + 1) <= b
+        call linattn_state_get(mine(s), s1, z1, t1)
+        if (last_here) then
+          call linattn_state_get(refs(s), s2, z2, t2)
+        else
+          call linattn_state_get(orig(s), s2, z2, t2)
+        end if
+        call check(t1 == t2 .and. relerr(s1, s2) < 1d-12 .and. &
+            relerr(reshape(z1, [1, d]), reshape(z2, [1, d])) < 1d-12 .and. &
+            (last_here .or. (all(s1 == s2) .and. all(z1 == z2))), &
+            'state of sequence ' // trim(itoa(s)) // ', causal ' // &
+            trim(itoa(causal)))
+        call linattn_state_destroy(mine(s))
+        call linattn_state_destroy(refs(s))
+        call linattn_state_destroy(orig(s))
+      end do
+    end do
+    call linattn_plan_destroy(plan)
+  end subroutine t_packed_states
 
   subroutine t_equal_s()
     real(real64) :: q8(d, n), k8(d, n), v8(e, n)

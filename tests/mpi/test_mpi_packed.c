@@ -9,7 +9,11 @@
  * Every rank compares its rows, outputs and normalizers, with the serial
  * packed call on the whole stream; a sequence's outputs do not change,
  * bit for bit, when every other sequence's tokens do; bad offsets are
- * refused on every rank with nothing written.
+ * refused on every rank with nothing written.  Per-sequence states:
+ * outputs as the serial call's from the same states, each final state
+ * where the sequence's last row is as the serial call leaves it, every
+ * other entry unchanged bit for bit, and every state unchanged when one
+ * rank fails.
  */
 #include <math.h>
 #include "testutil.h"
@@ -233,6 +237,216 @@ static void sequences_isolated(void)
         }
 }
 
+/* A state's exported accumulator, shift and tokens (len doubles, then
+ * the shift, then the tokens as a double): what "unchanged, bit for bit"
+ * compares. */
+static void state_bits(const P(state) *s, int64_t len, double *bits)
+{
+    int64_t tokens = 0;
+    P(state_export)(s, bits, bits + len, &tokens);
+    bits[len + 1] = (double)tokens;
+}
+
+/* The sums of a state (accumulator times exp(shift)) against another's,
+ * relative to the larger; and whether their tokens agree. */
+static double state_diff(const P(state) *a, const P(state) *b, int64_t len,
+                         int *same_tokens)
+{
+    double *x = malloc((size_t)(len + 2) * sizeof *x);
+    double *y = malloc((size_t)(len + 2) * sizeof *y);
+    state_bits(a, len, x);
+    state_bits(b, len, y);
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < len; i++) {
+        double u = x[i] * exp(x[len]), t = y[i] * exp(y[len]);
+        num = fmax(num, fabs(u - t));
+        den = fmax(den, fabs(t));
+    }
+    *same_tokens = x[len + 1] == y[len + 1];
+    free(x), free(y);
+    return den > 0 ? num / den : num;
+}
+
+/* NSEQ states of plan p, the same on every rank: sequence s's holds s % 3
+ * keys of its own (0: an empty state). */
+static void make_states(P(plan) *p, const map_case *mc, P(state) **st)
+{
+    for (int s = 0; s < NSEQ; s++) {
+        uint64_t seed = 700 + (uint64_t)s;
+        P(state_create)(&st[s], p);
+        int64_t rows = s % 3;
+        if (!rows)
+            continue;
+        tmat k = tmat_rand(ROW, rows, 3, 0, mc->lo, mc->hi, &seed);
+        tmat v = tmat_rand(ROW, rows, 2, 0, -1, 1, &seed);
+        P(state_update)(st[s], ROW, rows, k.a, k.ld, v.a, v.ld);
+        tmat_free(&k), tmat_free(&v);
+    }
+}
+
+static void copy_states(P(plan) *p, P(state) *const *from, P(state) **to)
+{
+    for (int s = 0; s < NSEQ; s++) {
+        P(state_create)(&to[s], p);
+        P(state_copy)(to[s], from[s]);
+    }
+}
+
+static void free_states(P(state) **st)
+{
+    for (int s = 0; s < NSEQ; s++)
+        P(state_destroy)(st[s]);
+}
+
+/* Nonzero when this rank holds the last row of sequence s (o, c: its
+ * rows of the stream). */
+static int holds_last(const int64_t *off, int s, int64_t o, int64_t c)
+{
+    int64_t last = off[s + 1] - 1;
+    return off[s + 1] > off[s] && last >= o && last < o + c;
+}
+
+/* Per-sequence states, absorbed and not, causal and not, every map and
+ * split: outputs and normalizers as the serial packed call's from the
+ * same states; absorbing, sequence s's final state on the rank holding
+ * its last row as the serial call leaves it (to rounding, the same
+ * tokens) and on every other rank (an empty sequence: every rank) the
+ * entry unchanged bit for bit; not absorbing, every state unchanged. */
+static void states_equal_serial(void)
+{
+    int64_t off[NSEQ + 1];
+    offsets_of(off);
+    for (int mi = 0; mi < MAP_CASES; mi++)
+        for (int split = 0; split < SPLITS; split++)
+            for (int causal = 0; causal < 2; causal++)
+                for (int absorb = 0; absorb < 2; absorb++) {
+                    const map_case *mc = &map_cases[mi];
+                    int layout = (split + mi + absorb) % 2 ? COL : ROW;
+                    P(plan) *p = make_plan(mc->map, 3, 2, 7, mc->scale, mc->denom, 0);
+                    int64_t d, m, e;
+                    P(plan_dims)(p, &d, &m, &e);
+                    int64_t len = m * (e + 1);
+                    tmat q, k, v;
+                    make_stream(mc, layout, 1300 + (uint64_t)(mi * 16 + split * 4 + causal), &q, &k,
+                                &v);
+                    real *w = make_weights(&k, &v, 31 + (uint64_t)split);
+                    P(state) *mine[NSEQ], *ref[NSEQ], *orig[NSEQ];
+                    make_states(p, mc, mine);
+                    copy_states(p, mine, ref);
+                    copy_states(p, mine, orig);
+                    tmat rout = tmat_like(&q, NTOK, 2, 1), out = tmat_like(&q, NTOK, 2, 1);
+                    real rden[NTOK], den[NTOK];
+                    int64_t ro, rc;
+                    block_of(NTOK, split, &ro, &rc);
+                    fill(&out, SENTINEL);
+                    P(extras) ex;
+                    P(extras_init)(&ex);
+                    ex.weights = w, ex.den = rden, ex.offsets = off, ex.nseq = NSEQ;
+                    ex.states = ref, ex.absorb = absorb;
+                    int sts = causal ? P(causal_ex)(p, layout, NTOK, q.a, q.ld, k.a, k.ld, v.a,
+                                                    v.ld, rout.a, rout.ld, &ex, NULL)
+                                     : P(attention_ex)(p, layout, NTOK, NTOK, q.a, q.ld, k.a, k.ld,
+                                                       v.a, v.ld, rout.a, rout.ld, &ex, NULL);
+                    tmat lq = view(&q, ro, rc), lk = view(&k, ro, rc), lv = view(&v, ro, rc);
+                    tmat lo = view(&out, ro, rc), lr = view(&rout, ro, rc);
+                    ex.weights = w + ro, ex.den = den + ro, ex.states = mine;
+                    int64_t bad = -5;
+                    int st = causal ? MP(causal_ex)(p, WORLD, layout, rc, lq.a, lq.ld, lk.a, lk.ld,
+                                                    lv.a, lv.ld, lo.a, lo.ld, &ex, &bad)
+                                    : MP(attention_ex)(p, WORLD, layout, rc, rc, lq.a, lq.ld, lk.a,
+                                                       lk.ld, lv.a, lv.ld, lo.a, lo.ld, &ex, &bad);
+                    double err = rel_diff(&lo, &lr), derr = vec_diff(den + ro, rden + ro, rc);
+                    MT_CHECK(sts == 0 && st == 0 && err < TOL && derr < TOL && bad == -5,
+                             "map %d split %d causal %d absorb %d: status %d/%d, error %g, "
+                             "normalizers %g",
+                             mi, split, causal, absorb, sts, st, err, derr);
+                    MT_CHECK(outside_untouched(&out, ro, rc, SENTINEL), "rows of other ranks written");
+                    double *a = malloc((size_t)(len + 2) * sizeof *a);
+                    double *b = malloc((size_t)(len + 2) * sizeof *b);
+                    for (int s = 0; s < NSEQ; s++) {
+                        if (absorb && holds_last(off, s, ro, rc)) {
+                            int tok;
+                            double serr = state_diff(mine[s], ref[s], len, &tok);
+                            MT_CHECK(serr < TOL && tok,
+                                     "map %d split %d causal %d: sequence %d's final state "
+                                     "%g from the serial one, tokens %s",
+                                     mi, split, causal, s, serr, tok ? "equal" : "differ");
+                            continue;
+                        }
+                        state_bits(mine[s], len, a);
+                        state_bits(orig[s], len, b);
+                        MT_CHECK(!memcmp(a, b, (size_t)(len + 2) * sizeof *a),
+                                 "map %d split %d causal %d absorb %d: sequence %d's state "
+                                 "changed on a rank without its last row",
+                                 mi, split, causal, absorb, s);
+                    }
+                    free(a), free(b);
+                    free_states(mine), free_states(ref), free_states(orig);
+                    free(w);
+                    tmat_free(&rout), tmat_free(&out);
+                    tmat_free(&q), tmat_free(&k), tmat_free(&v);
+                    P(plan_destroy)(p);
+                }
+}
+
+/* A normalizer below the policy on one rank (a query row of -1s under
+ * LINATTN_DENOM_POSITIVE), absorbing: LINATTN_EDENOM at that global row on
+ * every rank, and no rank's states changed, bit for bit (the finals
+ * other ranks built are not written). */
+static void states_unchanged_on_failure(void)
+{
+    int64_t off[NSEQ + 1];
+    offsets_of(off);
+    const map_case mc = {LINATTN_MAP_IDENTITY, LINATTN_DENOM_POSITIVE, 0, 0.1, 1};
+    static const int64_t bad_rows[] = {NTOK - 1, 20, 0 + 1};
+    for (int split = 0; split < SPLITS; split++)
+        for (int c = 0; c < 3; c++)
+            for (int causal = 0; causal < 2; causal++) {
+                P(plan) *p = make_plan(mc.map, 3, 2, 7, 0, mc.denom, 0);
+                int64_t d, m, e;
+                P(plan_dims)(p, &d, &m, &e);
+                int64_t len = m * (e + 1);
+                tmat q, k, v;
+                make_stream(&mc, ROW, 2100 + (uint64_t)split, &q, &k, &v);
+                for (int64_t t = 0; t < 3; t++)
+                    *tmat_at(&q, bad_rows[c], t) = -1;
+                P(state) *mine[NSEQ], *orig[NSEQ];
+                make_states(p, &mc, mine);
+                copy_states(p, mine, orig);
+                int64_t ro, rc;
+                block_of(NTOK, split, &ro, &rc);
+                tmat out = tmat_like(&q, NTOK, 2, 0);
+                tmat lq = view(&q, ro, rc), lk = view(&k, ro, rc), lv = view(&v, ro, rc);
+                tmat lo = view(&out, ro, rc);
+                P(extras) ex;
+                P(extras_init)(&ex);
+                ex.offsets = off, ex.nseq = NSEQ, ex.states = mine, ex.absorb = 1;
+                int64_t bad = -5;
+                int st = causal ? MP(causal_ex)(p, WORLD, ROW, rc, lq.a, lq.ld, lk.a, lk.ld, lv.a,
+                                                lv.ld, lo.a, lo.ld, &ex, &bad)
+                                : MP(attention_ex)(p, WORLD, ROW, rc, rc, lq.a, lq.ld, lk.a, lk.ld,
+                                                   lv.a, lv.ld, lo.a, lo.ld, &ex, &bad);
+                MT_CHECK(st == LINATTN_EDENOM && bad == bad_rows[c],
+                         "split %d row %lld causal %d: status %d, row %lld", split,
+                         (long long)bad_rows[c], causal, st, (long long)bad);
+                double *a = malloc((size_t)(len + 2) * sizeof *a);
+                double *b = malloc((size_t)(len + 2) * sizeof *b);
+                int same = 1;
+                for (int s = 0; s < NSEQ; s++) {
+                    state_bits(mine[s], len, a);
+                    state_bits(orig[s], len, b);
+                    same &= !memcmp(a, b, (size_t)(len + 2) * sizeof *a);
+                }
+                MT_CHECK(same, "split %d row %lld causal %d: a state changed on a failed call",
+                         split, (long long)bad_rows[c], causal);
+                free(a), free(b);
+                free_states(mine), free_states(orig);
+                tmat_free(&out);
+                tmat_free(&q), tmat_free(&k), tmat_free(&v);
+                P(plan_destroy)(p);
+            }
+}
+
 /* One bad case of the offsets or extras: the status every rank must
  * return, causal (ex argument 13) and not (14), nothing written. */
 typedef struct {
@@ -240,9 +454,16 @@ typedef struct {
     int causal_status, attention_status;
 } bad_case;
 
+/* The sums of an elu+1 state with d = 3, e = 2: m (e + 1). */
+#define STATE_LEN 9
+
 static void bad_offsets_refused(void)
 {
-    enum { DIFFER, SHORT_END, DECREASING_ON_ONE, KEY_OFFSETS, STATE, NEG_NSEQ, UNEVEN, CASES };
+    enum {
+        DIFFER, SHORT_END, DECREASING_ON_ONE, KEY_OFFSETS, STATE, NEG_NSEQ, STATES_NULL,
+        STATES_OTHER_PLAN, STATES_TWICE, ABSORB_NO_STATES, ABSORB_TWO, STATES_NO_OFFSETS,
+        STATES_ON_ONE, ABSORB_ON_ONE, UNEVEN, CASES
+    };
     static const bad_case cases[CASES] = {
         {"offsets differ across ranks", LINATTN_EMISMATCH, LINATTN_EMISMATCH},
         {"offsets end before the stream does", -13, -14},
@@ -250,12 +471,27 @@ static void bad_offsets_refused(void)
         {"key offsets", -13, -14},
         {"a state", -13, -14},
         {"nseq < 0", -13, -14},
+        {"a states entry NULL", -13, -14},
+        {"a states entry of another plan", -13, -14},
+        {"a state twice, absorbing", -13, -14},
+        {"absorb without states", -13, -14},
+        {"absorb = 2", -13, -14},
+        {"states without offsets", -13, -14},
+        {"states on one rank only", LINATTN_EMISMATCH, LINATTN_EMISMATCH},
+        {"absorbing on one rank only", LINATTN_EMISMATCH, LINATTN_EMISMATCH},
         {"nq != nk with offsets", 0, -14},
     };
     const map_case *mc = &map_cases[0];
     P(plan) *p = make_plan(mc->map, 3, 2, 7, 0, mc->denom, 0);
     P(state) *s = NULL;
     P(state_create)(&s, p);
+    P(plan) *other = make_plan(mc->map, 4, 2, 7, 0, mc->denom, 0);
+    P(state) *sts[NSEQ], *foreign = NULL;
+    P(state_create)(&foreign, other);
+    int64_t pm, pe;
+    P(plan_dims)(p, NULL, &pm, &pe);
+    MT_CHECK(pm * (pe + 1) == STATE_LEN, "elu+1 with d = 3, e = 2: %lld sums",
+             (long long)(pm * (pe + 1)));
     tmat q, k, v;
     make_stream(mc, ROW, 4242, &q, &k, &v);
     int64_t ro, rc;
@@ -272,6 +508,12 @@ static void bad_offsets_refused(void)
             P(extras_init)(&ex);
             ex.offsets = off;
             ex.nseq = NSEQ;
+            make_states(p, mc, sts);
+            double bits[NSEQ][STATE_LEN + 2], after[STATE_LEN + 2];
+            for (int i = 0; i < NSEQ; i++)
+                state_bits(sts[i], STATE_LEN, bits[i]);
+            P(state) *held[NSEQ];
+            memcpy(held, sts, sizeof held);
             int64_t nk = rc;
             switch (c) {
             case DIFFER:
@@ -288,6 +530,21 @@ static void bad_offsets_refused(void)
             case KEY_OFFSETS: ex.key_offsets = off; break;
             case STATE: ex.state = s; break;
             case NEG_NSEQ: ex.nseq = -1; break;
+            case STATES_NULL: ex.states = sts, sts[NSEQ - 1] = NULL; break;
+            case STATES_OTHER_PLAN: ex.states = sts, sts[2] = foreign; break;
+            case STATES_TWICE: ex.states = sts, ex.absorb = 1, sts[5] = sts[1]; break;
+            case ABSORB_NO_STATES: ex.absorb = 1; break;
+            case ABSORB_TWO: ex.states = sts, ex.absorb = 2; break;
+            case STATES_NO_OFFSETS:
+                ex.states = sts, ex.offsets = NULL, ex.nseq = 0;
+                break;
+            case STATES_ON_ONE:
+            case ABSORB_ON_ONE:
+                ex.states = c == ABSORB_ON_ONE || mt_rank == 0 ? sts : NULL;
+                ex.absorb = c == ABSORB_ON_ONE && mt_rank == 0;
+                if (mt_size == 1)
+                    want = 0; /* nothing to differ from */
+                break;
             default:
                 if (mt_rank == 0)
                     nk = rc > 0 ? rc - 1 : 0;
@@ -313,7 +570,16 @@ static void bad_offsets_refused(void)
             if (want)
                 MT_CHECK(all_equal(&out, SENTINEL) && bad == -5, "%s: written on a refusal",
                          cases[c].what);
+            int same = 1;
+            for (int i = 0; i < NSEQ; i++) {
+                state_bits(held[i], STATE_LEN, after);
+                same &= !memcmp(after, bits[i], sizeof after);
+            }
+            MT_CHECK(same || !want, "%s: a state changed on a refusal", cases[c].what);
+            free_states(held);
         }
+    P(state_destroy)(foreign);
+    P(plan_destroy)(other);
     tmat_free(&out);
     tmat_free(&q), tmat_free(&k), tmat_free(&v);
     P(state_destroy)(s);
@@ -325,6 +591,8 @@ int main(int argc, char **argv)
     mt_init(&argc, &argv, LINATTN_MPI_THREAD_LEVEL);
     MT_RUN(packed_equals_serial);
     MT_RUN(sequences_isolated);
+    MT_RUN(states_equal_serial);
+    MT_RUN(states_unchanged_on_failure);
     MT_RUN(bad_offsets_refused);
     int status = mt_finish("mpi packed " PREC);
     MPI_Finalize();
