@@ -43,6 +43,16 @@ noinst_PROGRAMS += benchmarks/bench_packed
 benchmarks_bench_packed_SOURCES = benchmarks/bench_packed.c benchmarks/timing.h
 benchmarks_bench_packed_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS)
 benchmarks_bench_packed_LDADD = $(BENCH_LDADD)
+# decay and gates against the undecayed paths, in double and in float
+noinst_PROGRAMS += benchmarks/bench_decay benchmarks/bench_decay_s
+benchmarks_bench_decay_SOURCES = benchmarks/bench_decay.c \
+	benchmarks/timing.h benchmarks/bench_prec.h
+benchmarks_bench_decay_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS)
+benchmarks_bench_decay_LDADD = $(BENCH_LDADD)
+benchmarks_bench_decay_s_SOURCES = $(benchmarks_bench_decay_SOURCES)
+benchmarks_bench_decay_s_CPPFLAGS = $(AM_CPPFLAGS) -DBENCH_SINGLE
+benchmarks_bench_decay_s_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS)
+benchmarks_bench_decay_s_LDADD = $(BENCH_LDADD)
 # The backward calls against the forward calls, and their memory.
 noinst_PROGRAMS += benchmarks/bench_grad
 benchmarks_bench_grad_SOURCES = benchmarks/bench_grad.c benchmarks/timing.h \

@@ -32,7 +32,7 @@ uninstall-local:
 # DOCDIR/benchmarks.  make installcheck checks that every document the
 # installed README names is there (tests/consumers.sh).
 dist_doc_DATA += README.md LICENSE NEWS doc/guide.md doc/internals.md \
-	doc/mpi.md doc/gradients.md doc/maps.md doc/rng.md \
+	doc/mpi.md doc/gradients.md doc/maps.md doc/rng.md doc/decay.md \
 	doc/approximation.md doc/checkpoint-format.md doc/performance.md \
 	doc/testing.md doc/release.md doc/approx.png doc/approx-norm2.png \
 	doc/scaling-mpi.png

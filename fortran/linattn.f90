@@ -85,7 +85,8 @@ module linattn
 
   ! Handle-only and precision-free procedures.
   public :: linattn_plan_create, linattn_plan_destroy, linattn_plan_dims, &
-      linattn_plan_block, linattn_plan_weight_rows, linattn_state_create, &
+      linattn_plan_block, linattn_plan_decay, linattn_plan_weight_rows, &
+      linattn_state_create, &
       linattn_state_destroy, linattn_state_reset, linattn_state_merge, &
       linattn_state_copy, linattn_state_shift, linattn_state_tokens, &
       linattn_state_save_size, linattn_state_save, linattn_state_load, &
@@ -179,6 +180,24 @@ contains
     end if
     call call_end(c, stat, errmsg)
   end subroutine linattn_plan_block
+
+  ! log_decay = ln gamma, the plan's decay per token (opts%log_decay; 0:
+  ! none).
+  subroutine linattn_plan_decay(plan, log_decay, stat, errmsg)
+    type(linattn_plan), intent(in) :: plan
+    real(real64), intent(inout) :: log_decay
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    type(linattn_call) :: c
+    real(c_double), target :: cd
+    c = call_begin('linattn_plan_decay', 'plan_decay', plan%kind)
+    call check_plan(c, plan, 1, 'plan')
+    if (c%status == 0) then
+      call call_c(c, cx_plan_decay(plan%kind, plan%ptr, c_loc(cd)))
+      if (c%status == 0) log_decay = cd
+    end if
+    call call_end(c, stat, errmsg)
+  end subroutine linattn_plan_decay
 
   ! The rows of the plan's W (0 for maps without one), to size the
   ! argument of linattn_plan_weights.

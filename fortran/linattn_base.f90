@@ -50,6 +50,7 @@ module linattn_base
     logical :: check_finite = .false.
     integer :: draw = LINATTN_DRAW_ORTHO
     real(real64) :: input_scale = 0
+    real(real64) :: log_decay = 0
   end type linattn_opts
 
   ! linattn_approx_error's statistics (struct linattn_approx_stats).
@@ -609,6 +610,7 @@ contains
     co%check_finite = merge(1_c_int, 0_c_int, o%check_finite)
     co%draw = o%draw
     co%input_scale = o%input_scale
+    co%log_decay = o%log_decay
     co%reserved = 0
   end function opts_to_c
 
@@ -624,6 +626,7 @@ contains
     o%check_finite = co%check_finite /= 0
     o%draw = co%draw
     o%input_scale = co%input_scale
+    o%log_decay = co%log_decay
   end function opts_from_c
 
   function platform_from_c(cp) result(p)

@@ -259,6 +259,17 @@ enum linattn_status {
  *          so that they approximate exp(q.k / sqrt(d)); 1 for custom
  *          maps.  Else finite and > 0 (1 estimates exp(q.k)).  The exact
  *          maps require 0.
+ *   log_decay
+ *          ln gamma <= 0, finite: the state forgets by gamma per token,
+ *          S_t = gamma S_{t-1} + phi(k_t) v_t^T, z_t (and the count of
+ *          LINATTN_DENOM_COUNT) likewise: row i sees key j <= i with weight
+ *          gamma^(i - j) (RetNet's retention; Lightning Attention's
+ *          exp(-s_h)).  0 (default): gamma = 1, no decay.  In log space so
+ *          that gamma near 1 keeps its digits.  A decayed plan runs the
+ *          causal calls, the streaming state, their references and the
+ *          features; the other calls refuse it as their plan argument (-1,
+ *          or the state's), liblinattn_mpi's too.  Part of the plan's
+ *          fingerprint and of a checkpoint's map (doc/decay.md).
  */
 typedef struct linattn_opts {
     int64_t m;
@@ -270,13 +281,14 @@ typedef struct linattn_opts {
     int check_finite;
     int draw;
     double input_scale;
-    int64_t reserved[7];
+    double log_decay;
+    int64_t reserved[6];
 } linattn_opts;
 
 /* int linattn_opts_init(linattn_opts *opts)
  * Fills *opts with the defaults: m = 0, block = 0, chunk = 0, POSITIVE,
  * eps = 0, seed = 0, check_finite = 0, draw = LINATTN_DRAW_ORTHO,
- * input_scale = 0.  Errors: -1 opts NULL.  Thread-safe. */
+ * input_scale = 0, log_decay = 0.  Errors: -1 opts NULL.  Thread-safe. */
 LINATTN_API int linattn_opts_init(linattn_opts *opts);
 
 /* int linattn_version(void) -- LINATTN_VERSION_NUMBER of the library that
@@ -535,6 +547,11 @@ LINATTN_API int X(plan_dims)(const X(plan) *plan, int64_t *d, int64_t *m,     \
  * Rows per block the plan streams with (the option, or the default).       \
  * Errors: -1 plan NULL; -2 block NULL.  Thread-safe. */                      \
 LINATTN_API int X(plan_block)(const X(plan) *plan, int64_t *block);           \
+                                                                              \
+/* int linattn_d_plan_decay(const linattn_d_plan *plan, double *log_decay)    \
+ * *log_decay = ln gamma, the plan's decay per token (linattn_opts: 0 for     \
+ * none).  Errors: -1 plan NULL; -2 log_decay NULL.  Thread-safe. */          \
+LINATTN_API int X(plan_decay)(const X(plan) *plan, double *log_decay);        \
                                                                               \
 /* int linattn_d_features(const linattn_d_plan *plan, int layout, int64_t n,  \
  *                        const double *x, int64_t ldx,                       \
@@ -800,7 +817,17 @@ typedef struct X(extras_s) {                                                  \
      * (linattn_d_batched_causal_backward_ex: batch heads nseq, problem p's   \
      * sequence s at (p nseq + s) m (e + 1)).  NULL: not asked for */         \
     double *dstates;                                                          \
-    void *reserved_ptr[6];                                                    \
+    /* per-token gates in log space, g_t <= 0, one per key row (stride 1;     \
+     * NULL: every g_t 0): the state forgets by exp(g_t) at token t, after    \
+     * the plan's decay, S_t = gamma exp(g_t) S_{t-1} + phi(k_t) v_t^T (z     \
+     * and the count likewise): row i sees key j <= i with weight             \
+     * gamma^(i - j) exp(G_i - G_j), G the running sum of g (Mamba-2, gated   \
+     * linear attention's scalar gate).  A gate > 0 is -i of the extras;      \
+     * NaN (or -Inf) propagates to the outputs it reaches unless              \
+     * check_finite refuses it.  The causal calls, their references and the   \
+     * streaming update take them. */                                         \
+    const R *gates;                                                           \
+    void *reserved_ptr[5];                                                    \
     int64_t nseq; /* the sequences of offsets (0 without them) */             \
     int64_t reserved[15];                                                     \
 } X(extras);                                                                  \
@@ -864,9 +891,14 @@ LINATTN_API int X(attention_ex)(const X(plan) *plan, int layout, int64_t nq,  \
  * linattn_d_causal.  Packed (ex->offsets; no key_offsets: a token is a       \
  * query and a key): each sequence restarts from its state (ex->states,       \
  * else zero) and no output reads a token of another sequence; as at          \
- * linattn_d_attention_ex otherwise.  Errors: -1 .. -11 as linattn_d_causal   \
- * (-10 also out meeting the weights, offsets or states); -12 ex (as at       \
- * linattn_d_attention_ex, and key_offsets not NULL); LINATTN_ESIZE (also     \
+ * linattn_d_attention_ex otherwise.  Decay (the plan's log_decay and         \
+ * ex->gates): row i sees the state's keys times exp(b_i) and key j <= i      \
+ * times exp(b_i - b_j), b_i the sum of the log decays of rows 0 .. i, and    \
+ * the absorbed state forgets likewise; every factor an exponential <= 1,     \
+ * composed with the shifted maps' in one exponent (doc/decay.md).  Errors:   \
+ * -1 .. -11 as linattn_d_causal (-10 also out meeting the weights, offsets   \
+ * or states); -12 ex (as at linattn_d_attention_ex, key_offsets not NULL,    \
+ * a gate above 0); LINATTN_ESIZE (also                                       \
  * a state's tokens + its n beyond INT64_MAX); LINATTN_ENOMEM;                \
  * LINATTN_EDENOM; LINATTN_EOVERFLOW;                                         \
  * LINATTN_ENONFINITE.  Thread-safe; a state as at linattn_d_attention_ex.    \
@@ -883,10 +915,14 @@ LINATTN_API int X(causal_ex)(const X(plan) *plan, int layout, int64_t n,      \
  * linattn_d_state_update with the parts of ex it takes, the key weights:     \
  * S += sum_j w_j phi(k_j) v_j^T, z += sum_j w_j phi(k_j), the count          \
  * (LINATTN_DENOM_COUNT) += sum_j w_j, tokens += the keys of weight not 0     \
- * (a key of weight 0 has no effect: as if it were not there).  ex NULL or    \
- * all absent: linattn_d_state_update, bit for bit.  Errors: -1 .. -7 as      \
- * linattn_d_state_update; -8 ex: a reserved word not 0, a part it does       \
- * not take (den, state, absorb), a weight negative, NaN or Inf;              \
+ * (a key of weight 0 has no effect: as if it were not there); and the gates  \
+ * with the plan's decay: S = exp(B) S + sum_j w_j exp(B - b_j) phi(k_j)      \
+ * v_j^T (z and the count likewise), b_j the running sum of the log decays    \
+ * up to key j, B = b_n (a key of weight 0 still forgets; an array of n       \
+ * weights is allocated).  ex NULL or all absent: linattn_d_state_update, bit \
+ * for bit.  Errors: -1 .. -7 as linattn_d_state_update; -8 ex: a reserved    \
+ * word not 0, a part it does not take (den, state, absorb), a weight         \
+ * negative, NaN or Inf, a gate above 0;                                      \
  * LINATTN_ESIZE; LINATTN_ENOMEM, LINATTN_ENONFINITE (rows of weight not      \
  * 0), LINATTN_EOVERFLOW (state unchanged); offsets and states are not        \
  * taken (-8).  Needs exclusive access to the state.  (A checkpoint of a      \
@@ -924,8 +960,9 @@ LINATTN_API int X(naive_ex)(const X(plan) *plan, int layout, int64_t nq,      \
  *         int64_t ldout, const linattn_d_extras *ex, int64_t *bad_row)       \
  * linattn_d_naive_causal with the key weights of ex, as linattn_d_naive_ex   \
  * over the keys j <= i (row i's count: the weight of keys j <= i), the       \
- * reference of linattn_d_causal_ex with weights (and packed: offsets).       \
- * ex NULL or all absent:                                                     \
+ * reference of linattn_d_causal_ex with weights (and packed: offsets); a     \
+ * decayed plan or gates: each score times exp(b_i - b_j), b the running sum  \
+ * of the log decays, entry by entry.  ex NULL or all absent:                 \
  * linattn_d_naive_causal, bit for bit.  Errors as linattn_d_naive_causal;    \
  * -12 ex (as at linattn_d_naive_ex).  Thread-safe. */                        \
 LINATTN_API int X(naive_causal_ex)(const X(plan) *plan, int layout,           \
@@ -1179,7 +1216,8 @@ LINATTN_API int X(batched_attention_ex)(const X(plan) *plan, int layout,      \
  *         const linattn_strides *sout, const linattn_d_extras *ex,           \
  *         linattn_where *bad)                                                \
  * linattn_d_batched_causal with the parts of ex it takes (den, key           \
- * weights, offsets, states: as at linattn_d_batched_attention_ex; each       \
+ * weights, offsets, states: as at linattn_d_batched_attention_ex; gates      \
+ * dense as the weights, problem (b, h)'s n at (b heads + h) n; each          \
  * problem as linattn_d_causal_ex with them).  Errors as                      \
  * linattn_d_batched_causal; -14 ex (as above, and key_offsets not NULL);     \
  * LINATTN_ESIZE.  Thread-safe. */                                            \

@@ -130,6 +130,10 @@
  *     the prefix of rank r only ever takes the largest shift of ranks
  *     before r: nothing overflows or underflows for want of a common shift,
  *     and no prefix depends on later ranks' keys.
+ *   - Decay (linattn_opts.log_decay, extras.gates): not across ranks yet.
+ *     The attention calls refuse a decayed plan as their plan argument
+ *     (-1, agreed); the state collectives add states as they are (a sum,
+ *     not a decayed composition) and checkpoints carry the decay.
  */
 #ifndef LINATTN_MPI_H
 #define LINATTN_MPI_H

@@ -183,7 +183,15 @@ int MI(run)(const XI(problem) *j, MPI_Comm comm, int status, int kind,
         return status == -1 ? -1 : ready == 1 ? -2 : ready;
     /* the communicator is argument 2: the serial -i from 2 on moves up */
     MI(work) w;
-    int st = MI(begin)(j, comm, status < -1 ? status - 1 : status, kind, &w);
+    status = status < -1 ? status - 1 : status;
+    /* the scans and sums across ranks do not decay a rank's state over
+     * the rows after it: a decayed plan is refused as the plan (the
+     * serial causal calls take it) */
+    double log_decay = 0;
+    if (!status && j->plan && !X(plan_decay)(j->plan, &log_decay) &&
+        log_decay != 0)
+        status = -1;
+    int st = MI(begin)(j, comm, status, kind, &w);
     if (st)
         return st;
     int64_t problem = -1, row = -1;

@@ -382,7 +382,9 @@ START_TEST(each_bad_field_refused)
         case 0: ex.reserved_int[0] = 1; break;
         case 1: ex.reserved_int[2] = -1; break;
         case 2: ex.reserved_ptr[0] = &ex; break;
-        case 3: ex.reserved_ptr[5] = &ex; break;
+        case 3: /* the last one */
+            ex.reserved_ptr[sizeof ex.reserved_ptr / sizeof *ex.reserved_ptr - 1] = &ex;
+            break;
         case 4: ex.reserved[0] = 1; break;
         case 5: ex.reserved[14] = 1; break;
         case 6: ex.den = q.a + 2; break; /* inside q */

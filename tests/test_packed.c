@@ -18,25 +18,9 @@
  */
 #include <limits.h>
 #include "testutil.h"
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #define ROW LINATTN_ROW_MAJOR
 #define COL LINATTN_COL_MAJOR
-
-/* Threads for the calls that follow (without OpenMP: always one). */
-static int set_threads(int t)
-{
-#ifdef _OPENMP
-    int old = omp_get_max_threads();
-    omp_set_num_threads(t);
-    return old;
-#else
-    (void)t;
-    return 1;
-#endif
-}
 
 static P(plan) *plan_with(int map, int64_t d, int64_t e, int denom,
                           int64_t chunk)
@@ -166,7 +150,7 @@ START_TEST(packed_is_calls_on_pieces)
     tmat out = tmat_like(&q, n, e, 3), piece = tmat_like(&q, n, e, 3);
     real *den = malloc((size_t)(n + 1) * sizeof *den);
     real *pden = malloc((size_t)(n + 1) * sizeof *pden);
-    int old = set_threads(1);
+    int old = test_set_threads(1);
     P(extras) ex = packed_ex(off, NULL, nseq, w);
     if (path < 2)
         ex.den = den;
@@ -189,12 +173,12 @@ START_TEST(packed_is_calls_on_pieces)
         ck_assert(!memcmp(den, pden, (size_t)n * sizeof *den));
     ck_assert(tmat_padding_intact(&out));
     /* two threads: the short sequences side by side, each on one */
-    set_threads(2);
+    test_set_threads(2);
     tmat out2 = tmat_like(&q, n, e, 3);
     ck_assert_int_eq(call_path(path, p, &q, &k, &v, &out2, 0, n, 0, n, &ex,
                                NULL), 0);
     ck_assert_double_le(rel_diff(&out2, &out), 100 * TOL);
-    set_threads(old);
+    test_set_threads(old);
     /* the factored paths against their baselines, packed alike */
     if (path < 2 && map != LINATTN_MAP_FAVOR) {
         P(extras) nex = packed_ex(off, NULL, nseq, w);
@@ -288,7 +272,7 @@ START_TEST(causal_isolation)
     tmat out = tmat_like(&q, n, e, 0), alt = tmat_like(&q, n, e, 0);
     P(extras) ex = packed_ex(off, NULL, nseq, NULL);
     for (int threads = 1; threads <= 2; threads++) {
-        int old = set_threads(threads);
+        int old = test_set_threads(threads);
         ck_assert_int_eq(call_path(path, p, &q, &k, &v, &out, 0, n, 0, n, &ex,
                                    NULL), 0);
         for (int64_t t = 0; t < nseq; t++) {
@@ -312,7 +296,7 @@ START_TEST(causal_isolation)
             tmat_free(&k2);
             tmat_free(&v2);
         }
-        set_threads(old);
+        test_set_threads(old);
     }
     free_qkvo(&q, &k, &v, &out);
     tmat_free(&alt);
@@ -678,7 +662,7 @@ START_TEST(batched_packed_is_single_calls)
             w[t / nseq * n + off[t % nseq]] = 1;
     linattn_strides sq = {d, heads * n * d, n * d};
     linattn_strides sv = {e, heads * n * e, n * e};
-    int old = set_threads(1);
+    int old = test_set_threads(1);
     P(extras) ex = packed_ex(off, NULL, nseq, w);
     ex.den = den;
     int st = causal
@@ -693,7 +677,7 @@ START_TEST(batched_packed_is_single_calls)
         ck_assert_int_eq(call_path(causal, p, &q, &k, &v, &want, pr * n, n,
                                    pr * n, n, &one, NULL), 0);
     }
-    set_threads(old);
+    test_set_threads(old);
     ck_assert(rows_identical(&out, &want, 0, problems * n));
     ck_assert(!memcmp(den, wden, (size_t)(problems * n) * sizeof *den));
     /* the last problem's bad weight: nothing written */
@@ -756,7 +740,7 @@ START_TEST(batched_states_are_single_calls)
     }
     linattn_strides sq = {d, heads * n * d, n * d};
     linattn_strides sv = {e, heads * n * e, n * e};
-    int old = set_threads(1);
+    int old = test_set_threads(1);
     P(extras) ex = packed_ex(off, NULL, nseq, NULL);
     ex.states = st;
     ex.absorb = 1;
@@ -773,7 +757,7 @@ START_TEST(batched_states_are_single_calls)
         ck_assert_int_eq(call_path(causal, p, &q, &k, &v, &want, pr * n, n,
                                    pr * n, n, &one, NULL), 0);
     }
-    set_threads(old);
+    test_set_threads(old);
     ck_assert(rows_identical(&out, &want, 0, problems * n));
     for (int64_t i = 0; i < count; i++) {
         int64_t la, lb;

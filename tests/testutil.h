@@ -17,6 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "linattn.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #ifdef TEST_SINGLE
 typedef float real;
@@ -256,6 +259,20 @@ static inline void cap_address_space(size_t extra)
     struct rlimit lim;
     lim.rlim_cur = lim.rlim_max = (rlim_t)pages * 4096u + extra;
     ck_assert_int_eq(setrlimit(RLIMIT_AS, &lim), 0);
+}
+
+/* Threads for the calls that follow (without OpenMP: always one); returns
+ * the count before. */
+static inline int test_set_threads(int t)
+{
+#ifdef _OPENMP
+    int old = omp_get_max_threads();
+    omp_set_num_threads(t);
+    return old;
+#else
+    (void)t;
+    return 1;
+#endif
 }
 
 /* Runs a suite; the process exit status says whether every test passed. */

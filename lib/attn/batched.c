@@ -105,11 +105,12 @@ static const linattn_i_signature naive_sig = {
     .part = {LINATTN_I_QKVO(7)}};
 static const linattn_i_signature causal_sig = {
     .form = LINATTN_I_BATCHED, .plan = 1, .layout = 2, .batch = 3,
-    .heads = 4, .nq = 5, .flags = LINATTN_I_SCAN,
+    .heads = 4, .nq = 5, .flags = LINATTN_I_SCAN | LINATTN_I_DECAY,
     .part = {LINATTN_I_QKVO(6)}};
 static const linattn_i_signature naive_causal_sig = {
     .form = LINATTN_I_BATCHED, .plan = 1, .layout = 2, .batch = 3,
-    .heads = 4, .nq = 5, .flags = LINATTN_I_SCAN | LINATTN_I_KEYS_IN_BLAS,
+    .heads = 4, .nq = 5,
+    .flags = LINATTN_I_SCAN | LINATTN_I_KEYS_IN_BLAS | LINATTN_I_DECAY,
     .part = {LINATTN_I_QKVO(6)}};
 
 XI(problem) XI(problem_batched)(const X(plan) *plan, int layout,
@@ -193,11 +194,11 @@ static const linattn_i_signature attention_ex_sig = {
 static const linattn_i_signature causal_ex_sig = {
     .form = LINATTN_I_BATCHED, .plan = 1, .layout = 2, .batch = 3,
     .heads = 4, .nq = 5, .extras = 14, .absorb = 14,
-    .flags = LINATTN_I_SCAN | LINATTN_I_TOKENS,
+    .flags = LINATTN_I_SCAN | LINATTN_I_TOKENS | LINATTN_I_DECAY,
     .ex_parts = LINATTN_I_X_DEN | LINATTN_I_X_WEIGHTS | LINATTN_I_X_OFFSETS |
-                LINATTN_I_X_STATES,
+                LINATTN_I_X_STATES | LINATTN_I_X_GATES,
     .part = {LINATTN_I_QKVO(6), LINATTN_I_DEN_OUT(14, 0),
-             LINATTN_I_WEIGHTS_IN(14)}};
+             LINATTN_I_WEIGHTS_IN(14), LINATTN_I_GATES_IN(14)}};
 
 #define EX_ENTRY(name, run, sig, causal, sizes, nq, nk)                       \
     int X(name)(const X(plan) *plan, int layout, int64_t batch,               \

@@ -32,12 +32,24 @@
  * shift for the whole chunk would cancel in exact arithmetic but not in
  * rounding or underflow; a peer library leaked future tokens exactly
  * there.)
+ *
+ * Decay and gates (attn/decay.h) are factors of the same kind, with b_i
+ * the chunk's running sum of log decays up to row i: the carried state
+ * reaches row i times exp(b_i), key j times exp(b_i - b_j), and the
+ * state moves past the chunk as exp(b_C) S + (phi(K_c) exp(b_C - b))^T
+ * V_c.  With the shifts the two multiply, exp(b_i - b_j + m_j - m_i) and
+ * exp(b_i + M - m_i): one exponential of a sum of two exponents <= 0,
+ * computed per entry from row i's and row j's own numbers, so neither
+ * kind of factor can overflow or carry a later token.  The plan's decay
+ * alone (no gates) gives exp(b_i - b_j) = gamma^(i - j): a table of C + 1
+ * powers, no exponential per entry.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "attn/paths.h"
 #include "attn/problem.h"
+#include "attn/decay.h"
 #include "attn/output_rows.h"
 #include "maps/features.h"
 #include "kernels/kern.h"
@@ -62,6 +74,10 @@ typedef struct {
     double *rexp, *mrun;
     double shift;
     int has;
+    /* decay: the chunk's running sums of log decays, its rows' counts
+     * (LINATTN_DENOM_COUNT), and gamma^k for k <= C when the plan's decay
+     * is the only one (else NULL) */
+    double *bsum, *cnt, *pw;
 } causal_ws;
 
 static void free_causal_ws(causal_ws *w)
@@ -69,12 +85,14 @@ static void free_causal_ws(causal_ws *w)
     free(w->phiq), free(w->phik), free(w->vbuf), free(w->r), free(w->dd);
     free(w->b), free(w->part), free(w->z), free(w->zacc), free(w->zpart);
     free(w->rexp), free(w->mrun);
+    free(w->bsum), free(w->cnt), free(w->pw);
     if (LINATTN_ACC_WIDER)
         free(w->acc);
 }
 
-static int alloc_causal_ws(causal_ws *w, const X(plan) *plan, int64_t c)
+static int alloc_causal_ws(causal_ws *w, const XI(problem) *pb, int64_t c)
 {
+    const X(plan) *plan = pb->plan;
     int64_t m = plan->m, e = plan->e, ldb = e + c;
     memset(w, 0, sizeof *w);
     w->ldb = ldb;
@@ -101,10 +119,19 @@ static int alloc_causal_ws(causal_ws *w, const X(plan) *plan, int64_t c)
         w->rexp = linattn_i_alloc(c, sizeof(double));
         w->mrun = linattn_i_alloc(c, sizeof(double));
     }
+    int decays = XI(decays)(pb), table = !pb->part[LINATTN_I_GATE].p;
+    if (decays) {
+        w->bsum = linattn_i_alloc(c, sizeof(double));
+        w->cnt = linattn_i_alloc(c, sizeof(double));
+        w->pw = table ? linattn_i_alloc(c + 1, sizeof(double)) : NULL;
+        for (int64_t k = 0; w->pw && k <= c; k++)
+            w->pw[k] = exp((double)k * plan->log_decay);
+    }
     if (!w->phiq || !w->phik || !w->vbuf || !w->r || !w->dd || !w->b ||
         !w->z || !w->zacc || !w->zpart ||
         (LINATTN_ACC_WIDER && (!w->part || !w->acc)) ||
-        (plan->shifted && (!w->rexp || !w->mrun))) {
+        (plan->shifted && (!w->rexp || !w->mrun)) ||
+        (decays && (!w->bsum || !w->cnt || (table && !w->pw)))) {
         free_causal_ws(w);
         return LINATTN_ENOMEM;
     }
@@ -236,50 +263,85 @@ static int weighted_keys(const X(plan) *plan, causal_ws *w, XI(view) k,
     return any;
 }
 
-/* Shifted maps, on [num | A] and the carried normalizers dq before the
- * triangle is added: row i's carried-state terms times exp(M - m_i), its
- * triangle entries times exp(m_j - m_i). */
-static void rescale_rows(causal_ws *w, int64_t rows, int64_t e, real *dq)
+/* On [num | A] and the carried normalizers dq before the triangle is
+ * added, the shifted maps' and the decay's factors: row i's carried-state
+ * terms times exp(b_i + M - m_i), its triangle entries A[i][j] times
+ * exp(b_i - b_j + m_j - m_i), b the chunk's decay sums (NULL: none), m
+ * the running shifts and M the carried state's (0 for the maps without).
+ * Every exponent <= 0. */
+static void rescale_rows(const X(plan) *plan, causal_ws *w, int64_t rows,
+                         int64_t e, real *dq, const double *b)
 {
-    const double *mr = w->mrun;
+    const double *mr = w->mrun, *pw = w->pw;
+    int sh = plan->shifted;
     for (int64_t i = 0; i < rows; i++) {
         real *ri = w->r + i * w->ldb, *ai = ri + e;
-        for (int64_t j = 0; j < i; j++)
-            if (mr[j] != mr[i])
-                ai[j] *= (real)exp(mr[j] - mr[i]);
+        for (int64_t j = 0; j < i; j++) {
+            if (!b) {
+                if (mr[j] != mr[i])
+                    ai[j] *= (real)exp(mr[j] - mr[i]);
+            } else if (pw && (!sh || mr[j] == mr[i])) {
+                ai[j] *= (real)pw[i - j];
+            } else {
+                ai[j] *= (real)exp((b[i] - b[j]) + (sh ? mr[j] - mr[i] : 0));
+            }
+        }
         /* an empty carried state contributes zeros, whatever phi(q_i) */
-        real g = w->has ? (real)exp(w->shift - mr[i]) : 0;
+        real g;
+        if (!sh)
+            g = (real)(pw ? pw[i + 1] : exp(b[i]));
+        else if (!w->has)
+            g = 0;
+        else
+            g = (real)exp(b ? (w->shift - mr[i]) + b[i] : w->shift - mr[i]);
         for (int64_t c = 0; g != 1 && c < e; c++)
             ri[c] *= g;
         dq[i] *= g;
     }
 }
 
-/* Shifted maps, before the state absorbs the chunk: phi(K_c) brought to
- * the chunk's last shift M' (row j times exp(m_j - M')), the carried state
- * from M to M' (in float the working copy follows when the chunk is
- * folded in). */
-static void move_shift(const X(plan) *plan, causal_ws *w, int64_t rows)
+/* Before the state absorbs the chunk, the factors of the state's update:
+ * phi(K_c) row j times exp(b_last - b_j + m_j - M') and the carried
+ * state times exp(b_last + M - M'), M' the chunk's last running shift
+ * when its keys move it (shifted maps with keys here; else M' = M, and 0
+ * without shifts); in float the working copy follows when the chunk is
+ * folded in.  b: the decay sums (NULL: none). */
+static void move_state(const X(plan) *plan, causal_ws *w, int64_t rows,
+                       const double *b, int keys_here)
 {
     int64_t m = plan->m, e = plan->e;
-    double to = w->mrun[rows - 1];
-    for (int64_t j = 0; j < rows; j++)
-        if (w->mrun[j] != to) {
-            real f = (real)exp(w->mrun[j] - to);
-            real *kj = w->phik + j * m;
+    int sh = plan->shifted && keys_here;
+    double to = sh ? w->mrun[rows - 1] : w->shift;
+    double bl = b ? b[rows - 1] : 0;
+    const double *pw = w->pw;
+    for (int64_t j = 0; j < rows && (sh || b); j++) {
+        double f = 1;
+        if (!b)
+            f = w->mrun[j] != to ? exp(w->mrun[j] - to) : 1;
+        else if (pw && (!sh || w->mrun[j] == to))
+            f = pw[rows - 1 - j];
+        else
+            f = exp((bl - b[j]) + (sh ? w->mrun[j] - to : 0));
+        if (f != 1) {
+            real rf = (real)f, *kj = w->phik + j * m;
             for (int64_t t = 0; t < m; t++)
-                kj[t] *= f;
+                kj[t] *= rf;
         }
-    if (w->has && w->shift != to) {
-        acc_t f = (acc_t)exp(w->shift - to);
+    }
+    /* the carried state (none yet for a shifted map without keys) */
+    double x = (sh ? w->shift - to : 0) + bl;
+    if ((!plan->shifted || w->has) && x != 0) {
+        acc_t f = (acc_t)exp(x);
         for (int64_t i = 0; i < m; i++) {
             for (int64_t j = 0; j < e; j++)
                 w->acc[i * w->ldacc + j] *= f;
             w->zacc[i] *= f;
         }
     }
-    w->shift = to;
-    w->has = 1;
+    if (sh) {
+        w->shift = to;
+        w->has = 1;
+    }
 }
 
 /* The rows of rg (a range of the call's problem: its queries, keys and
@@ -307,9 +369,11 @@ static int64_t causal_serial(const XI(problem) *rg, causal_ws *w, int64_t c,
      * read it there (row major, a leading dimension BLAS takes) */
     int v_direct = !v.colmajor && linattn_i_ld_fits(v.ld);
     const XI(kern) *kn = XI(kern_now)();
-    /* key weights: the count so far is their running sum */
+    /* key weights: the count so far is their running sum (decayed: the
+     * recurrence of attn/decay.h) */
     const real *kw = rg->part[LINATTN_I_KW].p;
     double mass = before;
+    int decays = XI(decays)(rg);
     for (int64_t r = 0; r < n; r += c) {
         int64_t rows = n - r < c ? n - r : c;
         XI(phi_rows)(plan, XI(view_rows)(q, r), rows, w->phiq, NULL);
@@ -339,15 +403,26 @@ static int64_t causal_serial(const XI(problem) *rg, causal_ws *w, int64_t c,
         XI(gemm)(0, 0, rows, e + rows, m, 1, (XI(view)){w->phiq, m, 0},
                  (XI(view)){w->b, ldb, 0}, 0, w->r, ldb);
         kn->row_stats(w->phiq, m, rows, m, w->z, dq, NULL);
-        if (plan->shifted)
-            rescale_rows(w, rows, e, dq);
+        const double *bs = NULL;
+        if (decays) {
+            XI(decay_sums)(rg, r, rows, w->bsum);
+            bs = w->bsum;
+        }
+        if (plan->shifted || decays)
+            rescale_rows(plan, w, rows, e, dq, bs);
         memcpy(den, dq, (size_t)rows * sizeof(real));
         triangle_sums(w->r + e, ldb, rows, den);
-        int64_t good = kw ? XI(good_rows)(plan, den, rows, 1, mass, 1, kw + r)
-                          : XI(good_rows)(plan, den, rows, 1,
-                                          before + (double)(r + 1), 1, NULL);
-        for (int64_t j = 0; kw && j < rows; j++)
-            mass += kw[r + j];
+        int64_t good;
+        if (decays) {
+            mass = XI(decayed_count)(rg, r, rows, mass, w->cnt);
+            good = XI(good_counts)(plan, den, rows, 1, w->cnt);
+        } else {
+            good = kw ? XI(good_rows)(plan, den, rows, 1, mass, 1, kw + r)
+                      : XI(good_rows)(plan, den, rows, 1,
+                                      before + (double)(r + 1), 1, NULL);
+            for (int64_t j = 0; kw && j < rows; j++)
+                mass += kw[r + j];
+        }
         /* out = (num + tril(A) V_c) / den for the good rows: in one pass
          * by the micro-kernel where there is one, out is row major and
          * every reciprocal is a normal number (the kernel notes
@@ -400,8 +475,8 @@ static int64_t causal_serial(const XI(problem) *rg, causal_ws *w, int64_t c,
         }
         /* The state moves past this chunk: S += phi(K_c)^T V_c,
          * z += phi(K_c)^T 1. */
-        if (plan->shifted && keys_here)
-            move_shift(plan, w, rows);
+        if ((plan->shifted && keys_here) || decays)
+            move_state(plan, w, rows, bs, keys_here);
         kn->row_stats(w->phik, m, rows, m, NULL, NULL, w->zpart);
         for (int64_t i = 0; i < m; i++) {
             w->zacc[i] += w->zpart[i];
@@ -429,7 +504,9 @@ typedef struct {
     causal_ws *ws;
     int64_t c;
     double before; /* the starting state's count (its keys' weight) */
-    double range_before[LINATTN_MAX_THREADS]; /* key weights: range t's */
+    /* with key weights or decay, range t's starting count */
+    double range_before[LINATTN_MAX_THREADS];
+    int counted;
     int poisoned;   /* the starting state holds NaN or Inf from its inputs */
     int status[LINATTN_MAX_THREADS]; /* range t's, with its first bad row */
 } causal_job;
@@ -439,8 +516,7 @@ static int64_t range_chunks(void *ctx, int t, int64_t lo, int64_t hi)
     causal_job *j = ctx;
     XI(origin) o = {j->pb, NULL, j->poisoned ? 0 : -1};
     XI(problem) rg = XI(problem_rows)(j->pb, lo, hi);
-    double before = j->pb->part[LINATTN_I_KW].p ? j->range_before[t]
-                                                : j->before + (double)lo;
+    double before = j->counted ? j->range_before[t] : j->before + (double)lo;
     int64_t bad = causal_serial(&rg, &j->ws[t], j->c, before, &o, lo,
                                 &j->status[t]);
     return bad >= 0 ? lo + bad : INT64_MAX;
@@ -475,16 +551,22 @@ int XI(causal_run)(const XI(problem) *pb, int64_t *bad_row)
     void *mem = nt > 1 ? malloc((size_t)nt * XI(state_bytes)(plan)) : NULL;
     int have = 0;
     if (nt == 1 || mem)
-        while (have < nt && !alloc_causal_ws(&ws[have], plan, c))
+        while (have < nt && !alloc_causal_ws(&ws[have], pb, c))
             have++;
     int64_t bad = INT64_MAX;
-    causal_job job = {pb, ws, c, from ? from->mass : 0, {0},
+    int decays = XI(decays)(pb);
+    causal_job job = {pb, ws, c, from ? from->mass : 0, {0}, kw || decays,
                       from ? from->poisoned : 0, {0}};
-    /* with key weights, range t's count starts at the weight before it */
+    /* with key weights, range t's count starts at the weight before it
+     * (decayed: the recurrence over the ranges before) */
     int64_t lo = 0;
-    for (int t = 0; kw && t < nt; t++) {
+    for (int t = 0; job.counted && t < nt; t++) {
         double s = t ? job.range_before[t - 1] : job.before;
         int64_t start = linattn_i_range_start(n, nt, t);
+        if (decays) {
+            s = XI(decayed_count)(pb, lo, start - lo, s, NULL);
+            lo = start;
+        }
         for (; lo < start; lo++)
             s += kw[lo];
         job.range_before[t] = s;
@@ -505,13 +587,23 @@ int XI(causal_run)(const XI(problem) *pb, int64_t *bad_row)
                            (char *)mem + t * XI(state_bytes)(plan));
             st = XI(state_update_run)(&states[t], &rg, 0);
         }
-        /* range t starts from ranges 0 .. t-1 (at the larger shift) */
+        /* range t starts from ranges 0 .. t-1 (at the larger shift): the
+         * state before range t - 1, decayed over its rows (B; for the
+         * shifted maps a shift of B: exp(M) scales their sums), and range
+         * t - 1's own keys (whose state decays to its end) */
         for (int t = 1; !st && t < nt; t++) {
             acc_t a, b;
-            ws[t].shift = ws[t - 1].shift;
+            double B = 0;
+            if (decays)
+                B = XI(decay_total)(pb, linattn_i_range_start(n, nt, t - 1),
+                                    linattn_i_range_start(n, nt, t) -
+                                        linattn_i_range_start(n, nt, t - 1));
+            ws[t].shift = ws[t - 1].shift + (plan->shifted ? B : 0);
             XI(shift_factors)(plan, &ws[t].shift, ws[t - 1].has,
                               states[t - 1].shift, states[t - 1].tokens > 0,
                               &a, &b);
+            if (decays && !plan->shifted)
+                a *= (acc_t)exp(B);
             ws[t].has = ws[t - 1].has || states[t - 1].tokens > 0;
             copy_carried(plan, &ws[t], &ws[t - 1]);
             combine_state(plan, &ws[t], a, states[t - 1].acc, b);
@@ -550,12 +642,12 @@ int XI(causal_run)(const XI(problem) *pb, int64_t *bad_row)
 
 /* linattn_d_causal: n rows of Q, K, V, out from argument 4 on. */
 static const linattn_i_signature causal_sig = {
-    .plan = 1, .layout = 2, .nq = 3, .flags = LINATTN_I_SCAN,
+    .plan = 1, .layout = 2, .nq = 3, .flags = LINATTN_I_SCAN | LINATTN_I_DECAY,
     .part = {LINATTN_I_QKVO(4)}};
 
 /* linattn_d_causal_forward: and den (12). */
 static const linattn_i_signature forward_sig = {
-    .plan = 1, .layout = 2, .nq = 3, .flags = LINATTN_I_SCAN,
+    .plan = 1, .layout = 2, .nq = 3, .flags = LINATTN_I_SCAN | LINATTN_I_DECAY,
     .part = {LINATTN_I_QKVO(4), LINATTN_I_DEN_OUT(12, 1)}};
 
 /* linattn_d_state_causal: the state (its plan) first, absorb after the
@@ -563,7 +655,7 @@ static const linattn_i_signature forward_sig = {
  * absorbing call's end). */
 static const linattn_i_signature state_causal_sig = {
     .state = 1, .layout = 2, .nq = 3, .absorb = 12,
-    .flags = LINATTN_I_SCAN | LINATTN_I_TOKENS,
+    .flags = LINATTN_I_SCAN | LINATTN_I_TOKENS | LINATTN_I_DECAY,
     .part = {LINATTN_I_QKVO(4)}};
 
 /* A causal problem of n rows. */
@@ -622,11 +714,12 @@ int X(state_causal)(X(state) *state, int layout, int64_t n, const real *q,
 /* linattn_d_causal_ex: and the extras (12), whose den is optional. */
 static const linattn_i_signature ex_sig = {
     .plan = 1, .layout = 2, .nq = 3, .extras = 12, .given = 12,
-    .absorb = 12, .flags = LINATTN_I_SCAN | LINATTN_I_TOKENS,
+    .absorb = 12,
+    .flags = LINATTN_I_SCAN | LINATTN_I_TOKENS | LINATTN_I_DECAY,
     .ex_parts = LINATTN_I_X_DEN | LINATTN_I_X_STATE | LINATTN_I_X_WEIGHTS |
-                LINATTN_I_X_OFFSETS | LINATTN_I_X_STATES,
+                LINATTN_I_X_OFFSETS | LINATTN_I_X_STATES | LINATTN_I_X_GATES,
     .part = {LINATTN_I_QKVO(4), LINATTN_I_DEN_OUT(12, 0),
-             LINATTN_I_WEIGHTS_IN(12)}};
+             LINATTN_I_WEIGHTS_IN(12), LINATTN_I_GATES_IN(12)}};
 
 int X(causal_ex)(const X(plan) *plan, int layout, int64_t n, const real *q,
                  int64_t ldq, const real *k, int64_t ldk, const real *v,

@@ -8,6 +8,7 @@ GENERIC_SOURCES += lib/attn/problem.c
 GENERIC_SOURCES += lib/attn/extras.c
 GENERIC_SOURCES += lib/attn/plan.c
 GENERIC_SOURCES += lib/attn/fingerprint.c
+GENERIC_SOURCES += lib/attn/decay.c
 GENERIC_SOURCES += lib/attn/state.c
 GENERIC_SOURCES += lib/attn/state_small.c
 GENERIC_SOURCES += lib/attn/state_transfer.c
@@ -20,4 +21,4 @@ GENERIC_SOURCES += lib/attn/packed.c
 GENERIC_SOURCES += lib/attn/batched.c
 GENERIC_SOURCES += lib/attn/approx_error.c
 INTERNAL_H += lib/attn/problem.h lib/attn/plan.h lib/attn/state.h \
-	lib/attn/output_rows.h lib/attn/paths.h
+	lib/attn/output_rows.h lib/attn/paths.h lib/attn/decay.h

@@ -12,6 +12,7 @@
 #include <string.h>
 #include "attn/paths.h"
 #include "attn/problem.h"
+#include "attn/decay.h"
 #include "attn/output_rows.h"
 #include "maps/features.h"
 #include "common/threads.h"
@@ -53,6 +54,9 @@ typedef struct {
     score_ws *ws;
     const double *mrun;    /* causal, shifted maps: key j's running shift */
     const double *before;  /* key weights: before[c] = w_0 + .. + w_{c-1} */
+    /* causal, decayed: key c's running sum of log decays and row c's
+     * decayed count (the count normalizer's) */
+    const double *bsum, *counts;
     int status[LINATTN_MAX_THREADS]; /* range t's, with its first bad row */
 } score_job;
 
@@ -196,10 +200,16 @@ static int64_t naive_range(void *ctx, int t, int64_t lo, int64_t hi)
             for (int64_t c = 0; c <= r + i; c++)
                 if (j->mrun[c] != j->mrun[r + i])
                     w->a[i * nk + c] *= (real)exp(j->mrun[c] - j->mrun[r + i]);
+        /* the decay mask: key c reaches row r + i >= c times exp(b_{r+i} -
+         * b_c), entry by entry */
+        for (int64_t i = 0; j->bsum && i < rows; i++)
+            for (int64_t c = 0; c <= r + i; c++)
+                w->a[i * nk + c] *= (real)exp(j->bsum[r + i] - j->bsum[c]);
         row_sums(w->a, rows, nk, w->dd);
         const real *kw = pb->part[LINATTN_I_KW].p;
         int64_t good =
-            !kw ? XI(good_rows)(plan, w->dd, rows, 1, causal ? r + 1 : nk,
+            j->bsum ? XI(good_counts)(plan, w->dd, rows, 1, j->counts + r)
+            : !kw ? XI(good_rows)(plan, w->dd, rows, 1, causal ? r + 1 : nk,
                                 causal, NULL)
             : causal ? XI(good_rows)(plan, w->dd, rows, 1, j->before[r], 1,
                                      kw + r)
@@ -318,9 +328,23 @@ int XI(naive_run)(const XI(problem) *pb, int64_t *bad_row)
      * still checks its leading dimension (V may be NULL, ldv anything). */
     if (nk == 0)
         vv = (XI(view)){vv.p, e, 0};
+    double *bsum = NULL, *counts = NULL;
+    if (causal && XI(decays)(pb)) {
+        bsum = linattn_i_alloc(nk, sizeof(double));
+        counts = linattn_i_alloc(nk, sizeof(double));
+        if (!bsum || !counts) {
+            free(bsum), free(counts), free(mrun), free(before), free(phik);
+            free(vcopy);
+            free_score_ws(ws, nt);
+            return LINATTN_ENOMEM;
+        }
+        XI(decay_sums)(pb, 0, nk, bsum);
+        XI(decayed_count)(pb, 0, nk, 0, counts);
+    }
     score_job job = {pb, rows_max, phik ? (XI(view)){phik, m, 0} : kv, vv,
-                     ws, mrun, before, {0}};
+                     ws, mrun, before, bsum, counts, {0}};
     int64_t bad = linattn_i_parallel_ranges(nt, nq, naive_range, &job);
+    free(bsum), free(counts);
     free_score_ws(ws, nt);
     free(mrun);
     free(before);
@@ -343,7 +367,7 @@ static const linattn_i_signature naive_sig = {
 /* linattn_d_naive_causal: as linattn_d_causal, likewise. */
 static const linattn_i_signature naive_causal_sig = {
     .plan = 1, .layout = 2, .nq = 3,
-    .flags = LINATTN_I_SCAN | LINATTN_I_KEYS_IN_BLAS,
+    .flags = LINATTN_I_SCAN | LINATTN_I_KEYS_IN_BLAS | LINATTN_I_DECAY,
     .part = {LINATTN_I_QKVO(4)}};
 
 int X(naive)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
@@ -368,9 +392,10 @@ static const linattn_i_signature naive_ex_sig = {
 
 static const linattn_i_signature naive_causal_ex_sig = {
     .plan = 1, .layout = 2, .nq = 3, .extras = 12,
-    .ex_parts = LINATTN_I_X_WEIGHTS | LINATTN_I_X_OFFSETS,
-    .flags = LINATTN_I_SCAN | LINATTN_I_KEYS_IN_BLAS,
-    .part = {LINATTN_I_QKVO(4), LINATTN_I_WEIGHTS_IN(12)}};
+    .ex_parts = LINATTN_I_X_WEIGHTS | LINATTN_I_X_OFFSETS | LINATTN_I_X_GATES,
+    .flags = LINATTN_I_SCAN | LINATTN_I_KEYS_IN_BLAS | LINATTN_I_DECAY,
+    .part = {LINATTN_I_QKVO(4), LINATTN_I_WEIGHTS_IN(12),
+             LINATTN_I_GATES_IN(12)}};
 
 int X(naive_ex)(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
                 const real *q, int64_t ldq, const real *k, int64_t ldk,
@@ -507,7 +532,7 @@ int X(softmax)(int layout, int64_t nq, int64_t nk, int64_t d, int64_t e,
         XI(copy_rows)(vv, 0, nk, e, vcopy);
         vv = (XI(view)){vcopy, e, 0};
     }
-    score_job job = {&pb, rows_max, kv, vv, ws, NULL, NULL, {0}};
+    score_job job = {&pb, rows_max, kv, vv, ws, NULL, NULL, NULL, NULL, {0}};
     int64_t bad = linattn_i_parallel_ranges(nt, nq, softmax_range, &job);
     free_score_ws(ws, nt);
     free(kcopy);

@@ -22,7 +22,6 @@ int64_t XI(good_rows)(const X(plan) *plan, real *den, int64_t rows,
                       int check, double count0, int64_t step,
                       const real *w)
 {
-    int nonzero = plan->denom == LINATTN_DENOM_NONZERO;
     if (plan->denom == LINATTN_DENOM_COUNT && w) {
         double run = count0;
         for (int64_t i = 0; i < rows; i++) {
@@ -33,6 +32,16 @@ int64_t XI(good_rows)(const X(plan) *plan, real *den, int64_t rows,
         for (int64_t i = 0; i < rows; i++)
             den[i] = (real)(count0 + (double)(i * step));
     }
+    return XI(good_counts)(plan, den, rows, check, NULL);
+}
+
+int64_t XI(good_counts)(const X(plan) *plan, real *den, int64_t rows,
+                        int check, const double *counts)
+{
+    int nonzero = plan->denom == LINATTN_DENOM_NONZERO;
+    for (int64_t i = 0; counts && plan->denom == LINATTN_DENOM_COUNT &&
+                        i < rows; i++)
+        den[i] = (real)counts[i];
     for (int64_t i = 0; i < rows; i++)
         den[i] += plan->eps;
     for (int64_t i = 0; check && i < rows; i++)

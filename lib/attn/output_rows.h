@@ -21,6 +21,11 @@ int64_t XI(good_rows)(const X(plan) *plan, real *den, int64_t rows,
                       int check, double count0, int64_t step,
                       const real *w);
 
+/* good_rows with each row's count given (a decayed stream's, under
+ * LINATTN_DENOM_COUNT: den[i] = counts[i]; else den as given). */
+int64_t XI(good_counts)(const X(plan) *plan, real *den, int64_t rows,
+                        int check, const double *counts);
+
 /* Nonzero when den (as the forward calls write it, eps included)
  * satisfies the plan's normalizer policy. */
 int XI(den_ok)(const X(plan) *plan, real den);

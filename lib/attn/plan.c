@@ -69,6 +69,11 @@ static uint64_t fingerprint(const X(plan) *p)
     h = fnv1a(h, (uint64_t)p->d);
     h = fnv1a(h, (uint64_t)p->m);
     h = fnv1a(h, (uint64_t)p->e);
+    /* a decayed stream is another stream: its checkpoints and merges go
+     * with plans of the same decay only (an undecayed plan's fingerprint
+     * stays what it was) */
+    if (p->log_decay != 0)
+        h = fnv1a(h, bits_of_double(p->log_decay));
     if (map_exact(p->map))
         return h;
     h = fnv1a(h, (uint64_t)p->act);
@@ -84,7 +89,7 @@ static uint64_t fingerprint(const X(plan) *p)
 }
 
 /* The option checks both constructors share (block, chunk, denom, eps,
- * draw, input_scale): nonzero when one is out of range. */
+ * draw, input_scale, log_decay): nonzero when one is out of range. */
 static int opts_bad(const linattn_opts *o)
 {
     /* eps and s must survive the conversion to the working precision:
@@ -97,7 +102,8 @@ static int opts_bad(const linattn_opts *o)
             o->denom != LINATTN_DENOM_COUNT) ||
            o->draw < LINATTN_DRAW_ORTHO || o->draw > LINATTN_DRAW_IID ||
            !isfinite(o->input_scale) || o->input_scale < 0 || !isfinite(s) ||
-           (o->input_scale > 0 && s == 0);
+           (o->input_scale > 0 && s == 0) || !isfinite(o->log_decay) ||
+           o->log_decay > 0;
 }
 
 /* Every GEMM dimension and workspace must be addressable, and a state,
@@ -163,6 +169,7 @@ static X(plan) *plan_new(const linattn_opts *o, int map, int act, int64_t d,
     p->check_finite = o->check_finite != 0;
     p->draw = o->draw;
     p->input_scale = s;
+    p->log_decay = o->log_decay;
     p->half_s2 = (real)(0.5 * s * s);
     p->wrows = wrows;
     p->shifted = map_shifted(map, act);
@@ -336,6 +343,16 @@ int X(plan_block)(const X(plan) *plan, int64_t *block)
     if (!block)
         return -2;
     *block = plan->block;
+    return 0;
+}
+
+int X(plan_decay)(const X(plan) *plan, double *log_decay)
+{
+    if (!plan)
+        return -1;
+    if (!log_decay)
+        return -2;
+    *log_decay = plan->log_decay;
     return 0;
 }
 

@@ -59,6 +59,7 @@ struct X(plan_s) {
     real half_s2;       /* s^2 / 2: |x~|^2 / 2 = half_s2 |x|^2            */
     real log_norm;      /* ln of the features' constant factor's inverse: */
                         /* ln sqrt(m) (FAVOR*), ln sqrt(m/2) (TRIG)       */
+    double log_decay;   /* ln gamma <= 0 per token (0: no decay)          */
 };
 
 /* Rows per block for a plan. */

@@ -102,14 +102,21 @@ enum { C_PLAN, C_STATE, C_GIVEN, C_LAYOUT, C_BATCH, C_HEADS, C_NQ, C_NK, C_D, C_
        C_PART, C_COUNT };
 
 /* Nonzero when the scalar check of kind c (part i for C_PART) fails. */
+/* Nonzero unless plan decays and the call does not take decay: a path
+ * that does not apply it would answer for another model. */
+static int decay_taken(const X(plan) *plan, const linattn_i_signature *sig)
+{
+    return plan->log_decay == 0 || (sig->flags & LINATTN_I_DECAY);
+}
+
 static int scalar_bad(const XI(problem) *pb, const linattn_i_signature *sig,
                       int c, int i)
 {
     switch (c) {
     case C_PLAN:
-        return !pb->plan;
+        return !pb->plan || !decay_taken(pb->plan, sig);
     case C_STATE: /* the call's own state (the plan is its) */
-        return !pb->state;
+        return !pb->state || !decay_taken(pb->state->plan, sig);
     case C_GIVEN: /* a state given to a call of a plan: of its map */
         return pb->state && (!XI(state_fits_plan)(pb->state, pb->plan) ||
                              ((sig->flags & LINATTN_I_GIVEN_KEYS) &&
@@ -407,6 +414,21 @@ static int weights_bad(const XI(problem) *pb)
     return 0;
 }
 
+/* Nonzero when a gate is above 0 (+Inf among them): a state that grows.
+ * NaN is left to check_finite, as NaN in V is. */
+static int gates_bad(const XI(problem) *pb)
+{
+    if (!pb->part[LINATTN_I_GATE].p || pb->nk == 0)
+        return 0;
+    for (int64_t p = 0; p < XI(problem_count)(pb); p++) {
+        const real *g = XI(part_at)(pb, LINATTN_I_GATE, p, pb->nk);
+        for (int64_t j = 0; j < pb->nk; j++)
+            if (g[j] > 0)
+                return 1;
+    }
+    return 0;
+}
+
 /* Nonzero when [lo, hi) meets the n entries of size elem at p. */
 static int meets(uintptr_t lo, uintptr_t hi, const void *p, int64_t n,
                  size_t elem)
@@ -610,6 +632,8 @@ int XI(problem_check)(const XI(problem) *pb, const linattn_i_signature *sig,
         st = secondary_apart(pb, sig, vec);
     if (!st && weights_bad(pb))
         st = -sig->part[LINATTN_I_KW].pos;
+    if (!st && gates_bad(pb))
+        st = -sig->part[LINATTN_I_GATE].pos;
     if (!st && pb->qoff)
         st = packed_check(pb, sig, vec);
     if (!st && pb->dstates)

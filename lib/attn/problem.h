@@ -53,6 +53,7 @@ enum {
     LINATTN_I_DB,  /* dL/db of a custom map's bias (rows of W)          */
     LINATTN_I_KW,  /* key weights, one per key row (an _ex call's)      */
     LINATTN_I_DKW, /* dL/d(key weights), one per key row (backward _ex) */
+    LINATTN_I_GATE, /* log gates g_t <= 0, one per key row (an _ex call's) */
     LINATTN_I_PARTS
 };
 
@@ -100,8 +101,10 @@ enum {
     LINATTN_I_DEN_POLICY = 32,  /* given normalizers against the policy   */
     LINATTN_I_NK_IS_NQ = 64,    /* causal == 1 requires nk == nq (at nk's */
                                 /* position: approx_error)                */
-    LINATTN_I_GIVEN_KEYS = 128  /* the given state holds the call's nk    */
+    LINATTN_I_GIVEN_KEYS = 128, /* the given state holds the call's nk    */
                                 /* keys (the backward's state of K, V)    */
+    LINATTN_I_DECAY = 256       /* takes a decayed plan (or state): every */
+                                /* other call refuses one as its plan     */
 };
 
 /* The fields of linattn_d_extras a call may take (flags). */
@@ -113,7 +116,8 @@ enum {
     LINATTN_I_X_KEY_OFFSETS = 16, /* key_offsets: the keys' own offsets  */
     LINATTN_I_X_STATES = 32,  /* states (and absorb): one per sequence    */
     LINATTN_I_X_DWEIGHTS = 64, /* dweights: dL/dw out (the backward)      */
-    LINATTN_I_X_DSTATES = 128  /* dstates: the starting states' gradients */
+    LINATTN_I_X_DSTATES = 128, /* dstates: the starting states' gradients */
+    LINATTN_I_X_GATES = 256    /* gates: per-token log decays             */
 };
 
 /* Forms of a call. */
@@ -147,7 +151,8 @@ typedef struct {
  * key weights. */
 static inline int linattn_i_part_is_vector(int i)
 {
-    return i == LINATTN_I_DEN || i == LINATTN_I_KW || i == LINATTN_I_DKW;
+    return i == LINATTN_I_DEN || i == LINATTN_I_KW || i == LINATTN_I_DKW ||
+           i == LINATTN_I_GATE;
 }
 
 /* A part of a problem: the caller's pointer (NULL: absent, or no rows)
@@ -248,6 +253,12 @@ int XI(problem_check)(const XI(problem) *pb, const linattn_i_signature *sig,
 #define LINATTN_I_WEIGHTS_IN(pos)                                            \
     [LINATTN_I_KW] = {(pos), LINATTN_I_NK, LINATTN_I_ONE,                    \
                       LINATTN_I_INPUT | LINATTN_I_OPTIONAL | LINATTN_I_VECTOR}
+
+/* Log gates in, one per key row (an _ex call's: optional). */
+#define LINATTN_I_GATES_IN(pos)                                              \
+    [LINATTN_I_GATE] = {(pos), LINATTN_I_NK, LINATTN_I_ONE,                  \
+                        LINATTN_I_INPUT | LINATTN_I_OPTIONAL |               \
+                            LINATTN_I_VECTOR}
 
 /* dL/d(key weights) out, one per key row (a backward _ex call's:
  * optional). */
@@ -353,6 +364,7 @@ static inline int linattn_i_part_rows_kind(int i)
     case LINATTN_I_DV:
     case LINATTN_I_KW:
     case LINATTN_I_DKW:
+    case LINATTN_I_GATE:
         return LINATTN_I_NK;
     case LINATTN_I_DW:
     case LINATTN_I_DB:

@@ -23,6 +23,7 @@
 #include <string.h>
 #include "attn/paths.h"
 #include "attn/problem.h"
+#include "attn/decay.h"
 #include "attn/output_rows.h"
 #include "maps/features.h"
 #include "common/simd.h"
@@ -194,7 +195,9 @@ int XI(state_take)(X(state) *st, const acc_t *acc, int64_t ldacc,
     double mass;
     st->tokens += keys_count(a, &mass);
     st->shift = shift;
-    st->mass += mass;
+    /* decayed, the count forgets as the sums do (attn/decay.h) */
+    st->mass = XI(decays)(pb) ? XI(decayed_count)(pb, 0, n, st->mass, NULL)
+                              : st->mass + mass;
     XI(state_publish)(st);
     return 0;
 }
@@ -715,15 +718,19 @@ static int64_t update_range(void *ctx, int t, int64_t lo, int64_t hi)
     return st ? 0 : 1;
 }
 
-/* st += delta (at dshift: the sums of the keys a, built from zero),
- * after settle's verdict on the result. */
+/* st = exp(decay) st + delta (at dshift: the sums of the keys a, built
+ * from zero), after settle's verdict on the result.  The shifted maps
+ * take the decay as a shift (their sums are acc exp(shift): no pass over
+ * acc), the others as a factor. */
 static int commit(X(state) *st, const acc_t *delta, double dshift,
-                  keys keys_in, int strict)
+                  keys keys_in, int strict, double decay)
 {
     int64_t len = state_len(st->plan);
     acc_t a, b;
-    double shift = st->shift;
+    double shift = st->shift + (st->plan->shifted ? decay : 0);
     XI(shift_factors)(st->plan, &shift, st->tokens > 0, dshift, 1, &a, &b);
+    if (!st->plan->shifted && decay != 0)
+        a *= (acc_t)exp(decay);
     int nonfinite;
     double mx = scan_sum(st->acc, a, delta, b, len, &nonfinite);
     int status = settle(st, mx, nonfinite, keys_in, strict);
@@ -735,23 +742,49 @@ static int commit(X(state) *st, const acc_t *delta, double dshift,
     return 0;
 }
 
-/* st += the state of the keys a.  strict (the public update): a sum
- * that finite inputs push beyond the range is refused with
- * LINATTN_EOVERFLOW and st is unchanged; otherwise it is kept (the
+/* A decayed update's bookkeeping (attn/decay.h): the keys' total log
+ * decay, and the tokens and count the state holds after it (the keys'
+ * weights then carry their decay to the end). */
+typedef struct {
+    double total;
+    int64_t tokens;
+    double mass;
+} decayed;
+
+/* st += the state of the keys a (decayed: st = exp(d->total) st + the
+ * keys, d NULL when the state does not forget).  strict (the public
+ * update): a sum that finite inputs push beyond the range is refused
+ * with LINATTN_EOVERFLOW and st is unchanged; otherwise it is kept (the
  * one-call paths, whose queries then report the rows it reaches).  Keys
  * of weight 0 are as if absent: they are not counted in tokens. */
-static int update_run(X(state) *st, keys a, int strict)
+static int update_run(X(state) *st, keys a, int strict, const decayed *d)
 {
     const X(plan) *plan = st->plan;
     int64_t len = state_len(plan);
     int status;
     double mass;
     int64_t count = keys_count(a, &mass);
-    if (count == 0)
+    double decay = d ? d->total : 0;
+    if (d) {
+        count = d->tokens;
+        mass = d->mass;
+    }
+    if (count == 0 && decay == 0)
         return 0;
+    if (count == 0) {
+        /* no key enters: the state only forgets */
+        if (plan->shifted)
+            st->shift += st->tokens > 0 ? decay : 0;
+        else
+            for (int64_t i = 0; i < len; i++)
+                st->acc[i] *= (acc_t)exp(decay);
+        st->mass = mass;
+        XI(state_publish)(st);
+        return 0;
+    }
     int nt = linattn_i_threads(a.n, XI(block_rows)(plan));
-    if (!a.w && XI(small_ok)(plan, a.n) &&
-        XI(state_update_small)(st, a.k, a.v, a.n)) {
+    if (!d && !a.w && XI(small_ok)(plan, a.n) &&
+        XI(state_update_small)(st, a.k, a.v, a.n, NULL)) {
         /* taken in place: its sums could not leave the range */
     } else if (nt == 1 && st->bound == 0 && !st->poisoned) {
         /* acc holds zeros (a new state, the one-call paths): accumulate in
@@ -790,23 +823,64 @@ static int update_run(X(state) *st, keys a, int strict)
                         shifts[t], job.has[t], len);
             has = has || job.has[t];
         }
-        status = ok ? commit(st, parts, shifts[0], a, strict)
+        status = ok ? commit(st, parts, shifts[0], a, strict, decay)
                     : LINATTN_ENOMEM;
         free(parts);
         if (status)
             return status;
     }
     st->tokens += count;
-    st->mass += mass;
+    st->mass = d ? mass : st->mass + mass;
     publish(st);
     return 0;
+}
+
+/* The decayed update as the weighted one: key j's weight times exp(B -
+ * b_j) <= 1 (B the keys' total log decay, b_j its running sum up to key
+ * j), the state before times exp(B).  One array of n weights. */
+static int decayed_update(X(state) *st, const XI(problem) *pb, keys a,
+                          int strict)
+{
+    decayed d;
+    double mass, sums[8];
+    d.tokens = keys_count(a, &mass);
+    d.mass = XI(decayed_count)(pb, 0, a.n, st->mass, NULL);
+    d.total = XI(decay_total)(pb, 0, a.n);
+    /* a few rows without weights (decoding): in place, the decay folded
+     * into the few-row path's own rescaling */
+    if (!a.w && a.n > 0 && a.n <= 8 && XI(small_ok)(st->plan, a.n)) {
+        XI(decay_sums)(pb, 0, a.n, sums);
+        if (XI(state_update_small)(st, a.k, a.v, a.n, sums)) {
+            st->tokens += d.tokens;
+            st->mass = d.mass;
+            publish(st);
+            return 0;
+        }
+    }
+    real *w = linattn_i_alloc(a.n > 0 ? a.n : 1, sizeof *w);
+    if (!w)
+        return LINATTN_ENOMEM;
+    const real *g = pb->part[LINATTN_I_GATE].p;
+    double run = 0;
+    for (int64_t j = 0; j < a.n; j++) {
+        run += pb->plan->log_decay + (g ? (double)g[j] : 0);
+        real wj = a.w ? a.w[j] : 1;
+        w[j] = wj == 0 ? 0 : wj * (real)exp(d.total - run);
+    }
+    keys b = a;
+    b.w = w;
+    int status = update_run(st, b, strict, &d);
+    free(w);
+    return status;
 }
 
 int XI(state_update_run)(X(state) *st, const XI(problem) *pb, int strict)
 {
     keys a = {XI(part_view)(pb, LINATTN_I_K), XI(part_view)(pb, LINATTN_I_V),
               pb->part[LINATTN_I_KW].p, pb->nk};
-    return update_run(st, a, strict);
+    if (XI(decays)(pb))
+        return decayed_update(st, pb, a, strict);
+    return update_run(st, a, strict, NULL);
 }
 
 /* Workspace of a query on one thread: phi of one block (none for the
@@ -938,7 +1012,7 @@ int XI(state_query_run)(const X(state) *st, const XI(problem) *pb,
 /* linattn_d_state_update: the state, its keys and values. */
 static const linattn_i_signature update_sig = {
     .state = 1, .layout = 2, .nk = 3,
-    .flags = LINATTN_I_SCAN | LINATTN_I_TOKENS,
+    .flags = LINATTN_I_SCAN | LINATTN_I_TOKENS | LINATTN_I_DECAY,
     .part = {[LINATTN_I_K] = {4, LINATTN_I_NK, LINATTN_I_D, LINATTN_I_INPUT},
              [LINATTN_I_V] = {6, LINATTN_I_NK, LINATTN_I_E, LINATTN_I_INPUT}}};
 
@@ -958,11 +1032,11 @@ int X(state_update)(X(state) *state, int layout, int64_t n, const real *k,
  * key weights. */
 static const linattn_i_signature update_ex_sig = {
     .state = 1, .layout = 2, .nk = 3, .extras = 8,
-    .ex_parts = LINATTN_I_X_WEIGHTS,
-    .flags = LINATTN_I_SCAN | LINATTN_I_TOKENS,
+    .ex_parts = LINATTN_I_X_WEIGHTS | LINATTN_I_X_GATES,
+    .flags = LINATTN_I_SCAN | LINATTN_I_TOKENS | LINATTN_I_DECAY,
     .part = {[LINATTN_I_K] = {4, LINATTN_I_NK, LINATTN_I_D, LINATTN_I_INPUT},
              [LINATTN_I_V] = {6, LINATTN_I_NK, LINATTN_I_E, LINATTN_I_INPUT},
-             LINATTN_I_WEIGHTS_IN(8)}};
+             LINATTN_I_WEIGHTS_IN(8), LINATTN_I_GATES_IN(8)}};
 
 int X(state_update_ex)(X(state) *state, int layout, int64_t n, const real *k,
                        int64_t ldk, const real *v, int64_t ldv,
@@ -974,8 +1048,10 @@ int X(state_update_ex)(X(state) *state, int layout, int64_t n, const real *k,
     pb.part[LINATTN_I_K] = XI(part_single)(k, ldk);
     pb.part[LINATTN_I_V] = XI(part_single)(v, ldv);
     pb.extras = ex;
-    if (ex)
+    if (ex) {
         pb.part[LINATTN_I_KW] = XI(part_single)(ex->weights, 1);
+        pb.part[LINATTN_I_GATE] = XI(part_single)(ex->gates, 1);
+    }
     int st = XI(problem_check)(&pb, &update_ex_sig, NULL);
     return st ? st : XI(state_update_run)(state, &pb, 1);
 }
@@ -985,7 +1061,7 @@ int X(state_update_ex)(X(state) *state, int layout, int64_t n, const real *k,
  * for. */
 static const linattn_i_signature query_sig = {
     .state = 1, .layout = 2, .nq = 3, .some_output = 10,
-    .flags = LINATTN_I_SCAN,
+    .flags = LINATTN_I_SCAN | LINATTN_I_DECAY,
     .part = {[LINATTN_I_Q] = {4, LINATTN_I_NQ, LINATTN_I_D, LINATTN_I_INPUT},
              [LINATTN_I_OUT] = {6, LINATTN_I_NQ, LINATTN_I_E,
                                 LINATTN_I_OUTPUT | LINATTN_I_OPTIONAL},

@@ -124,8 +124,10 @@ int XI(small_ok)(const X(plan) *plan, int64_t n);
 /* As state_update_run / state_query_run, for small_ok sizes.  The
  * update does not count the tokens nor publish; it returns 1 when done, 0
  * (state unchanged) when its sums could leave the range or the inputs are
- * not finite: the blocked path then decides. */
-int XI(state_update_small)(X(state) *st, XI(view) k, XI(view) v, int64_t n);
+ * not finite: the blocked path then decides.  b: a decayed update's
+ * running sums of the rows' log decays (attn/decay.h), NULL without. */
+int XI(state_update_small)(X(state) *st, XI(view) k, XI(view) v, int64_t n,
+                           const double *b);
 int XI(state_query_small)(const X(state) *st, const XI(problem) *pb,
                           int64_t *bad_row);
 

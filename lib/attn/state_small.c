@@ -50,20 +50,31 @@ static double max_abs(const real *x, int64_t count)
     return mx;
 }
 
-int XI(state_update_small)(X(state) *st, XI(view) k, XI(view) v, int64_t n)
+int XI(state_update_small)(X(state) *st, XI(view) k, XI(view) v, int64_t n,
+                           const double *b)
 {
     const X(plan) *plan = st->plan;
     int64_t m = plan->m, e = plan->e;
     real phi[SMALL_ROWS * SMALL_WIDTH], vrow[SMALL_ROWS * SMALL_WIDTH];
     double rexp[SMALL_ROWS], shift = st->shift, f = 1;
+    /* decayed (b: the rows' running sums of log decays): the state before
+     * times exp(B), B = b[n - 1] (the shifted maps: a shift of B), row r
+     * times exp(B - b[r]), each <= 1 */
+    double B = b ? b[n - 1] : 0, from = st->shift + (plan->shifted ? B : 0);
     if (plan->shifted) { /* keys share the state's shift (state.c) */
         double bmax = XI(phi_pre)(plan, k, n, phi, rexp);
-        shift = XI(next_shift)(st->shift, st->tokens > 0, bmax);
+        shift = XI(next_shift)(from, st->tokens > 0, bmax);
         if (st->tokens > 0 && shift != st->shift)
-            f = exp(st->shift - shift);
+            f = exp(from - shift);
         XI(phi_post)(plan, phi, n, rexp, NULL, shift, NULL);
     } else {
         XI(phi_rows)(plan, k, n, phi, NULL);
+        f = b ? exp(B) : 1;
+    }
+    for (int64_t r = 0; b && r < n - 1; r++) {
+        real g = (real)exp(B - b[r]);
+        for (int64_t t = 0; t < m; t++)
+            phi[r * m + t] *= g;
     }
     XI(copy_rows)(v, 0, n, e, vrow);
     if (!st->poisoned) {
@@ -78,13 +89,12 @@ int XI(state_update_small)(X(state) *st, XI(view) k, XI(view) v, int64_t n)
             return 0;
         st->bound = bound;
     }
-    if (f != 1)
-        for (int64_t i = 0; i < m * (e + 1); i++)
-            st->acc[i] *= f;
     st->shift = shift;
+    /* the state's factor f in the first row's pass (one sweep of the
+     * state per row, as without it) */
     const XI(kern) *kn = XI(kern_now)();
     for (int64_t r = 0; r < n; r++)
-        kn->rank1(st->acc, m, e, phi + r * m, vrow + r * e);
+        kn->rank1(st->acc, m, e, phi + r * m, vrow + r * e, r ? 1 : (acc_t)f);
     return 1;
 }
 

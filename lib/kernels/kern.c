@@ -94,16 +94,23 @@ static void k_row_stats(const real *f, int64_t ldf, int64_t rows, int64_t m,
 /* ---- small loops of decoding and of the causal chunks ---- */
 
 static void k_rank1(acc_t *acc, int64_t m, int64_t e, const real *p,
-                    const real *v)
+                    const real *v, acc_t f)
 {
     int64_t ld = e + 1;
     for (int64_t i = 0; i < m; i++) {
         acc_t pi = p[i];
         acc_t *row = acc + i * ld;
-        LINATTN_SIMD
-        for (int64_t j = 0; j < e; j++)
-            row[j] += pi * v[j];
-        row[e] += pi;
+        if (f == 1) {
+            LINATTN_SIMD
+            for (int64_t j = 0; j < e; j++)
+                row[j] += pi * v[j];
+            row[e] += pi;
+        } else {
+            LINATTN_SIMD
+            for (int64_t j = 0; j < e; j++)
+                row[j] = f * row[j] + pi * v[j];
+            row[e] = f * row[e] + pi;
+        }
     }
 }
 

@@ -43,10 +43,12 @@ typedef struct {
     int (*mm)(int64_t M, int64_t N, int64_t K, const real *a, int64_t ars,
               int64_t aks, const real *b, int64_t ldb, real *c, int64_t ldc,
               int add, const real *s);
-    /* acc[i][j] += p[i] v[j] over an m x (e + 1) state with v[e] = 1: a
-     * rank-one update (token-by-token decoding). */
+    /* acc[i][j] = f acc[i][j] + p[i] v[j] over an m x (e + 1) state with
+     * v[e] = 1: a rank-one update (token-by-token decoding), the state
+     * before it scaled by f in the same pass (a decay or a shift's move;
+     * f = 1: acc += p v^T exactly). */
     void (*rank1)(acc_t *acc, int64_t m, int64_t e, const real *p,
-                  const real *v);
+                  const real *v, acc_t f);
     /* y[j] = sum_i p[i] s[i][j], j <= e, over an m x (e + 1) state:
      * numerators and, in y[e], the normalizer of one query. */
     void (*row_times)(real *y, const real *s, int64_t m, int64_t e,

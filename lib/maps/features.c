@@ -273,7 +273,7 @@ void XI(phi_plain)(const X(plan) *plan, XI(view) x, int64_t rows, real *out,
 /* linattn_d_features: x (n x d) in, phi (n x m) out; no finiteness scan
  * (the features of NaN are NaN). */
 static const linattn_i_signature features_sig = {
-    .plan = 1, .layout = 2, .nq = 3,
+    .plan = 1, .layout = 2, .nq = 3, .flags = LINATTN_I_DECAY, /* the map's */
     .part = {[LINATTN_I_Q] = {4, LINATTN_I_NQ, LINATTN_I_D, LINATTN_I_INPUT},
              [LINATTN_I_OUT] = {6, LINATTN_I_NQ, LINATTN_I_M,
                                 LINATTN_I_OUTPUT}}};

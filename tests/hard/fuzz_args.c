@@ -45,6 +45,9 @@
 #include "linattn.h"
 #include "fuzz_reader.h"
 
+/* The extras' reserved pointers (fewer as parts take them). */
+#define RESERVED_PTRS(ex) (sizeof (ex).reserved_ptr / sizeof *(ex).reserved_ptr)
+
 
 static int64_t take_size(reader *r, int64_t max)
 {
@@ -504,12 +507,11 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
             if (take(r) % 8 == 0)                                             \
                 ex.reserved[take(r) % 15] = 1;                                \
             if (take(r) % 16 == 0)                                            \
-                ex.reserved_ptr[take(r) % 6] = &ex;                           \
+                ex.reserved_ptr[take(r) % RESERVED_PTRS(ex)] = &ex;           \
             args_ok = args_ok && ex.absorb <= 1 && (!ex.absorb || es) &&      \
-                      !(es && ex.offsets) && /* states replace it */        \
-                      !ex.reserved_ptr[0] && !ex.reserved_ptr[1] &&           \
-                      !ex.reserved_ptr[2] && !ex.reserved_ptr[3] &&           \
-                      !ex.reserved_ptr[4] && !ex.reserved_ptr[5];             \
+                      !(es && ex.offsets); /* states replace it */          \
+            for (size_t i = 0; i < RESERVED_PTRS(ex); i++)                    \
+                args_ok = args_ok && !ex.reserved_ptr[i];                     \
             for (int i = 0; i < 15; i++)                                      \
                 args_ok = args_ok && !ex.reserved[i];                         \
         }                                                                     \

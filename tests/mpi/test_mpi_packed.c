@@ -586,6 +586,41 @@ static void bad_offsets_refused(void)
     P(plan_destroy)(p);
 }
 
+/* A decayed plan (or gates) on every distributed call: -1 (the plan) on
+ * every rank, nothing written: the scans do not decay yet. */
+static void decayed_plan_refused(void)
+{
+    linattn_opts o;
+    linattn_opts_init(&o);
+    o.log_decay = -0.1;
+    P(plan) *p = NULL;
+    MT_CHECK(P(plan_create)(&p, LINATTN_MAP_ELU1, 3, 2, &o) == 0, "plan");
+    tmat q, k, v;
+    make_stream(&map_cases[0], ROW, 77, &q, &k, &v);
+    int64_t ro, rc;
+    block_of(NTOK, EVEN, &ro, &rc);
+    tmat out = tmat_like(&q, NTOK, 2, 0);
+    fill(&out, SENTINEL);
+    tmat lq = view(&q, ro, rc), lk = view(&k, ro, rc), lv = view(&v, ro, rc);
+    tmat lo = view(&out, ro, rc);
+    int64_t off[NSEQ + 1];
+    offsets_of(off);
+    P(extras) ex;
+    P(extras_init)(&ex);
+    ex.offsets = off, ex.nseq = NSEQ;
+    int s1 = MP(causal)(p, WORLD, ROW, rc, lq.a, lq.ld, lk.a, lk.ld, lv.a, lv.ld, lo.a, lo.ld,
+                        NULL);
+    int s2 = MP(causal_ex)(p, WORLD, ROW, rc, lq.a, lq.ld, lk.a, lk.ld, lv.a, lv.ld, lo.a,
+                           lo.ld, &ex, NULL);
+    int s3 = MP(attention)(p, WORLD, ROW, rc, rc, lq.a, lq.ld, lk.a, lk.ld, lv.a, lv.ld, lo.a,
+                           lo.ld, NULL);
+    MT_CHECK(s1 == -1 && s2 == -1 && s3 == -1 && all_equal(&out, SENTINEL),
+             "decayed plan: %d %d %d", s1, s2, s3);
+    tmat_free(&out);
+    tmat_free(&q), tmat_free(&k), tmat_free(&v);
+    P(plan_destroy)(p);
+}
+
 int main(int argc, char **argv)
 {
     mt_init(&argc, &argv, LINATTN_MPI_THREAD_LEVEL);
@@ -594,6 +629,7 @@ int main(int argc, char **argv)
     MT_RUN(states_equal_serial);
     MT_RUN(states_unchanged_on_failure);
     MT_RUN(bad_offsets_refused);
+    MT_RUN(decayed_plan_refused);
     int status = mt_finish("mpi packed " PREC);
     MPI_Finalize();
     return status;
