@@ -11,6 +11,7 @@
  * random generator of lib/maps/rng.c (Philox known answers, Box-Muller, test
  * vectors).
  */
+#include <float.h>
 #include <stdio.h>
 #include "testutil.h"
 #include "common/prec.h"
@@ -267,11 +268,21 @@ START_TEST(every_build_small_loops)
     FOR_EACH_BUILD(kn)
     {
         memcpy(acc, acc0, sizeof acc);
-        kn->rank1(acc, M, E, p, v);
+        kn->rank1(acc, M, E, p, v, 1);
         for (int i = 0; i < M; i++)
             for (int j = 0; j <= E; j++)
                 ck_assert(acc[i * LD + j] ==
                           acc0[i * LD + j] + (acc_t)p[i] * (j < E ? v[j] : 1));
+        /* with the state before scaled in the same pass (a decay) */
+        memcpy(acc, acc0, sizeof acc);
+        acc_t f = (acc_t)0.625;
+        kn->rank1(acc, M, E, p, v, f);
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j <= E; j++) {
+                long double want = (long double)f * acc0[i * LD + j] +
+                                   (long double)p[i] * (j < E ? v[j] : 1);
+                ck_assert(fabsl(acc[i * LD + j] - want) <= 4 * DBL_EPSILON * (1 + fabsl(want)));
+            }
         kn->row_times(y, sz, M, E, p);
         for (int j = 0; j <= E; j++) {
             long double w = 0;

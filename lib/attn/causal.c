@@ -75,9 +75,12 @@ typedef struct {
     double shift;
     int has;
     /* decay: the chunk's running sums of log decays, its rows' counts
-     * (LINATTN_DENOM_COUNT), and gamma^k for k <= C when the plan's decay
-     * is the only one (else NULL) */
-    double *bsum, *cnt, *pw;
+     * (LINATTN_DENOM_COUNT), a row's factors and the carried state's
+     * (C each), and when the plan's decay is the only one gamma^k for k
+     * <= C, reversed: pwr[C - k] (else NULL) */
+    double *bsum, *cnt;
+    real *xf, *gf, *pwr;
+    int64_t c;
 } causal_ws;
 
 static void free_causal_ws(causal_ws *w)
@@ -85,7 +88,7 @@ static void free_causal_ws(causal_ws *w)
     free(w->phiq), free(w->phik), free(w->vbuf), free(w->r), free(w->dd);
     free(w->b), free(w->part), free(w->z), free(w->zacc), free(w->zpart);
     free(w->rexp), free(w->mrun);
-    free(w->bsum), free(w->cnt), free(w->pw);
+    free(w->bsum), free(w->cnt), free(w->xf), free(w->gf), free(w->pwr);
     if (LINATTN_ACC_WIDER)
         free(w->acc);
 }
@@ -120,18 +123,22 @@ static int alloc_causal_ws(causal_ws *w, const XI(problem) *pb, int64_t c)
         w->mrun = linattn_i_alloc(c, sizeof(double));
     }
     int decays = XI(decays)(pb), table = !pb->part[LINATTN_I_GATE].p;
+    w->c = c;
     if (decays) {
         w->bsum = linattn_i_alloc(c, sizeof(double));
         w->cnt = linattn_i_alloc(c, sizeof(double));
-        w->pw = table ? linattn_i_alloc(c + 1, sizeof(double)) : NULL;
-        for (int64_t k = 0; w->pw && k <= c; k++)
-            w->pw[k] = exp((double)k * plan->log_decay);
+        w->xf = linattn_i_alloc(c + 1, sizeof(real));
+        w->gf = linattn_i_alloc(c + 1, sizeof(real));
+        w->pwr = table ? linattn_i_alloc(c + 1, sizeof(real)) : NULL;
+        for (int64_t k = 0; w->pwr && k <= c; k++)
+            w->pwr[c - k] = (real)exp((double)k * plan->log_decay);
     }
     if (!w->phiq || !w->phik || !w->vbuf || !w->r || !w->dd || !w->b ||
         !w->z || !w->zacc || !w->zpart ||
         (LINATTN_ACC_WIDER && (!w->part || !w->acc)) ||
         (plan->shifted && (!w->rexp || !w->mrun)) ||
-        (decays && (!w->bsum || !w->cnt || (table && !w->pw)))) {
+        (decays && (!w->bsum || !w->cnt || !w->xf || !w->gf ||
+                    (table && !w->pwr)))) {
         free_causal_ws(w);
         return LINATTN_ENOMEM;
     }
@@ -268,35 +275,61 @@ static int weighted_keys(const X(plan) *plan, causal_ws *w, XI(view) k,
  * terms times exp(b_i + M - m_i), its triangle entries A[i][j] times
  * exp(b_i - b_j + m_j - m_i), b the chunk's decay sums (NULL: none), m
  * the running shifts and M the carried state's (0 for the maps without).
- * Every exponent <= 0. */
+ * Every exponent <= 0.  Decayed without shifts, a row's factors go
+ * through the vectorized exponential (kern.h) at once, or with the
+ * plan's decay alone come from the table of powers (w->pwr, reversed so
+ * that row i's run is contiguous: gamma^(i - j) at pwr[c - i + j]); the
+ * shifted maps take libm's exp of the summed exponent, so that gates of 0
+ * give the undecayed call's bits. */
 static void rescale_rows(const X(plan) *plan, causal_ws *w, int64_t rows,
                          int64_t e, real *dq, const double *b)
 {
-    const double *mr = w->mrun, *pw = w->pw;
+    const double *mr = w->mrun;
     int sh = plan->shifted;
+    const XI(kern) *kn = XI(kern_now)();
+    real *x = w->xf, *g = w->gf;
+    if (b && !sh) { /* the carried state's factors, every row at once */
+        if (w->pwr) {
+            for (int64_t i = 0; i < rows; i++)
+                g[i] = w->pwr[w->c - i - 1];
+        } else {
+            for (int64_t i = 0; i < rows; i++)
+                g[i] = (real)b[i];
+            kn->exp(g, g, rows);
+        }
+    }
     for (int64_t i = 0; i < rows; i++) {
         real *ri = w->r + i * w->ldb, *ai = ri + e;
-        for (int64_t j = 0; j < i; j++) {
-            if (!b) {
-                if (mr[j] != mr[i])
+        if (sh) {
+            for (int64_t j = 0; j < i; j++)
+                if (b)
+                    ai[j] *= (real)exp((b[i] - b[j]) + (mr[j] - mr[i]));
+                else if (mr[j] != mr[i])
                     ai[j] *= (real)exp(mr[j] - mr[i]);
-            } else if (pw && (!sh || mr[j] == mr[i])) {
-                ai[j] *= (real)pw[i - j];
-            } else {
-                ai[j] *= (real)exp((b[i] - b[j]) + (sh ? mr[j] - mr[i] : 0));
-            }
+        } else if (w->pwr) {
+            const real *t = w->pwr + (w->c - i);
+            LINATTN_SIMD
+            for (int64_t j = 0; j < i; j++)
+                ai[j] *= t[j];
+        } else {
+            for (int64_t j = 0; j < i; j++)
+                x[j] = (real)(b[i] - b[j]);
+            kn->exp(x, x, i);
+            LINATTN_SIMD
+            for (int64_t j = 0; j < i; j++)
+                ai[j] *= x[j];
         }
         /* an empty carried state contributes zeros, whatever phi(q_i) */
-        real g;
+        real gi;
         if (!sh)
-            g = (real)(pw ? pw[i + 1] : exp(b[i]));
+            gi = g[i];
         else if (!w->has)
-            g = 0;
+            gi = 0;
         else
-            g = (real)exp(b ? (w->shift - mr[i]) + b[i] : w->shift - mr[i]);
-        for (int64_t c = 0; g != 1 && c < e; c++)
-            ri[c] *= g;
-        dq[i] *= g;
+            gi = (real)exp(b ? (w->shift - mr[i]) + b[i] : w->shift - mr[i]);
+        for (int64_t c = 0; gi != 1 && c < e; c++)
+            ri[c] *= gi;
+        dq[i] *= gi;
     }
 }
 
@@ -313,29 +346,35 @@ static void move_state(const X(plan) *plan, causal_ws *w, int64_t rows,
     int sh = plan->shifted && keys_here;
     double to = sh ? w->mrun[rows - 1] : w->shift;
     double bl = b ? b[rows - 1] : 0;
-    const double *pw = w->pw;
+    real *x = w->xf; /* (decayed without shifts only) */
+    int fast = b && !plan->shifted;
+    if (fast && w->pwr) {
+        for (int64_t j = 0; j < rows; j++)
+            x[j] = w->pwr[w->c - (rows - 1 - j)];
+    } else if (fast) {
+        for (int64_t j = 0; j < rows; j++)
+            x[j] = (real)(bl - b[j]);
+        XI(kern_now)()->exp(x, x, rows);
+    }
     for (int64_t j = 0; j < rows && (sh || b); j++) {
-        double f = 1;
-        if (!b)
-            f = w->mrun[j] != to ? exp(w->mrun[j] - to) : 1;
-        else if (pw && (!sh || w->mrun[j] == to))
-            f = pw[rows - 1 - j];
-        else
-            f = exp((bl - b[j]) + (sh ? w->mrun[j] - to : 0));
-        if (f != 1) {
-            real rf = (real)f, *kj = w->phik + j * m;
+        real rf = fast ? x[j]
+                  : b  ? (real)exp((bl - b[j]) + (sh ? w->mrun[j] - to : 0))
+                  : w->mrun[j] != to ? (real)exp(w->mrun[j] - to)
+                                     : 1;
+        if (rf != 1) {
+            real *kj = w->phik + j * m;
             for (int64_t t = 0; t < m; t++)
                 kj[t] *= rf;
         }
     }
     /* the carried state (none yet for a shifted map without keys) */
-    double x = (sh ? w->shift - to : 0) + bl;
-    if ((!plan->shifted || w->has) && x != 0) {
-        acc_t f = (acc_t)exp(x);
+    double f = (sh ? w->shift - to : 0) + bl;
+    if ((!plan->shifted || w->has) && f != 0) {
+        acc_t ef = (acc_t)exp(f);
         for (int64_t i = 0; i < m; i++) {
             for (int64_t j = 0; j < e; j++)
-                w->acc[i * w->ldacc + j] *= f;
-            w->zacc[i] *= f;
+                w->acc[i * w->ldacc + j] *= ef;
+            w->zacc[i] *= ef;
         }
     }
     if (sh) {
@@ -414,7 +453,9 @@ static int64_t causal_serial(const XI(problem) *rg, causal_ws *w, int64_t c,
         triangle_sums(w->r + e, ldb, rows, den);
         int64_t good;
         if (decays) {
-            mass = XI(decayed_count)(rg, r, rows, mass, w->cnt);
+            /* (the count is only the count normalizer's) */
+            if (plan->denom == LINATTN_DENOM_COUNT)
+                mass = XI(decayed_count)(rg, r, rows, mass, w->cnt);
             good = XI(good_counts)(plan, den, rows, 1, w->cnt);
         } else {
             good = kw ? XI(good_rows)(plan, den, rows, 1, mass, 1, kw + r)
