@@ -827,7 +827,13 @@ typedef struct X(extras_s) {                                                  \
      * check_finite refuses it.  The causal calls, their references and the   \
      * streaming update take them. */                                         \
     const R *gates;                                                           \
-    void *reserved_ptr[5];                                                    \
+    /* linattn_d_batched_causal_ex: a log decay per head, heads entries,      \
+     * each <= 0 and finite, added to the plan's (RetNet's heads each have    \
+     * their own gamma): head h forgets by exp(plan's + head_decays[h]) per   \
+     * token.  NULL: the plan's for every head.  Out of range: -i of the      \
+     * extras.  Only that call takes it. */                                   \
+    const double *head_decays;                                                \
+    void *reserved_ptr[4];                                                    \
     int64_t nseq; /* the sequences of offsets (0 without them) */             \
     int64_t reserved[15];                                                     \
 } X(extras);                                                                  \
@@ -1217,7 +1223,8 @@ LINATTN_API int X(batched_attention_ex)(const X(plan) *plan, int layout,      \
  *         linattn_where *bad)                                                \
  * linattn_d_batched_causal with the parts of ex it takes (den, key           \
  * weights, offsets, states: as at linattn_d_batched_attention_ex; gates      \
- * dense as the weights, problem (b, h)'s n at (b heads + h) n; each          \
+ * dense as the weights, problem (b, h)'s n at (b heads + h) n; head h's      \
+ * log decay head_decays[h] added to the plan's; each                         \
  * problem as linattn_d_causal_ex with them).  Errors as                      \
  * linattn_d_batched_causal; -14 ex (as above, and key_offsets not NULL);     \
  * LINATTN_ESIZE.  Thread-safe. */                                            \

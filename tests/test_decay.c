@@ -14,6 +14,7 @@
  * give the undecayed call's bits; no output reads a later token (bit for
  * bit, gates of -1e3 and NaN values after it); states that die in one
  * step (g = -1e3) and decays of 1e-12; checkpoints of a decayed stream;
+ * a gamma per head in the batched call (each head its own plan's bits);
  * and every refusal: gamma out of (0, 1], a gate above 0, NaN under
  * check_finite, a decayed plan on a path without decay, a decayed state
  * where an undecayed one is expected.
@@ -65,6 +66,17 @@ static int same_state(const P(state) *a, const P(state) *b)
                !memcmp(&sa, &sb, sizeof sa) && ta == tb;
     free(x), free(y);
     return same;
+}
+
+/* batched_causal_ex of B x H problems of n rows stored [B][H][n][c]
+ * contiguous (problem (b, h) at (b H + h) n rows). */
+static int batched_into(const P(plan) *p, int64_t B, int64_t H, int64_t n,
+                        const tmat *q, const tmat *k, const tmat *v, tmat *out,
+                        const P(extras) *ex)
+{
+    linattn_strides sq = {D, H * n * D, n * D}, so = {E, H * n * E, n * E};
+    return P(batched_causal_ex)(p, ROW, B, H, n, q->a, &sq, k->a, &sq, v->a, &so,
+                                out->a, &so, ex, NULL);
 }
 
 /* causal_ex of rows [0, n) into out. */
@@ -460,18 +472,14 @@ START_TEST(batched_is_single_calls)
     uint64_t seed = 700 + (uint64_t)_i;
     P(plan) *p = decay_plan(mc, -0.07, 6, 0);
     /* [B][H][n][c] contiguous: problem (b, h) at (b H + h) n c */
-    tmat q = tmat_rand(ROW, B * H * n, D, 0, mc->lo, mc->hi, &seed);
-    tmat k = tmat_rand(ROW, B * H * n, D, 0, mc->lo, mc->hi, &seed);
-    tmat v = tmat_rand(ROW, B * H * n, E, 0, -1, 1, &seed);
+    tmat q, k, v;
+    make_qkv(mc, ROW, B * H * n, &seed, &q, &k, &v);
     real *g = make_gates(B * H * n, seed, 1);
     tmat out = tmat_like(&q, B * H * n, E, 0), one = tmat_like(&q, n, E, 0);
-    linattn_strides sq = {D, H * n * D, n * D}, so = {E, H * n * E, n * E};
     P(extras) ex;
     P(extras_init)(&ex);
     ex.gates = g;
-    ck_assert_int_eq(P(batched_causal_ex)(p, ROW, B, H, n, q.a, &sq, k.a, &sq, v.a, &so,
-                                          out.a, &so, &ex, NULL),
-                     0);
+    ck_assert_int_eq(batched_into(p, B, H, n, &q, &k, &v, &out, &ex), 0);
     for (int64_t pr = 0; pr < B * H; pr++) {
         P(extras) e1;
         P(extras_init)(&e1);
@@ -486,6 +494,52 @@ START_TEST(batched_is_single_calls)
     free(g);
     tmat_free(&q), tmat_free(&k), tmat_free(&v), tmat_free(&out), tmat_free(&one);
     P(plan_destroy)(p);
+}
+END_TEST
+
+/* A gamma per head (extras.head_decays, added to the plan's): the batched
+ * causal call against each head's single call from a plan of that decay,
+ * bit for bit on one thread; out of range (above 0, NaN) refused with
+ * nothing written, and refused by the single calls (not taken). */
+START_TEST(head_decays_are_plans_of_their_own)
+{
+    int old = test_set_threads(1);
+    const map_case *mc = &maps[_i % MAPS];
+    int64_t n = 33, B = 2, H = 3;
+    uint64_t seed = 1500 + (uint64_t)_i;
+    const double base = -0.02, heads[3] = {0, -0.1, -1.5};
+    P(plan) *p = decay_plan(mc, base, 5, 0);
+    tmat q, k, v;
+    make_qkv(mc, ROW, B * H * n, &seed, &q, &k, &v);
+    tmat out = tmat_like(&q, B * H * n, E, 0), one = tmat_like(&q, n, E, 0);
+    P(extras) ex;
+    P(extras_init)(&ex);
+    ex.head_decays = heads;
+    ck_assert_int_eq(batched_into(p, B, H, n, &q, &k, &v, &out, &ex), 0);
+    for (int64_t pr = 0; pr < B * H; pr++) {
+        P(plan) *ph = decay_plan(mc, base + heads[pr % H], 5, 0);
+        ck_assert_int_eq(P(causal)(ph, ROW, n, q.a + pr * n * D, D, k.a + pr * n * D, D,
+                                   v.a + pr * n * E, E, one.a, E, NULL),
+                         0);
+        ck_assert_msg(!memcmp(one.a, out.a + pr * n * E, (size_t)(n * E) * sizeof(real)),
+                      "map %d problem %lld: not the single call's bits", mc->map, (long long)pr);
+        P(plan_destroy)(ph);
+    }
+    static const double bad[] = {1e-3, NAN, -INFINITY};
+    for (int c = 0; c < 3; c++) {
+        double hb[3] = {0, bad[c], 0};
+        ex.head_decays = hb;
+        for (int64_t i = 0; i < B * H * n * E; i++)
+            out.a[i] = (real)-777;
+        ck_assert_int_eq(batched_into(p, B, H, n, &q, &k, &v, &out, &ex), -14);
+        for (int64_t i = 0; i < B * H * n * E; i++)
+            ck_assert(out.a[i] == (real)-777);
+    }
+    ex.head_decays = heads;
+    ck_assert_int_eq(causal_into(p, &q, &k, &v, &out, &ex), -12);
+    tmat_free(&q), tmat_free(&k), tmat_free(&v), tmat_free(&out), tmat_free(&one);
+    P(plan_destroy)(p);
+    test_set_threads(old);
 }
 END_TEST
 
@@ -655,6 +709,7 @@ int main(void)
     tcase_add_loop_test(tc, no_output_reads_a_later_token, 0, 2 * MAPS);
     tcase_add_loop_test(tc, streaming_equals_causal, 0, 2 * MAPS);
     tcase_add_loop_test(tc, batched_is_single_calls, 0, MAPS);
+    tcase_add_loop_test(tc, head_decays_are_plans_of_their_own, 0, MAPS);
     tcase_add_test(tc, checkpoint_of_a_decayed_stream);
     tcase_add_test(tc, bad_decay_refused);
     suite_add_tcase(s, tc);

@@ -196,7 +196,8 @@ static const linattn_i_signature causal_ex_sig = {
     .heads = 4, .nq = 5, .extras = 14, .absorb = 14,
     .flags = LINATTN_I_SCAN | LINATTN_I_TOKENS | LINATTN_I_DECAY,
     .ex_parts = LINATTN_I_X_DEN | LINATTN_I_X_WEIGHTS | LINATTN_I_X_OFFSETS |
-                LINATTN_I_X_STATES | LINATTN_I_X_GATES,
+                LINATTN_I_X_STATES | LINATTN_I_X_GATES |
+                LINATTN_I_X_HEAD_DECAYS,
     .part = {LINATTN_I_QKVO(6), LINATTN_I_DEN_OUT(14, 0),
              LINATTN_I_WEIGHTS_IN(14), LINATTN_I_GATES_IN(14)}};
 

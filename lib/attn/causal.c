@@ -131,7 +131,7 @@ static int alloc_causal_ws(causal_ws *w, const XI(problem) *pb, int64_t c)
         w->gf = linattn_i_alloc(c + 1, sizeof(real));
         w->pwr = table ? linattn_i_alloc(c + 1, sizeof(real)) : NULL;
         for (int64_t k = 0; w->pwr && k <= c; k++)
-            w->pwr[c - k] = (real)exp((double)k * plan->log_decay);
+            w->pwr[c - k] = (real)exp((double)k * XI(log_decay)(pb));
     }
     if (!w->phiq || !w->phik || !w->vbuf || !w->r || !w->dd || !w->b ||
         !w->z || !w->zacc || !w->zpart ||

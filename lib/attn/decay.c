@@ -15,7 +15,7 @@ double XI(decay_sums)(const XI(problem) *pb, int64_t lo, int64_t rows,
                       double *b)
 {
     const real *g = pb->part[LINATTN_I_GATE].p;
-    double a = pb->plan->log_decay, run = 0;
+    double a = XI(log_decay)(pb), run = 0;
     for (int64_t i = 0; i < rows; i++) {
         run += g ? a + (double)g[lo + i] : a;
         b[i] = run;
@@ -26,7 +26,7 @@ double XI(decay_sums)(const XI(problem) *pb, int64_t lo, int64_t rows,
 double XI(decay_total)(const XI(problem) *pb, int64_t lo, int64_t rows)
 {
     const real *g = pb->part[LINATTN_I_GATE].p;
-    double a = pb->plan->log_decay, run = 0;
+    double a = XI(log_decay)(pb), run = 0;
     for (int64_t i = 0; i < rows; i++)
         run += g ? a + (double)g[lo + i] : a;
     return run;
@@ -37,7 +37,7 @@ double XI(decayed_count)(const XI(problem) *pb, int64_t lo, int64_t rows,
 {
     const real *g = pb->part[LINATTN_I_GATE].p;
     const real *w = pb->part[LINATTN_I_KW].p;
-    double a = pb->plan->log_decay, c = before;
+    double a = XI(log_decay)(pb), c = before;
     for (int64_t i = 0; i < rows; i++) {
         double f = exp(g ? a + (double)g[lo + i] : a);
         c = f * c + (w ? (double)w[lo + i] : 1.0);

@@ -16,10 +16,17 @@
 #include "attn/problem.h"
 #include "attn/plan.h"
 
-/* Nonzero when the problem's state forgets: a plan decay or gates. */
+/* The problem's constant log decay per token: the plan's, and a batched
+ * call's head's (extras.head_decays). */
+static inline double XI(log_decay)(const XI(problem) *pb)
+{
+    return pb->plan->log_decay + pb->head_decay;
+}
+
+/* Nonzero when the problem's state forgets: a constant decay or gates. */
 static inline int XI(decays)(const XI(problem) *pb)
 {
-    return pb->plan->log_decay != 0 || pb->part[LINATTN_I_GATE].p != NULL;
+    return XI(log_decay)(pb) != 0 || pb->part[LINATTN_I_GATE].p != NULL;
 }
 
 /* b[i] = the sum of the log decays of key rows lo .. lo + i of pb

@@ -22,6 +22,7 @@ int X(extras_init)(X(extras) *ex)
     ex->dweights = NULL;
     ex->dstates = NULL;
     ex->gates = NULL;
+    ex->head_decays = NULL;
     for (size_t i = 0; i < sizeof ex->reserved_ptr / sizeof *ex->reserved_ptr;
          i++)
         ex->reserved_ptr[i] = NULL;
@@ -67,6 +68,8 @@ int XI(extras_taken)(const X(extras) *ex, unsigned parts)
         return 0;
     if (!(parts & LINATTN_I_X_GATES) && ex->gates)
         return 0;
+    if (!(parts & LINATTN_I_X_HEAD_DECAYS) && ex->head_decays)
+        return 0;
     return 1;
 }
 
@@ -81,6 +84,7 @@ void XI(problem_extras)(XI(problem) *pb, const X(extras) *ex)
     pb->part[LINATTN_I_KW] = XI(part_single)(ex->weights, 1);
     pb->part[LINATTN_I_DKW] = XI(part_single)(ex->dweights, 1);
     pb->part[LINATTN_I_GATE] = XI(part_single)(ex->gates, 1);
+    pb->head_decays = ex->head_decays;
     pb->dstates = ex->dstates;
     if (ex->offsets) {
         pb->nseq = ex->nseq;

@@ -43,6 +43,7 @@
  * orders the calls had before the descriptor, kept: the traces of
  * tests/hard/compare_builds.sh are the same.
  */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include "attn/problem.h"
@@ -429,6 +430,16 @@ static int gates_bad(const XI(problem) *pb)
     return 0;
 }
 
+/* Nonzero when a head's log decay is above 0, NaN or Inf (a gamma out of
+ * (0, 1], as the plan's). */
+static int head_decays_bad(const XI(problem) *pb)
+{
+    for (int64_t h = 0; pb->head_decays && h < pb->heads; h++)
+        if (!(pb->head_decays[h] <= 0 && pb->head_decays[h] >= -DBL_MAX))
+            return 1;
+    return 0;
+}
+
 /* Nonzero when [lo, hi) meets the n entries of size elem at p. */
 static int meets(uintptr_t lo, uintptr_t hi, const void *p, int64_t n,
                  size_t elem)
@@ -634,6 +645,8 @@ int XI(problem_check)(const XI(problem) *pb, const linattn_i_signature *sig,
         st = -sig->part[LINATTN_I_KW].pos;
     if (!st && gates_bad(pb))
         st = -sig->part[LINATTN_I_GATE].pos;
+    if (!st && head_decays_bad(pb))
+        st = -sig->extras;
     if (!st && pb->qoff)
         st = packed_check(pb, sig, vec);
     if (!st && pb->dstates)

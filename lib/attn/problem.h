@@ -117,7 +117,8 @@ enum {
     LINATTN_I_X_STATES = 32,  /* states (and absorb): one per sequence    */
     LINATTN_I_X_DWEIGHTS = 64, /* dweights: dL/dw out (the backward)      */
     LINATTN_I_X_DSTATES = 128, /* dstates: the starting states' gradients */
-    LINATTN_I_X_GATES = 256    /* gates: per-token log decays             */
+    LINATTN_I_X_GATES = 256,   /* gates: per-token log decays             */
+    LINATTN_I_X_HEAD_DECAYS = 512 /* head_decays: a log decay per head    */
 };
 
 /* Forms of a call. */
@@ -196,6 +197,11 @@ typedef struct XI(problem_s) {
     int64_t nseq;
     const int64_t *qoff, *koff;
     X(state) *const *states;
+    /* A batched call's constant log decay per head (extras.head_decays:
+     * heads entries, NULL none), and a single problem's: its head's, added
+     * to the plan's (attn/decay.h). */
+    const double *head_decays;
+    double head_decay;
     /* The causal backward's gradient of its starting state's accumulator
      * (of each sequence's, at s m (e + 1) doubles; a batched problem's:
      * problem p's sequence s at (p nseq + s) m (e + 1)), or NULL. */
@@ -396,6 +402,10 @@ static inline XI(problem) XI(problem_one)(const XI(problem) *pb, int64_t p)
 {
     XI(problem) one = *pb;
     one.batch = one.heads = 1;
+    if (pb->head_decays) { /* problem p is head p mod heads */
+        one.head_decay = pb->head_decays[p % pb->heads];
+        one.head_decays = NULL;
+    }
     if (pb->states) /* a packed batch's: problem p's nseq of them */
         one.states = pb->states + p * pb->nseq;
     if (pb->dstates) /* and their gradients, m (e + 1) doubles each */

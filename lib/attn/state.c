@@ -863,7 +863,7 @@ static int decayed_update(X(state) *st, const XI(problem) *pb, keys a,
     const real *g = pb->part[LINATTN_I_GATE].p;
     double run = 0;
     for (int64_t j = 0; j < a.n; j++) {
-        run += pb->plan->log_decay + (g ? (double)g[j] : 0);
+        run += XI(log_decay)(pb) + (g ? (double)g[j] : 0);
         real wj = a.w ? a.w[j] : 1;
         w[j] = wj == 0 ? 0 : wj * (real)exp(d.total - run);
     }
