@@ -20,6 +20,8 @@ int X(extras_init)(X(extras) *ex)
     ex->offsets = ex->key_offsets = NULL;
     ex->states = NULL;
     ex->dweights = NULL;
+    ex->dstates = NULL;
+    ex->dstate_end = NULL;
     for (size_t i = 0; i < sizeof ex->reserved_ptr / sizeof *ex->reserved_ptr;
          i++)
         ex->reserved_ptr[i] = NULL;
@@ -63,6 +65,8 @@ int XI(extras_taken)(const X(extras) *ex, unsigned parts)
         return 0;
     if (!(parts & LINATTN_I_X_DSTATES) && ex->dstates)
         return 0;
+    if (!(parts & LINATTN_I_X_DSTATE_END) && ex->dstate_end)
+        return 0;
     return 1;
 }
 
@@ -77,6 +81,7 @@ void XI(problem_extras)(XI(problem) *pb, const X(extras) *ex)
     pb->part[LINATTN_I_KW] = XI(part_single)(ex->weights, 1);
     pb->part[LINATTN_I_DKW] = XI(part_single)(ex->dweights, 1);
     pb->dstates = ex->dstates;
+    pb->dstate_end = ex->dstate_end;
     if (ex->offsets) {
         pb->nseq = ex->nseq;
         pb->qoff = ex->offsets;

@@ -113,7 +113,9 @@ enum {
     LINATTN_I_X_KEY_OFFSETS = 16, /* key_offsets: the keys' own offsets  */
     LINATTN_I_X_STATES = 32,  /* states (and absorb): one per sequence    */
     LINATTN_I_X_DWEIGHTS = 64, /* dweights: dL/dw out (the backward)      */
-    LINATTN_I_X_DSTATES = 128  /* dstates: the starting states' gradients */
+    LINATTN_I_X_DSTATES = 128, /* dstates: the starting states' gradients */
+    LINATTN_I_X_DSTATE_END = 256 /* dstate_end: the final state's gradient  */
+                                 /* from beyond the call (the backward)     */
 };
 
 /* Forms of a call. */
@@ -195,6 +197,10 @@ typedef struct XI(problem_s) {
      * (of each sequence's, at s m (e + 1) doubles; a batched problem's:
      * problem p's sequence s at (p nseq + s) m (e + 1)), or NULL. */
     double *dstates;
+    /* The backward's gradient of its final state's accumulator from
+     * beyond the call (m (e + 1) doubles, one problem), or NULL: it seeds
+     * the keys' d[S z] (grad/). */
+    const double *dstate_end;
 } XI(problem);
 
 /* One problem (batch = heads = 1) of plan in layout with these sizes
