@@ -103,6 +103,7 @@ START_TEST(init_means_absent)
     ck_assert_ptr_null(ex.key_offsets);
     ck_assert_ptr_null(ex.states);
     ck_assert_ptr_null(ex.dweights);
+    ck_assert_ptr_null(ex.dstate_end);
     ck_assert_int_eq(ex.nseq, 0);
     ck_assert_int_eq(ex.absorb, 0);
     for (size_t i = 0; i < sizeof ex.reserved_int / sizeof *ex.reserved_int;
@@ -382,7 +383,7 @@ START_TEST(each_bad_field_refused)
         case 0: ex.reserved_int[0] = 1; break;
         case 1: ex.reserved_int[2] = -1; break;
         case 2: ex.reserved_ptr[0] = &ex; break;
-        case 3: ex.reserved_ptr[5] = &ex; break;
+        case 3: ex.reserved_ptr[4] = &ex; break;
         case 4: ex.reserved[0] = 1; break;
         case 5: ex.reserved[14] = 1; break;
         case 6: ex.den = q.a + 2; break; /* inside q */

@@ -504,12 +504,12 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
             if (take(r) % 8 == 0)                                             \
                 ex.reserved[take(r) % 15] = 1;                                \
             if (take(r) % 16 == 0)                                            \
-                ex.reserved_ptr[take(r) % 6] = &ex;                           \
+                ex.reserved_ptr[take(r) % 5] = &ex;                           \
             args_ok = args_ok && ex.absorb <= 1 && (!ex.absorb || es) &&      \
                       !(es && ex.offsets) && /* states replace it */        \
                       !ex.reserved_ptr[0] && !ex.reserved_ptr[1] &&           \
                       !ex.reserved_ptr[2] && !ex.reserved_ptr[3] &&           \
-                      !ex.reserved_ptr[4] && !ex.reserved_ptr[5];             \
+                      !ex.reserved_ptr[4];                                    \
             for (int i = 0; i < 15; i++)                                      \
                 args_ok = args_ok && !ex.reserved[i];                         \
         }                                                                     \
