@@ -1792,6 +1792,35 @@ LINATTN_API int X(causal_backward_check)(const X(plan) *plan, int layout,     \
         int64_t lddk, const R *dv, int64_t lddv, const R *dw, int64_t lddw,   \
         const R *db, const X(extras) *ex, int64_t *bad_row);                  \
                                                                               \
+/* int linattn_d_batched_attention_backward_check(same arguments as           \
+ *         linattn_d_batched_attention_backward, outputs const)               \
+ * As linattn_d_attention_backward_check, for                                 \
+ * linattn_d_batched_attention_backward (every problem's checks; EDENOM       \
+ * names problem and row in *bad, if not NULL).  Thread-safe. */              \
+LINATTN_API int X(batched_attention_backward_check)(const X(plan) *plan,      \
+        int layout, int64_t batch, int64_t heads, int64_t nq, int64_t nk,     \
+        const R *q, const linattn_strides *sq, const R *k,                    \
+        const linattn_strides *sk, const R *v, const linattn_strides *sv,     \
+        const R *out, const linattn_strides *sout, const R *den, const R *g,  \
+        const linattn_strides *sg, const R *dq, const linattn_strides *sdq,   \
+        const R *dk, const linattn_strides *sdk, const R *dv,                 \
+        const linattn_strides *sdv, const R *dw, int64_t lddw, const R *db,   \
+        linattn_where *bad);                                                  \
+                                                                              \
+/* int linattn_d_batched_causal_backward_check(same arguments as              \
+ *         linattn_d_batched_causal_backward, outputs const)                  \
+ * As linattn_d_batched_attention_backward_check, for                         \
+ * linattn_d_batched_causal_backward.  Thread-safe. */                        \
+LINATTN_API int X(batched_causal_backward_check)(const X(plan) *plan,         \
+        int layout, int64_t batch, int64_t heads, int64_t n, const R *q,      \
+        const linattn_strides *sq, const R *k, const linattn_strides *sk,     \
+        const R *v, const linattn_strides *sv, const R *out,                  \
+        const linattn_strides *sout, const R *den, const R *g,                \
+        const linattn_strides *sg, const R *dq, const linattn_strides *sdq,   \
+        const R *dk, const linattn_strides *sdk, const R *dv,                 \
+        const linattn_strides *sdv, const R *dw, int64_t lddw, const R *db,   \
+        linattn_where *bad);                                                  \
+                                                                              \
 /* int linattn_d_batched_attention_check(same arguments as                  \
  *                                       linattn_d_batched_attention,       \
  *                                       without bad)                       \

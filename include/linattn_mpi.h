@@ -481,6 +481,47 @@ LINATTN_MPI_API int MX(causal_backward_ex)(const X(plan) *plan,               \
         int64_t lddq, R *dk, int64_t lddk, R *dv, int64_t lddv, R *dw,        \
         int64_t lddw, R *db, const X(extras) *ex, int64_t *bad_row);          \
                                                                               \
+/* int linattn_mpi_d_batched_attention_backward(const linattn_d_plan *plan,   \
+ *         MPI_Comm comm, int layout, int64_t batch, int64_t heads,           \
+ *         int64_t nq, int64_t nk, q, sq, k, sk, v, sv, out, sout,            \
+ *         const double *den, g, sg, dq, sdq, dk, sdk, dv, sdv, double *dw,   \
+ *         int64_t lddw, double *db, linattn_where *bad)                      \
+ * linattn_mpi_d_attention_backward on batch x heads problems (strides and    \
+ * den as linattn_d_batched_attention_backward; nq, nk this rank's rows of    \
+ * every problem), each reduction carrying all problems' elements at once     \
+ * (8 batch heads (m (e + 1) + 6) bytes); dw, db summed over every problem    \
+ * and rank.  *bad (if not NULL, on a failure): the first failing problem     \
+ * and its global query row.  Errors: -1 plan; -2 comm; -3 .. -28 as the      \
+ * serial call's -2 .. -27 (-28 db); LINATTN_ESIZE; LINATTN_ENONFINITE;       \
+ * LINATTN_EMISMATCH; LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW;      \
+ * LINATTN_EMPIUSE; LINATTN_EMPI.  Collective. */                             \
+LINATTN_MPI_API int MX(batched_attention_backward)(const X(plan) *plan,       \
+        MPI_Comm comm, int layout, int64_t batch, int64_t heads, int64_t nq,  \
+        int64_t nk, const R *q, const linattn_strides *sq, const R *k,        \
+        const linattn_strides *sk, const R *v, const linattn_strides *sv,     \
+        const R *out, const linattn_strides *sout, const R *den, const R *g,  \
+        const linattn_strides *sg, R *dq, const linattn_strides *sdq, R *dk,  \
+        const linattn_strides *sdk, R *dv, const linattn_strides *sdv, R *dw, \
+        int64_t lddw, R *db, linattn_where *bad);                             \
+                                                                              \
+/* int linattn_mpi_d_batched_causal_backward(plan, comm, layout, batch,       \
+ *         heads, n, q, sq, k, sk, v, sv, out, sout, den, g, sg, dq, sdq, dk, \
+ *         sdk, dv, sdv, dw, lddw, db, bad)                                   \
+ * The causal backward across ranks on batch x heads problems: each one       \
+ * as linattn_mpi_d_causal_backward, the rest as                            \
+ * linattn_mpi_d_batched_attention_backward (each scan carries every        \
+ * problem's element).  Errors: -1 plan; -2 comm; -3 .. -27 as the serial     \
+ * call's -2 .. -26; as linattn_mpi_d_batched_attention_backward otherwise.   \
+ * Collective. */                                                             \
+LINATTN_MPI_API int MX(batched_causal_backward)(const X(plan) *plan,          \
+        MPI_Comm comm, int layout, int64_t batch, int64_t heads, int64_t n,   \
+        const R *q, const linattn_strides *sq, const R *k,                    \
+        const linattn_strides *sk, const R *v, const linattn_strides *sv,     \
+        const R *out, const linattn_strides *sout, const R *den, const R *g,  \
+        const linattn_strides *sg, R *dq, const linattn_strides *sdq, R *dk,  \
+        const linattn_strides *sdk, R *dv, const linattn_strides *sdv, R *dw, \
+        int64_t lddw, R *db, linattn_where *bad);                             \
+                                                                              \
 /* ---- State collectives.  states is an array of count states whose plans  \
  * have equal fingerprints (on this rank and across ranks); count must      \
  * agree across ranks.  One reduction carries all count states. ---- */     \

@@ -62,6 +62,7 @@ typedef struct {
     XI(problem) j;
     int denom;          /* LINATTN_EDENOM from this rank's checks, or 0 */
     int64_t denom_row;  /* its row (this rank's)                        */
+    int64_t denom_problem; /* and problem                               */
     int64_t lddw;       /* the caller's dW leading dimension            */
     const X(state) *given; /* the handed global state (non-causal), a   */
                            /* copy of the caller's in a state of plan   */
@@ -275,7 +276,7 @@ static int attention_backward_work(const XI(problem) *jp, MPI_Comm comm,
         failed = any_failed(w, w->elems, np);
     }
     if (c->denom && !status)
-        status = c->denom, first = 0, row = c->denom_row;
+        status = c->denom, first = c->denom_problem, row = c->denom_row;
     /* 2. the queries: dq and this rank's D at the global state's shift */
     for (int64_t i = 0; !failed && i < np; i++) {
         XI(problem) one = XI(problem_one)(j, i);
@@ -382,7 +383,7 @@ static int causal_backward_work(const XI(problem) *jp, MPI_Comm comm,
         return LINATTN_EMPI;
     }
     if (c->denom && !status)
-        status = c->denom, first = 0, row = c->denom_row;
+        status = c->denom, first = c->denom_problem, row = c->denom_row;
     /* a failure here or before (in the prefix): this rank writes nothing,
      * and its gradient elements carry the mark to the earlier ranks */
     int stop = status != 0 || any_failed(w, w->prefix, np);
@@ -642,4 +643,87 @@ int MX(causal_backward)(const X(plan) *plan, MPI_Comm comm, int layout,
                                   ldv, out, ldout, den, g, ldg, dq, lddq, dk,
                                   lddk, dv, lddv, dw, lddw, db, NULL,
                                   bad_row);
+}
+
+/* A batched call's problem after its local checks st, and its EDENOM's
+ * place (where). */
+static int describe_batched(bcall *c, int st, const linattn_where *where,
+                            const X(plan) *plan, int layout, int64_t batch,
+                            int64_t heads, int64_t nq, int64_t nk,
+                            const real *q, const linattn_strides *sq,
+                            const real *k, const linattn_strides *sk,
+                            const real *v, const linattn_strides *sv,
+                            const real *out, const linattn_strides *sout,
+                            const real *den, const real *g,
+                            const linattn_strides *sg, real *dq,
+                            const linattn_strides *sdq, real *dk,
+                            const linattn_strides *sdk, real *dv,
+                            const linattn_strides *sdv, real *dw,
+                            int64_t lddw, real *db)
+{
+    int ok = !st || st == LINATTN_EDENOM;
+    c->lddw = lddw;
+    if (st == LINATTN_EDENOM) {
+        c->denom_problem = where->batch * heads + where->head;
+        c->denom_row = where->row;
+    }
+    c->j = MI(batched_problem)(ok ? 0 : st, plan, layout, batch, heads, nq,
+                               nk, q, sq, k, sk, v, sv, (real *)out, sout);
+    if (ok) {
+        XI(problem) *j = &c->j;
+        j->part[LINATTN_I_DEN] = XI(part_single)(den, 1);
+        j->part[LINATTN_I_G] = XI(part_batched)(g, sg);
+        j->part[LINATTN_I_DQ] = XI(part_batched)(dq, sdq);
+        j->part[LINATTN_I_DK] = XI(part_batched)(dk, sdk);
+        j->part[LINATTN_I_DV] = XI(part_batched)(dv, sdv);
+        j->part[LINATTN_I_DW] = XI(part_single)(dw, lddw);
+        j->part[LINATTN_I_DB] = XI(part_single)(db, 1);
+    }
+    return st;
+}
+
+int MX(batched_attention_backward)(const X(plan) *plan, MPI_Comm comm,
+        int layout, int64_t batch, int64_t heads, int64_t nq, int64_t nk,
+        const real *q, const linattn_strides *sq, const real *k,
+        const linattn_strides *sk, const real *v, const linattn_strides *sv,
+        const real *out, const linattn_strides *sout, const real *den,
+        const real *g, const linattn_strides *sg, real *dq,
+        const linattn_strides *sdq, real *dk, const linattn_strides *sdk,
+        real *dv, const linattn_strides *sdv, real *dw, int64_t lddw,
+        real *db, linattn_where *bad)
+{
+    bcall c;
+    memset(&c, 0, sizeof c);
+    linattn_where where = {0, 0, -1};
+    int st = X(batched_attention_backward_check)(
+        plan, layout, batch, heads, nq, nk, q, sq, k, sk, v, sv, out, sout,
+        den, g, sg, dq, sdq, dk, sdk, dv, sdv, dw, lddw, db, &where);
+    st = describe_batched(&c, st, &where, plan, layout, batch, heads, nq, nk,
+                          q, sq, k, sk, v, sv, out, sout, den, g, sg, dq, sdq,
+                          dk, sdk, dv, sdv, dw, lddw, db);
+    return run(&c, comm, st, LINATTN_MPI_CALL_ATTENTION_BACKWARD,
+               attention_backward_work, NULL, bad);
+}
+
+int MX(batched_causal_backward)(const X(plan) *plan, MPI_Comm comm,
+        int layout, int64_t batch, int64_t heads, int64_t n, const real *q,
+        const linattn_strides *sq, const real *k, const linattn_strides *sk,
+        const real *v, const linattn_strides *sv, const real *out,
+        const linattn_strides *sout, const real *den, const real *g,
+        const linattn_strides *sg, real *dq, const linattn_strides *sdq,
+        real *dk, const linattn_strides *sdk, real *dv,
+        const linattn_strides *sdv, real *dw, int64_t lddw, real *db,
+        linattn_where *bad)
+{
+    bcall c;
+    memset(&c, 0, sizeof c);
+    linattn_where where = {0, 0, -1};
+    int st = X(batched_causal_backward_check)(
+        plan, layout, batch, heads, n, q, sq, k, sk, v, sv, out, sout, den, g,
+        sg, dq, sdq, dk, sdk, dv, sdv, dw, lddw, db, &where);
+    st = describe_batched(&c, st, &where, plan, layout, batch, heads, n, n, q,
+                          sq, k, sk, v, sv, out, sout, den, g, sg, dq, sdq,
+                          dk, sdk, dv, sdv, dw, lddw, db);
+    return run(&c, comm, st, LINATTN_MPI_CALL_CAUSAL_BACKWARD,
+               causal_backward_work, NULL, bad);
 }

@@ -53,6 +53,8 @@ program test_f_mpi
   call agree('distributed backward equals serial, real64')
   call t_grad_s()
   call agree('distributed backward equals serial, real32')
+  call t_grad_batched()
+  call agree('distributed batched backward equals serial (3-D, two heads)')
 
   if (rank == 0) then
     write (*, '(a, i0, a, i0, a, i0, a)') 'fortran mpi, np ', nranks, ': ', &
@@ -384,6 +386,82 @@ contains
     call check(all(dq == -7), 'gradients written after a refusal')
     call linattn_plan_destroy(plan)
   end subroutine t_grad_d
+
+  ! The batched backward over (feature, token, head) arrays, two heads,
+  ! causal and not, against module linattn's batched backward; dw, db
+  ! summed over the heads and ranks.
+  subroutine t_grad_batched()
+    integer, parameter :: h = 2
+    real(real64) :: q(d, n, h), k(d, n, h), v(e, n, h), g(e, n, h)
+    real(real64) :: out(e, n, h), den(n, h), lout(e, n, h), lden(n, h)
+    real(real64) :: dq(d, n, h), dk(d, n, h), dv(e, n, h)
+    real(real64) :: rq(d, n, h), rk(d, n, h), rv(e, n, h)
+    real(real64) :: w(4, d), b(4), dw(4, d), db(4), rw(4, d), rb(4)
+    real(real64), allocatable :: dl(:, :) ! den as C keeps it: dense
+    type(linattn_plan) :: plan
+    integer :: st, causal, j
+    integer(int64) :: a, bb
+    a = off + 1
+    bb = off + cnt
+    do j = 1, h
+      call fill(q(:, :, j), 1 + j, 0.5d0)
+      call fill(k(:, :, j), 3 + j, 0.5d0)
+      call fill(v(:, :, j), 5 + j, 1d0)
+      call fill(g(:, :, j), 7 + j, 1d0)
+    end do
+    call fill(w, 9, 0.8d0)
+    b = [0.2d0, -0.1d0, 0d0, 0.3d0]
+    call linattn_plan_create_custom(plan, LINATTN_ACT_EXP, w, b, e)
+    do causal = 0, 1
+      if (causal == 1) then
+        call linattn_batched_causal_forward(plan, q, k, v, out, den)
+        call linattn_batched_causal_backward(plan, q, k, v, out, den, g, rq, &
+            rk, rv, dw=rw, db=rb)
+      else
+        call linattn_batched_attention_forward(plan, q, k, v, out, den)
+        call linattn_batched_attention_backward(plan, q, k, v, out, den, g, &
+            rq, rk, rv, dw=rw, db=rb)
+      end if
+      do j = 1, h ! the forward with den, head by head
+        if (causal == 1) then
+          call linattn_mpi_causal_ex(plan, MPI_COMM_WORLD, q(:, a:bb, j), &
+              k(:, a:bb, j), v(:, a:bb, j), lout(:, a:bb, j), &
+              den=lden(a:bb, j))
+        else
+          call linattn_mpi_attention_ex(plan, MPI_COMM_WORLD, q(:, a:bb, j), &
+              k(:, a:bb, j), v(:, a:bb, j), lout(:, a:bb, j), &
+              den=lden(a:bb, j))
+        end if
+      end do
+      dl = lden(a:bb, :)
+      dq = -7
+      if (causal == 1) then
+        call linattn_mpi_batched_causal_backward(plan, MPI_COMM_WORLD, &
+            q(:, a:bb, :), k(:, a:bb, :), v(:, a:bb, :), lout(:, a:bb, :), &
+            dl, g(:, a:bb, :), dq(:, a:bb, :), dk(:, a:bb, :), &
+            dv(:, a:bb, :), dw=dw, db=db, stat=st)
+      else
+        call linattn_mpi_batched_attention_backward(plan, &
+            MPI_COMM_WORLD%MPI_VAL, q(:, a:bb, :), k(:, a:bb, :), &
+            v(:, a:bb, :), lout(:, a:bb, :), dl, g(:, a:bb, :), &
+            dq(:, a:bb, :), dk(:, a:bb, :), dv(:, a:bb, :), dw=dw, db=db, &
+            stat=st)
+      end if
+      call check(st == 0 .and. &
+          relerr(reshape(dq(:, a:bb, :), [d, 2 * int(cnt)]), &
+          reshape(rq(:, a:bb, :), [d, 2 * int(cnt)])) < 1d-12 .and. &
+          relerr(reshape(dk(:, a:bb, :), [d, 2 * int(cnt)]), &
+          reshape(rk(:, a:bb, :), [d, 2 * int(cnt)])) < 1d-12 .and. &
+          relerr(reshape(dv(:, a:bb, :), [e, 2 * int(cnt)]), &
+          reshape(rv(:, a:bb, :), [e, 2 * int(cnt)])) < 1d-12 .and. &
+          relerr(dw, rw) < 1d-12 .and. relerr(reshape(db, [4, 1]), &
+          reshape(rb, [4, 1])) < 1d-12, 'batched backward, causal ' // &
+          trim(itoa(causal)) // ': stat ' // trim(itoa(st)))
+      call check(all(dq(:, 1:a-1, :) == -7) .and. all(dq(:, bb+1:, :) == -7), &
+          'batched: tokens of other ranks written')
+    end do
+    call linattn_plan_destroy(plan)
+  end subroutine t_grad_batched
 
   ! real32: causal, the elu+1 map, against the serial real32 backward.
   subroutine t_grad_s()

@@ -11,7 +11,7 @@
  * with W and b: custom exp and custom elu+1), causal and not, both
  * layouts, with and without key weights, the non-causal one with the
  * global state handed over too; batched over two heads against the
- * serial batched backward.  At one rank the causal backward is the serial
+ * serial batched backward (dW and db summed over the heads).  At one rank the causal backward is the serial
  * one bit for bit.  Then the collective refusals: one rank's bad
  * argument, a bad normalizer on one rank, plans that differ, dW on some
  * ranks only, ranks in different calls, a handed state of other keys:
@@ -285,6 +285,108 @@ static void grad_equals_serial(void)
                 }
 }
 
+/* Batched: two heads, each head's tokens contiguous ([h][t][c], row
+ * major), this rank's rows of each; the normalizers from the single
+ * distributed forward per head; against the serial batched backward of
+ * the whole, dW and db summed over the heads. */
+static void batched_equals_serial(void)
+{
+    enum { H = 2 };
+    for (int ci = 1; ci < CASES; ci += 2)
+        for (int split = 0; split < SPLITS; split++)
+            for (int causal = 0; causal < 2; causal++) {
+                const gcase *c = &cases[ci];
+                int trained = c->map == LINATTN_MAP_CUSTOM;
+                uint64_t seed = 900 + (uint64_t)(ci * 16 + split * 2 + causal);
+                P(plan) *p = plan_of(c, 31 + (uint64_t)ci);
+                int64_t nq = NT, nk = causal ? NT : NK, qo, qc, ko, kc;
+                block_of(nq, split, &qo, &qc);
+                if (causal)
+                    ko = qo, kc = qc;
+                else
+                    block_of(nk, (split + 2) % SPLITS, &ko, &kc);
+                tmat q = tmat_rand(ROW, H * nq, D, 0, c->lo, c->hi, &seed);
+                tmat k = tmat_rand(ROW, H * nk, D, 0, c->lo, c->hi, &seed);
+                tmat v = tmat_rand(ROW, H * nk, E, 0, -1, 1, &seed);
+                tmat g = tmat_rand(ROW, H * nq, E, 0, -1, 1, &seed);
+                tmat out = tmat_like(&q, H * nq, E, 0), lout = tmat_like(&q, H * nq, E, 0);
+                grads ref = grads_new(&q, H * nq, H * nk), mine = grads_new(&q, H * nq, H * nk);
+                real den[H * NT], lden[H * NT];
+                linattn_strides sq = {D, 0, nq * D}, sk = {D, 0, nk * D};
+                linattn_strides sqe = {E, 0, nq * E}, ske = {E, 0, nk * E};
+                /* the gradients' matrices are padded (grads_new) */
+                linattn_strides gq = {ref.dq.ld, 0, nq * ref.dq.ld};
+                linattn_strides gk = {ref.dk.ld, 0, nk * ref.dk.ld};
+                linattn_strides gv = {ref.dv.ld, 0, nk * ref.dv.ld};
+                linattn_where bad = {-5, -5, -5};
+                int sts = causal
+                    ? P(batched_causal_forward)(p, ROW, 1, H, nq, q.a, &sq, k.a, &sk, v.a, &ske,
+                                                out.a, &sqe, den, NULL)
+                    : P(batched_attention_forward)(p, ROW, 1, H, nq, nk, q.a, &sq, k.a, &sk, v.a,
+                                                   &ske, out.a, &sqe, den, NULL);
+                if (!sts)
+                    sts = causal
+                        ? P(batched_causal_backward)(p, ROW, 1, H, nq, q.a, &sq, k.a, &sk, v.a,
+                                                     &ske, out.a, &sqe, den, g.a, &sqe, ref.dq.a,
+                                                     &gq, ref.dk.a, &gk, ref.dv.a, &gv,
+                                                     trained ? ref.dw : NULL, D,
+                                                     trained ? ref.db : NULL, NULL)
+                        : P(batched_attention_backward)(p, ROW, 1, H, nq, nk, q.a, &sq, k.a, &sk,
+                                                        v.a, &ske, out.a, &sqe, den, g.a, &sqe,
+                                                        ref.dq.a, &gq, ref.dk.a, &gk, ref.dv.a,
+                                                        &gv, trained ? ref.dw : NULL, D,
+                                                        trained ? ref.db : NULL, NULL);
+                /* the forward per head on this rank's rows: out and den */
+                int st = 0;
+                for (int h = 0; h < H && !st; h++) {
+                    P(extras) ex;
+                    P(extras_init)(&ex);
+                    ex.den = lden + h * qc;
+                    st = causal
+                        ? MP(causal_ex)(p, WORLD, ROW, qc, row_of(&q, h * nq + qo), D,
+                                        row_of(&k, h * nk + ko), D, row_of(&v, h * nk + ko), E,
+                                        row_of(&lout, h * nq + qo), E, &ex, NULL)
+                        : MP(attention_ex)(p, WORLD, ROW, qc, kc, row_of(&q, h * nq + qo), D,
+                                           row_of(&k, h * nk + ko), D, row_of(&v, h * nk + ko),
+                                           E, row_of(&lout, h * nq + qo), E, &ex, NULL);
+                }
+                const real *lq = row_of(&q, qo), *lk = row_of(&k, ko), *lv = row_of(&v, ko);
+                const real *lg = row_of(&g, qo), *lo = row_of(&lout, qo);
+                if (!st)
+                    st = causal
+                        ? MP(batched_causal_backward)(
+                              p, WORLD, ROW, 1, H, qc, lq, &sq, lk, &sk, lv, &ske, lo, &sqe,
+                              lden, lg, &sqe, row_of(&mine.dq, qo), &gq, row_of(&mine.dk, ko),
+                              &gk, row_of(&mine.dv, ko), &gv, trained ? mine.dw : NULL, D,
+                              trained ? mine.db : NULL, &bad)
+                        : MP(batched_attention_backward)(
+                              p, WORLD, ROW, 1, H, qc, kc, lq, &sq, lk, &sk, lv, &ske, lo,
+                              &sqe, lden, lg, &sqe, row_of(&mine.dq, qo), &gq,
+                              row_of(&mine.dk, ko), &gk, row_of(&mine.dv, ko), &gv,
+                              trained ? mine.dw : NULL, D, trained ? mine.db : NULL, &bad);
+                double err = 0;
+                for (int h = 0; h < H; h++) {
+                    tmat a = view(&mine.dq, h * nq + qo, qc), b = view(&ref.dq, h * nq + qo, qc);
+                    err = fmax(err, rel_diff(&a, &b));
+                    a = view(&mine.dk, h * nk + ko, kc), b = view(&ref.dk, h * nk + ko, kc);
+                    err = fmax(err, rel_diff(&a, &b));
+                    a = view(&mine.dv, h * nk + ko, kc), b = view(&ref.dv, h * nk + ko, kc);
+                    err = fmax(err, rel_diff(&a, &b));
+                }
+                double ew = trained ? fmax(vec_rel_diff(mine.dw, ref.dw, 4 * D),
+                                           vec_rel_diff(mine.db, ref.db, 4))
+                                    : 0;
+                MT_CHECK(sts == 0 && st == 0 && err < TOL && ew < TOL,
+                         "batched map %d split %d causal %d: status %d/%d, "
+                         "gradients %g, dW db %g", c->map, split, causal, sts, st, err, ew);
+                MT_CHECK(bad.row == -5, "bad written on success");
+                grads_free(&ref), grads_free(&mine);
+                tmat_free(&q), tmat_free(&k), tmat_free(&v), tmat_free(&g);
+                tmat_free(&out), tmat_free(&lout);
+                P(plan_destroy)(p);
+            }
+}
+
 /* The collective refusals: each returns the same status on every rank
  * and writes nothing anywhere. */
 static void refusals_agreed(void)
@@ -418,6 +520,7 @@ int main(int argc, char **argv)
 {
     mt_init(&argc, &argv, LINATTN_MPI_THREAD_LEVEL);
     MT_RUN(grad_equals_serial);
+    MT_RUN(batched_equals_serial);
     MT_RUN(refusals_agreed);
     int status = mt_finish("mpi grad " PREC);
     MPI_Finalize();
