@@ -252,9 +252,11 @@ for my $h (@headers) {
         $summary =~ s/^(.*?\.)\s.*$/$1/;
         $summary =~ s/\.$//;
         $summary =~ s/^(.{40,68}\S)\s.*$/$1 .../ if length $summary > 72;
+        # NAME left-adjusted: a pair of long names that cannot be
+        # hyphenated would leave a line groff cannot justify
         my $page = header_line($page_name, 3)
-                 . ".SH NAME\n" . join(', ', map { roff($_) } @names)
-                 . " \\- " . roff($summary) . "\n"
+                 . ".SH NAME\n.ad l\n" . join(', ', map { roff($_) } @names)
+                 . " \\- " . roff($summary) . "\n.ad b\n"
                  . ".SH SYNOPSIS\n.nf\n.B #include <$base>\n.PP\n"
                  . join(".PP\n", map { roff(wrap_decl($_)) } @decls) . ".fi\n"
                  . ".SH DESCRIPTION\n" . body(@dl)

@@ -29,7 +29,8 @@ EXTRA_DIST += examples/Makefile.installed examples/mpi/causal_mpi.slurm \
 if HAVE_MPI
 # Installed beside the others (the Fortran twin: examples/fortran/local.mk).
 mpiexamplesdir = $(docexamplesdir)/mpi
-dist_mpiexamples_DATA = examples/mpi/causal_mpi.c examples/mpi/causal_mpi.slurm
+dist_mpiexamples_DATA = examples/mpi/causal_mpi.c examples/mpi/causal_mpi.slurm \
+	examples/mpi/train_mpi.c
 INSTALL_MPI_EXAMPLES = $(INSTALL_DATA) \
 	$(top_srcdir)/examples/mpi/Makefile.installed \
 	"$(DESTDIR)$(mpiexamplesdir)/Makefile"
@@ -39,6 +40,12 @@ noinst_PROGRAMS += examples/mpi/causal_mpi
 examples_mpi_causal_mpi_SOURCES = examples/mpi/causal_mpi.c
 examples_mpi_causal_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
 examples_mpi_causal_mpi_LDADD = mpi/liblinattn_mpi.la lib/liblinattn.la \
+	$(MPI_LIBS) -lm
+# Training across ranks with the distributed backward (tests/mpi/train.sh).
+noinst_PROGRAMS += examples/mpi/train_mpi
+examples_mpi_train_mpi_SOURCES = examples/mpi/train_mpi.c
+examples_mpi_train_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
+examples_mpi_train_mpi_LDADD = mpi/liblinattn_mpi.la lib/liblinattn.la \
 	$(MPI_LIBS) -lm
 else
 INSTALL_MPI_EXAMPLES = :

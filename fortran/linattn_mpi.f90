@@ -21,10 +21,16 @@ module linattn_mpi
   use linattn_mpi_c_any
   use linattn_mpi_d, only: linattn_mpi_attention, linattn_mpi_causal, &
       linattn_mpi_batched_attention, linattn_mpi_batched_causal, &
-      linattn_mpi_attention_ex, linattn_mpi_causal_ex
+      linattn_mpi_attention_ex, linattn_mpi_causal_ex, &
+      linattn_mpi_attention_backward, linattn_mpi_causal_backward, &
+      linattn_mpi_batched_attention_backward, &
+      linattn_mpi_batched_causal_backward
   use linattn_mpi_s, only: linattn_mpi_attention, linattn_mpi_causal, &
       linattn_mpi_batched_attention, linattn_mpi_batched_causal, &
-      linattn_mpi_attention_ex, linattn_mpi_causal_ex
+      linattn_mpi_attention_ex, linattn_mpi_causal_ex, &
+      linattn_mpi_attention_backward, linattn_mpi_causal_backward, &
+      linattn_mpi_batched_attention_backward, &
+      linattn_mpi_batched_causal_backward
   implicit none
   private
 
@@ -34,6 +40,9 @@ module linattn_mpi
   public :: linattn_mpi_attention, linattn_mpi_causal, &
       linattn_mpi_batched_attention, linattn_mpi_batched_causal, &
       linattn_mpi_attention_ex, linattn_mpi_causal_ex, &
+      linattn_mpi_attention_backward, linattn_mpi_causal_backward, &
+      linattn_mpi_batched_attention_backward, &
+      linattn_mpi_batched_causal_backward, &
       linattn_mpi_state_allreduce, linattn_mpi_state_exscan, &
       linattn_mpi_state_save_file, linattn_mpi_state_load_file
 

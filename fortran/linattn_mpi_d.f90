@@ -10,7 +10,8 @@ module linattn_mpi_d
   use linattn_base
   use linattn_c_d, only: c_extras, c_extras_init
   use linattn_d, only: linattn_qkv_prepare, linattn_batched_prepare, &
-      linattn_view, linattn_packed_extras
+      linattn_view, linattn_packed_extras, linattn_grad_prepare, &
+      linattn_grad_finish, linattn_bgrad_views, linattn_bgrad_settle
   use linattn_mpi_c_d
   use linattn_mpi_base
   implicit none

@@ -10,7 +10,8 @@ module linattn_mpi_s
   use linattn_base
   use linattn_c_s, only: c_extras, c_extras_init
   use linattn_s, only: linattn_qkv_prepare, linattn_batched_prepare, &
-      linattn_view, linattn_packed_extras
+      linattn_view, linattn_packed_extras, linattn_grad_prepare, &
+      linattn_grad_finish, linattn_bgrad_views, linattn_bgrad_settle
   use linattn_mpi_c_s
   use linattn_mpi_base
   implicit none

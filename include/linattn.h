@@ -833,7 +833,17 @@ typedef struct X(extras_s) {                                                  \
      * token.  NULL: the plan's for every head.  Out of range: -i of the      \
      * extras.  Only that call takes it. */                                   \
     const double *head_decays;                                                \
-    void *reserved_ptr[4];                                                    \
+    /* the single backward _ex calls (one sequence): dL/d of the call's       \
+     * final state's accumulator from beyond the call (later chunks of a      \
+     * stream, later ranks' queries), m x (e + 1) doubles row major as        \
+     * linattn_d_state_export writes it ([dS dz], the true sums' gradient     \
+     * times exp(shift)), at the shift of the final state: causal, the state  \
+     * linattn_d_causal_ex leaves with absorb = 1; non-causal, the keys'      \
+     * state (the given one, or linattn_d_state_update's of K, V).  It adds   \
+     * to the queries' d[S z] before the keys read it (flash-linear-          \
+     * attention's dht).  NULL: none, 0 */                                    \
+    const double *dstate_end;                                                 \
+    void *reserved_ptr[3];                                                    \
     int64_t nseq; /* the sequences of offsets (0 without them) */             \
     int64_t reserved[15];                                                     \
 } X(extras);                                                                  \
@@ -1396,7 +1406,11 @@ LINATTN_API int X(causal_backward)(const X(plan) *plan, int layout,           \
  * keys of weight not 0); -26 ex: a reserved word not 0, a part it does not   \
  * take (den, state, absorb, states), a weight negative, NaN or Inf,          \
  * dweights meeting another array, offsets as at linattn_d_attention_ex,      \
- * offsets with a state.  Thread-safe. */                                     \
+ * offsets with a state.  ex->dstate_end (not with offsets): added to d[S z]  \
+ * before the keys' pass (at the keys' state's shift), so that nq = 0 gives   \
+ * the keys' gradients from a state's gradient alone                          \
+ * (linattn_d_state_query_backward); -26 also for it meeting an output.       \
+ * Thread-safe. */                                                            \
 LINATTN_API int X(attention_backward_ex)(const X(plan) *plan, int layout,     \
         int64_t nq, int64_t nk, const R *q, int64_t ldq, const R *k,          \
         int64_t ldk, const R *v, int64_t ldv, const R *out, int64_t ldout,    \
@@ -1428,13 +1442,73 @@ LINATTN_API int X(attention_backward_ex)(const X(plan) *plan, int layout,     \
  * not take (den, key_offsets), absorb not 0, a state of another map or other \
  * sizes, a weight negative, NaN or Inf, dweights or dstates meeting another  \
  * array, dstates without a state, offsets and states as at                   \
- * linattn_d_causal_ex.  Thread-safe; the states are only read. */            \
+ * linattn_d_causal_ex.  ex->dstate_end (not with offsets): the suffix sums   \
+ * start from it instead of 0, so that dk, dv, dw, db and dstates are the     \
+ * gradients of L through this call and through its final state (the          \
+ * concatenation of two calls, the gradient handed from the later one); -24   \
+ * also for it meeting an output.  Thread-safe; the states are only read. */  \
 LINATTN_API int X(causal_backward_ex)(const X(plan) *plan, int layout,        \
         int64_t n, const R *q, int64_t ldq, const R *k, int64_t ldk,          \
         const R *v, int64_t ldv, const R *out, int64_t ldout, const R *den,   \
         const R *g, int64_t ldg, R *dq, int64_t lddq, R *dk, int64_t lddk,    \
         R *dv, int64_t lddv, R *dw, int64_t lddw, R *db,                      \
         const X(extras) *ex, int64_t *bad_row);                               \
+                                                                              \
+/* int linattn_d_causal_backward_dstates(const linattn_d_plan *plan,          \
+ *         int layout, int64_t n, const double *q, int64_t ldq,               \
+ *         const double *k, int64_t ldk, const double *out, int64_t ldout,    \
+ *         const double *den, const double *g, int64_t ldg,                   \
+ *         const linattn_d_extras *ex, int64_t *bad_row)                      \
+ * ex->dstates = d[S0 z0] = sum_i phi(q_i) [g_i h_i]^T (+ ex->dstate_end,     \
+ * brought to the starting state's shift), what linattn_d_causal_backward_ex  \
+ * with the same arguments writes there, without dq, dk, dv: one pass over    \
+ * the queries (the keys only for the maps with stabilizing shifts, whose     \
+ * running shift they set; V is not read), the cheap half a distributed or    \
+ * chunked backward needs before the suffix sums reach the keys.  ex must     \
+ * hold the starting state (ex->state, of the plan's map and sizes; absorb    \
+ * 0) and ex->dstates (m x (e + 1) doubles); it may hold key weights and      \
+ * ex->dstate_end.  A state without tokens gets 0.  Errors: -1 plan; -2       \
+ * layout; -3 n < 0; -4 q; -5 ldq; -6 k; -7 ldk; -8 out; -9 ldout; -10 den;   \
+ * -11 g; -12 ldg; -13 ex: NULL, no state or no dstates, a part it does not   \
+ * take (den, offsets, states, dweights), a weight negative, NaN or Inf,      \
+ * dstates meeting another array; LINATTN_ESIZE; LINATTN_ENONFINITE;          \
+ * LINATTN_ENOMEM; LINATTN_EDENOM (row in *bad_row); LINATTN_EOVERFLOW        \
+ * (finite inputs, an entry of dstates beyond the range: dstates as           \
+ * computed, *bad_row -1).  Nothing is written on a refusal.  Thread-safe;    \
+ * the state is only read. */                                                 \
+LINATTN_API int X(causal_backward_dstates)(const X(plan) *plan, int layout,   \
+        int64_t n, const R *q, int64_t ldq, const R *k, int64_t ldk,          \
+        const R *out, int64_t ldout, const R *den, const R *g, int64_t ldg,   \
+        const X(extras) *ex, int64_t *bad_row);                               \
+                                                                              \
+/* int linattn_d_state_query_backward(const linattn_d_state *state,           \
+ *         int layout, int64_t n, const double *q, int64_t ldq,               \
+ *         const double *out, int64_t ldout, const double *den,               \
+ *         const double *g, int64_t ldg, double *dq, int64_t lddq,            \
+ *         double *dw, int64_t lddw, double *db, double *dstate,              \
+ *         int64_t *bad_row)                                                  \
+ * The backward of out = linattn_d_state_query(state, Q) (out and den as      \
+ * it wrote them): dq = dL/dQ (n x d) = J_phi^T ([S z] [g_i h_i]), dw, db     \
+ * the queries' share of dL/dW, dL/db (as at linattn_d_attention_backward;    \
+ * NULL: not computed), and dstate (m x (e + 1) doubles, NULL: not            \
+ * computed) = d[S z] = sum_i phi(q_i) [g_i h_i]^T, the gradient of the       \
+ * state's accumulator as linattn_d_state_export writes it (at its shift).    \
+ * The query pass of linattn_d_attention_backward alone: with                 \
+ * linattn_d_attention_backward_ex on the keys (nq = 0, dstate_end = this     \
+ * dstate, or a sum of them over the callers that queried the state) it       \
+ * splits a non-causal backward where the state was shared (ranks, chunks).   \
+ * Errors: -1 state NULL; -2 layout; -3 n < 0; -4 q; -5 ldq; -6 out; -7       \
+ * ldout; -8 den; -9 g; -10 ldg; -11 dq (NULL, or meeting an input); -12      \
+ * lddq; -13 dw (not NULL for a map without W, or meeting another array);     \
+ * -14 lddw; -15 db (as at linattn_d_attention_backward); -16 dstate          \
+ * meeting another array; LINATTN_ESIZE; LINATTN_ENONFINITE; LINATTN_ENOMEM;  \
+ * LINATTN_EDENOM (row in *bad_row); LINATTN_EOVERFLOW (as the backward       \
+ * calls; a non-finite dstate from finite inputs with *bad_row -1).           \
+ * Nothing is written on a refusal.  Thread-safe (the state is only read). */ \
+LINATTN_API int X(state_query_backward)(const X(state) *state, int layout,    \
+        int64_t n, const R *q, int64_t ldq, const R *out, int64_t ldout,      \
+        const R *den, const R *g, int64_t ldg, R *dq, int64_t lddq, R *dw,    \
+        int64_t lddw, R *db, double *dstate, int64_t *bad_row);               \
                                                                               \
 /* int linattn_d_features_backward(const linattn_d_plan *plan, int layout,  \
  *         int64_t n, const double *x, int64_t ldx, const double *dphi,     \
@@ -1736,6 +1810,61 @@ LINATTN_API int X(causal_ex_check)(const X(plan) *plan, int layout,           \
         int64_t n, const R *q, int64_t ldq, const R *k, int64_t ldk,          \
         const R *v, int64_t ldv, const R *out, int64_t ldout,                 \
         const X(extras) *ex);                                                 \
+                                                                              \
+/* int linattn_d_attention_backward_check(same arguments as                   \
+ *         linattn_d_attention_backward_ex, outputs const)                    \
+ * The status linattn_d_attention_backward_ex would return for these          \
+ * arguments before doing any work: 0, its -i, LINATTN_ESIZE,                 \
+ * LINATTN_ENONFINITE (opts.check_finite), or LINATTN_EDENOM with the row in  \
+ * *bad_row (if not NULL).  Nothing is computed or written.  (For agreeing    \
+ * on arguments before a collective backward.)  Thread-safe. */               \
+LINATTN_API int X(attention_backward_check)(const X(plan) *plan,              \
+        int layout, int64_t nq, int64_t nk, const R *q, int64_t ldq,          \
+        const R *k, int64_t ldk, const R *v, int64_t ldv, const R *out,       \
+        int64_t ldout, const R *den, const R *g, int64_t ldg, const R *dq,    \
+        int64_t lddq, const R *dk, int64_t lddk, const R *dv, int64_t lddv,   \
+        const R *dw, int64_t lddw, const R *db, const X(state) *state,        \
+        const X(extras) *ex, int64_t *bad_row);                               \
+                                                                              \
+/* int linattn_d_causal_backward_check(same arguments as                      \
+ *         linattn_d_causal_backward_ex, outputs const)                       \
+ * As linattn_d_attention_backward_check, for                                 \
+ * linattn_d_causal_backward_ex.  Thread-safe. */                             \
+LINATTN_API int X(causal_backward_check)(const X(plan) *plan, int layout,     \
+        int64_t n, const R *q, int64_t ldq, const R *k, int64_t ldk,          \
+        const R *v, int64_t ldv, const R *out, int64_t ldout, const R *den,   \
+        const R *g, int64_t ldg, const R *dq, int64_t lddq, const R *dk,      \
+        int64_t lddk, const R *dv, int64_t lddv, const R *dw, int64_t lddw,   \
+        const R *db, const X(extras) *ex, int64_t *bad_row);                  \
+                                                                              \
+/* int linattn_d_batched_attention_backward_check(same arguments as           \
+ *         linattn_d_batched_attention_backward, outputs const)               \
+ * As linattn_d_attention_backward_check, for                                 \
+ * linattn_d_batched_attention_backward (every problem's checks; EDENOM       \
+ * names problem and row in *bad, if not NULL).  Thread-safe. */              \
+LINATTN_API int X(batched_attention_backward_check)(const X(plan) *plan,      \
+        int layout, int64_t batch, int64_t heads, int64_t nq, int64_t nk,     \
+        const R *q, const linattn_strides *sq, const R *k,                    \
+        const linattn_strides *sk, const R *v, const linattn_strides *sv,     \
+        const R *out, const linattn_strides *sout, const R *den, const R *g,  \
+        const linattn_strides *sg, const R *dq, const linattn_strides *sdq,   \
+        const R *dk, const linattn_strides *sdk, const R *dv,                 \
+        const linattn_strides *sdv, const R *dw, int64_t lddw, const R *db,   \
+        linattn_where *bad);                                                  \
+                                                                              \
+/* int linattn_d_batched_causal_backward_check(same arguments as              \
+ *         linattn_d_batched_causal_backward, outputs const)                  \
+ * As linattn_d_batched_attention_backward_check, for                         \
+ * linattn_d_batched_causal_backward.  Thread-safe. */                        \
+LINATTN_API int X(batched_causal_backward_check)(const X(plan) *plan,         \
+        int layout, int64_t batch, int64_t heads, int64_t n, const R *q,      \
+        const linattn_strides *sq, const R *k, const linattn_strides *sk,     \
+        const R *v, const linattn_strides *sv, const R *out,                  \
+        const linattn_strides *sout, const R *den, const R *g,                \
+        const linattn_strides *sg, const R *dq, const linattn_strides *sdq,   \
+        const R *dk, const linattn_strides *sdk, const R *dv,                 \
+        const linattn_strides *sdv, const R *dw, int64_t lddw, const R *db,   \
+        linattn_where *bad);                                                  \
                                                                               \
 /* int linattn_d_batched_attention_check(same arguments as                  \
  *                                       linattn_d_batched_attention,       \

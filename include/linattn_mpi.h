@@ -375,6 +375,157 @@ LINATTN_MPI_API int MX(causal_ex)(const X(plan) *plan, MPI_Comm comm,         \
         int64_t ldk, const R *v, int64_t ldv, R *out, int64_t ldout,          \
         const X(extras) *ex, int64_t *bad_row);                               \
                                                                               \
+/* ---- Training: the distributed backward (doc/mpi.md, Training).  The       \
+ * forward that hands back the normalizers is linattn_mpi_d_attention_ex or   \
+ * _causal_ex with ex.den.  Each rank passes its rows of the forward's        \
+ * inputs, out and den, and G = dL/dout; it gets its rows of dq, dk, dv       \
+ * (and dL/dw of its keys), and dW, db summed over every rank's rows (the     \
+ * same on every rank).  Gradients as the serial backward's on the            \
+ * concatenated sequence, to rounding (with one rank: the serial call's,      \
+ * causal bit for bit). ---- */                                               \
+                                                                              \
+/* int linattn_mpi_d_attention_backward(const linattn_d_plan *plan,           \
+ *         MPI_Comm comm, int layout, int64_t nq, int64_t nk,                 \
+ *         const double *q, int64_t ldq, const double *k, int64_t ldk,        \
+ *         const double *v, int64_t ldv, const double *out, int64_t ldout,    \
+ *         const double *den, const double *g, int64_t ldg, double *dq,       \
+ *         int64_t lddq, double *dk, int64_t lddk, double *dv, int64_t lddv,  \
+ *         double *dw, int64_t lddw, double *db,                              \
+ *         const linattn_d_state *state, int64_t *bad_row)                    \
+ * Gradients through out = linattn_mpi_d_attention(Q, K, V) (out and den as   \
+ * linattn_mpi_d_attention_ex wrote them): dS = sum_i phi(q_i) g_i^T, dz =    \
+ * sum_i phi(q_i) h_i over every rank's queries, dphi(q_i) = S g_i + z h_i,   \
+ * dphi(k_j) = dS v_j + dz, dv_j = dS^T phi(k_j) (linattn_d_attention_        \
+ * backward's maths).  Each rank: the state of its keys, one MPI_Allreduce    \
+ * of the states (none when state hands over the global one: a state of       \
+ * every rank's keys, the same on every rank, e.g. the forward's from         \
+ * linattn_mpi_d_state_allreduce), its queries' pass                          \
+ * (linattn_d_state_query_backward), one MPI_Allreduce of their d[S z]        \
+ * (8 (m (e + 1) + 6) bytes), its keys' pass, and for dw or db one            \
+ * MPI_Allreduce of W's rows (d + 1) doubles: work as the serial backward     \
+ * on its rows.  dw, db (NULL: not computed; given on every rank or on none)  \
+ * are written only when every rank succeeded.  Collective.  EOVERFLOW as     \
+ * the serial call's (the summed state beyond the range: global row 0,        \
+ * nothing written); bad_row (EDENOM, EOVERFLOW) the global query row, or     \
+ * -1 when only a key's gradient or dw, db left the range.  An EDENOM found   \
+ * by a rank's checks is agreed after the state reduction: nothing written    \
+ * anywhere.  Errors: -1 plan; -2 comm; -3 .. -25 as the serial call's -2     \
+ * .. -24 (each rank's rows); -26 state of another map or sizes, or (on       \
+ * every rank) not holding every rank's keys; LINATTN_ESIZE;                  \
+ * LINATTN_ENONFINITE; LINATTN_EMISMATCH (also dw, db or state given on       \
+ * some ranks only); LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW;       \
+ * LINATTN_EMPIUSE; LINATTN_EMPI.  Threads: as linattn_mpi_d_attention. */    \
+LINATTN_MPI_API int MX(attention_backward)(const X(plan) *plan,               \
+        MPI_Comm comm, int layout, int64_t nq, int64_t nk, const R *q,        \
+        int64_t ldq, const R *k, int64_t ldk, const R *v, int64_t ldv,        \
+        const R *out, int64_t ldout, const R *den, const R *g, int64_t ldg,   \
+        R *dq, int64_t lddq, R *dk, int64_t lddk, R *dv, int64_t lddv, R *dw, \
+        int64_t lddw, R *db, const X(state) *state, int64_t *bad_row);        \
+                                                                              \
+/* int linattn_mpi_d_attention_backward_ex(plan, comm, layout, nq, nk, q,     \
+ *         ldq, k, ldk, v, ldv, out, ldout, den, g, ldg, dq, lddq, dk, lddk,  \
+ *         dv, lddv, dw, lddw, db, state, const linattn_d_extras *ex,         \
+ *         bad_row)                                                           \
+ * linattn_mpi_d_attention_backward with the parts of ex it takes: this       \
+ * rank's key weights (ex->weights, as linattn_mpi_d_attention_ex took them)  \
+ * and dL/dw of its keys (ex->dweights), as linattn_d_attention_backward_ex.  \
+ * Errors as linattn_mpi_d_attention_backward; -27 ex: as at                  \
+ * linattn_d_attention_backward_ex, and any other part (offsets, states,      \
+ * dstate_end).  Collective. */                                               \
+LINATTN_MPI_API int MX(attention_backward_ex)(const X(plan) *plan,            \
+        MPI_Comm comm, int layout, int64_t nq, int64_t nk, const R *q,        \
+        int64_t ldq, const R *k, int64_t ldk, const R *v, int64_t ldv,        \
+        const R *out, int64_t ldout, const R *den, const R *g, int64_t ldg,   \
+        R *dq, int64_t lddq, R *dk, int64_t lddk, R *dv, int64_t lddv, R *dw, \
+        int64_t lddw, R *db, const X(state) *state, const X(extras) *ex,      \
+        int64_t *bad_row);                                                    \
+                                                                              \
+/* int linattn_mpi_d_causal_backward(const linattn_d_plan *plan,              \
+ *         MPI_Comm comm, int layout, int64_t n, const double *q,             \
+ *         int64_t ldq, const double *k, int64_t ldk, const double *v,        \
+ *         int64_t ldv, const double *out, int64_t ldout,                     \
+ *         const double *den, const double *g, int64_t ldg, double *dq,       \
+ *         int64_t lddq, double *dk, int64_t lddk, double *dv, int64_t lddv,  \
+ *         double *dw, int64_t lddw, double *db, int64_t *bad_row)            \
+ * Gradients through out = linattn_mpi_d_causal(Q, K, V) (out and den as      \
+ * linattn_mpi_d_causal_ex wrote them): dq_i from the prefix states [S z]     \
+ * of the keys j <= i, dk_j and dv_j from the suffix sums D = sum_{i >= j}    \
+ * phi(q_i) [g_i h_i]^T over every rank's rows.  Each rank but the last       \
+ * builds its keys' state; one exclusive scan (ceil(log2 P) exchanges, as     \
+ * linattn_mpi_d_causal) gives the prefix; each rank but the first its rows'  \
+ * D alone (linattn_d_causal_backward_dstates: one pass over the queries);    \
+ * one reverse exclusive scan of them (ceil(log2 P) exchanges of              \
+ * 8 (m (e + 1) + 6) bytes) gives rank r the gradient of its final state      \
+ * (the later ranks' D), which seeds its serial backward from the prefix      \
+ * (linattn_d_causal_backward_ex with ex.state and ex.dstate_end); dw, db as  \
+ * at linattn_mpi_d_attention_backward.  Collective.  bad_row (EDENOM,        \
+ * EOVERFLOW) the global row.  Errors: -1 plan; -2 comm; -3 .. -24 as the     \
+ * serial call's -2 .. -23; LINATTN_ESIZE; LINATTN_ENONFINITE;                \
+ * LINATTN_EMISMATCH; LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW;      \
+ * LINATTN_EMPIUSE; LINATTN_EMPI.  Threads: as linattn_mpi_d_attention. */    \
+LINATTN_MPI_API int MX(causal_backward)(const X(plan) *plan, MPI_Comm comm,   \
+        int layout, int64_t n, const R *q, int64_t ldq, const R *k,           \
+        int64_t ldk, const R *v, int64_t ldv, const R *out, int64_t ldout,    \
+        const R *den, const R *g, int64_t ldg, R *dq, int64_t lddq, R *dk,    \
+        int64_t lddk, R *dv, int64_t lddv, R *dw, int64_t lddw, R *db,        \
+        int64_t *bad_row);                                                    \
+                                                                              \
+/* int linattn_mpi_d_causal_backward_ex(plan, comm, layout, n, q, ldq, k,     \
+ *         ldk, v, ldv, out, ldout, den, g, ldg, dq, lddq, dk, lddk, dv,      \
+ *         lddv, dw, lddw, db, const linattn_d_extras *ex, bad_row)           \
+ * linattn_mpi_d_causal_backward with this rank's key weights and dL/dw       \
+ * (ex->weights, ex->dweights) as linattn_d_causal_backward_ex takes them.    \
+ * Errors as linattn_mpi_d_causal_backward; -25 ex: as at                     \
+ * linattn_d_causal_backward_ex, and any other part (offsets, state, states,  \
+ * dstates, dstate_end).  Collective. */                                      \
+LINATTN_MPI_API int MX(causal_backward_ex)(const X(plan) *plan,               \
+        MPI_Comm comm, int layout, int64_t n, const R *q, int64_t ldq,        \
+        const R *k, int64_t ldk, const R *v, int64_t ldv, const R *out,       \
+        int64_t ldout, const R *den, const R *g, int64_t ldg, R *dq,          \
+        int64_t lddq, R *dk, int64_t lddk, R *dv, int64_t lddv, R *dw,        \
+        int64_t lddw, R *db, const X(extras) *ex, int64_t *bad_row);          \
+                                                                              \
+/* int linattn_mpi_d_batched_attention_backward(const linattn_d_plan *plan,   \
+ *         MPI_Comm comm, int layout, int64_t batch, int64_t heads,           \
+ *         int64_t nq, int64_t nk, q, sq, k, sk, v, sv, out, sout,            \
+ *         const double *den, g, sg, dq, sdq, dk, sdk, dv, sdv, double *dw,   \
+ *         int64_t lddw, double *db, linattn_where *bad)                      \
+ * linattn_mpi_d_attention_backward on batch x heads problems (strides and    \
+ * den as linattn_d_batched_attention_backward; nq, nk this rank's rows of    \
+ * every problem), each reduction carrying all problems' elements at once     \
+ * (8 batch heads (m (e + 1) + 6) bytes); dw, db summed over every problem    \
+ * and rank.  *bad (if not NULL, on a failure): the first failing problem     \
+ * and its global query row.  Errors: -1 plan; -2 comm; -3 .. -28 as the      \
+ * serial call's -2 .. -27 (-28 db); LINATTN_ESIZE; LINATTN_ENONFINITE;       \
+ * LINATTN_EMISMATCH; LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW;      \
+ * LINATTN_EMPIUSE; LINATTN_EMPI.  Collective. */                             \
+LINATTN_MPI_API int MX(batched_attention_backward)(const X(plan) *plan,       \
+        MPI_Comm comm, int layout, int64_t batch, int64_t heads, int64_t nq,  \
+        int64_t nk, const R *q, const linattn_strides *sq, const R *k,        \
+        const linattn_strides *sk, const R *v, const linattn_strides *sv,     \
+        const R *out, const linattn_strides *sout, const R *den, const R *g,  \
+        const linattn_strides *sg, R *dq, const linattn_strides *sdq, R *dk,  \
+        const linattn_strides *sdk, R *dv, const linattn_strides *sdv, R *dw, \
+        int64_t lddw, R *db, linattn_where *bad);                             \
+                                                                              \
+/* int linattn_mpi_d_batched_causal_backward(plan, comm, layout, batch,       \
+ *         heads, n, q, sq, k, sk, v, sv, out, sout, den, g, sg, dq, sdq, dk, \
+ *         sdk, dv, sdv, dw, lddw, db, bad)                                   \
+ * The causal backward across ranks on batch x heads problems: each one       \
+ * as linattn_mpi_d_causal_backward, the rest as                            \
+ * linattn_mpi_d_batched_attention_backward (each scan carries every        \
+ * problem's element).  Errors: -1 plan; -2 comm; -3 .. -27 as the serial     \
+ * call's -2 .. -26; as linattn_mpi_d_batched_attention_backward otherwise.   \
+ * Collective. */                                                             \
+LINATTN_MPI_API int MX(batched_causal_backward)(const X(plan) *plan,          \
+        MPI_Comm comm, int layout, int64_t batch, int64_t heads, int64_t n,   \
+        const R *q, const linattn_strides *sq, const R *k,                    \
+        const linattn_strides *sk, const R *v, const linattn_strides *sv,     \
+        const R *out, const linattn_strides *sout, const R *den, const R *g,  \
+        const linattn_strides *sg, R *dq, const linattn_strides *sdq, R *dk,  \
+        const linattn_strides *sdk, R *dv, const linattn_strides *sdv, R *dw, \
+        int64_t lddw, R *db, linattn_where *bad);                             \
+                                                                              \
 /* ---- State collectives.  states is an array of count states whose plans  \
  * have equal fingerprints (on this rank and across ranks); count must      \
  * agree across ranks.  One reduction carries all count states. ---- */     \

@@ -53,8 +53,14 @@ int MI(begin)(const XI(problem) *j, MPI_Comm comm, int status, int kind,
     /* a packed stream's calls scan (its non-causal one both ways); its
      * offsets were checked when status is 0, and agree below */
     int packed = !status && j->qoff;
-    int prefix = kind == LINATTN_MPI_CALL_CAUSAL ||
-                 kind == LINATTN_MPI_CALL_EXSCAN || packed;
+    int call = LINATTN_MPI_KIND(kind);
+    /* the backward calls reduce or scan the gradients' elements too: a
+     * set per problem (back), and its scan's result (suffix) */
+    int bwd = call == LINATTN_MPI_CALL_ATTENTION_BACKWARD ||
+              call == LINATTN_MPI_CALL_CAUSAL_BACKWARD;
+    int prefix = call == LINATTN_MPI_CALL_CAUSAL ||
+                 call == LINATTN_MPI_CALL_EXSCAN ||
+                 call == LINATTN_MPI_CALL_CAUSAL_BACKWARD || packed;
     /* packed streams: every rank must hold the same global offsets (their
      * count and an FNV-1a hash of them; 0, 0 without), and give states or
      * not, absorbing or not, as every other does */
@@ -81,14 +87,15 @@ int MI(begin)(const XI(problem) *j, MPI_Comm comm, int status, int kind,
             w->recv = alloc_set(MI(problems)(j), stride);
             status = linattn_mpi_i_private_prepare(comm, &w->holder);
         }
-        if (packed) {
-            w->back = alloc_set(1, stride);
-            w->suffix = alloc_set(1, stride);
-            if (!status && (!w->back || !w->suffix ||
-                            X(state_create)(&w->first, j->plan) ||
-                            X(state_create)(&w->last, j->plan)))
+        if (packed || bwd) {
+            w->back = alloc_set(bwd ? MI(problems)(j) : 1, stride);
+            w->suffix = alloc_set(bwd ? MI(problems)(j) : 1, stride);
+            if (!status && (!w->back || !w->suffix))
                 status = LINATTN_ENOMEM;
         }
+        if (packed && !status && (X(state_create)(&w->first, j->plan) ||
+                                  X(state_create)(&w->last, j->plan)))
+            status = LINATTN_ENOMEM;
         if (!status && (!w->elems || (prefix && (!w->prefix || !w->recv)) ||
                         X(state_create)(&w->state, j->plan)))
             status = LINATTN_ENOMEM;

@@ -65,8 +65,15 @@ enum {
     LINATTN_MPI_CALL_ALLREDUCE,
     LINATTN_MPI_CALL_EXSCAN,
     LINATTN_MPI_CALL_SAVE,
-    LINATTN_MPI_CALL_LOAD
+    LINATTN_MPI_CALL_LOAD,
+    LINATTN_MPI_CALL_ATTENTION_BACKWARD, /* and the batched one */
+    LINATTN_MPI_CALL_CAUSAL_BACKWARD     /* and the batched one */
 };
+
+/* A kind's low byte is the call; the bits above it options that every
+ * rank must give alike (the backward's dW, db, a handed state), so that
+ * a difference is LINATTN_EMISMATCH like a different call. */
+#define LINATTN_MPI_KIND(kind) ((kind) & 0xff)
 
 /* 0 when MPI is initialized, not finalized, called on a thread allowed
  * to call it (any at MPI_THREAD_SERIALIZED and above, else the one that

@@ -211,6 +211,15 @@ tests_test_state_grad_s_SOURCES = $(tests_test_state_grad_d_SOURCES)
 tests_test_state_grad_s_CPPFLAGS = $(AM_CPPFLAGS) -DTEST_SINGLE
 tests_test_state_grad_s_CFLAGS = $(TEST_CFLAGS)
 tests_test_state_grad_s_LDADD = $(tests_test_state_grad_d_LDADD)
+check_PROGRAMS += tests/test_grad_split_d tests/test_grad_split_s
+tests_test_grad_split_d_SOURCES = tests/test_grad_split.c tests/testutil.h
+tests_test_grad_split_d_CPPFLAGS = $(AM_CPPFLAGS)
+tests_test_grad_split_d_CFLAGS = $(TEST_CFLAGS)
+tests_test_grad_split_d_LDADD = $(TEST_LDADD)
+tests_test_grad_split_s_SOURCES = $(tests_test_grad_split_d_SOURCES)
+tests_test_grad_split_s_CPPFLAGS = $(AM_CPPFLAGS) -DTEST_SINGLE
+tests_test_grad_split_s_CFLAGS = $(TEST_CFLAGS)
+tests_test_grad_split_s_LDADD = $(tests_test_grad_split_d_LDADD)
 endif
 
 # [fortran]
@@ -281,5 +290,14 @@ tests_mpi_test_mpi_packed_s_SOURCES = $(tests_mpi_test_mpi_packed_d_SOURCES)
 tests_mpi_test_mpi_packed_s_CPPFLAGS = $(MPI_TEST_CPP) -DTEST_SINGLE
 tests_mpi_test_mpi_packed_s_CFLAGS = $(TEST_CFLAGS)
 tests_mpi_test_mpi_packed_s_LDADD = $(tests_mpi_test_mpi_packed_d_LDADD)
+MPI_CHECK_PROGS += tests/mpi/test_mpi_grad_d$(EXEEXT) tests/mpi/test_mpi_grad_s$(EXEEXT)
+tests_mpi_test_mpi_grad_d_SOURCES = tests/mpi/test_mpi_grad.c $(MPI_TEST_H)
+tests_mpi_test_mpi_grad_d_CPPFLAGS = $(MPI_TEST_CPP)
+tests_mpi_test_mpi_grad_d_CFLAGS = $(TEST_CFLAGS)
+tests_mpi_test_mpi_grad_d_LDADD = $(MPI_TEST_LDADD)
+tests_mpi_test_mpi_grad_s_SOURCES = $(tests_mpi_test_mpi_grad_d_SOURCES)
+tests_mpi_test_mpi_grad_s_CPPFLAGS = $(MPI_TEST_CPP) -DTEST_SINGLE
+tests_mpi_test_mpi_grad_s_CFLAGS = $(TEST_CFLAGS)
+tests_mpi_test_mpi_grad_s_LDADD = $(tests_mpi_test_mpi_grad_d_LDADD)
 endif
 endif

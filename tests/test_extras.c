@@ -103,6 +103,7 @@ START_TEST(init_means_absent)
     ck_assert_ptr_null(ex.key_offsets);
     ck_assert_ptr_null(ex.states);
     ck_assert_ptr_null(ex.dweights);
+    ck_assert_ptr_null(ex.dstate_end);
     ck_assert_int_eq(ex.nseq, 0);
     ck_assert_int_eq(ex.absorb, 0);
     for (size_t i = 0; i < sizeof ex.reserved_int / sizeof *ex.reserved_int;

@@ -221,6 +221,18 @@ static inline double rel_diff(const tmat *x, const tmat *y)
 }
 
 /* Nonzero when the padding of m still holds the sentinel. */
+/* max |a_i - b_i| / max |b_i| over n entries (the absolute difference
+ * when b is 0). */
+static inline double vec_rel_diff(const real *a, const real *b, int64_t n)
+{
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        num = fmax(num, fabs((double)a[i] - (double)b[i]));
+        den = fmax(den, fabs((double)b[i]));
+    }
+    return den > 0 ? num / den : num;
+}
+
 static inline int tmat_padding_intact(const tmat *m)
 {
     int64_t inner = m->layout == LINATTN_COL_MAJOR ? m->rows : m->cols;

@@ -45,14 +45,22 @@ examples_mpi_causal_mpi_f_FCFLAGS = $(FEXAMPLE_FCFLAGS) $(MPI_FCFLAGS)
 examples_mpi_causal_mpi_f_LDADD = fortran/liblinattn_mpi_fortran.la \
 	fortran/liblinattn_fortran.la $(MPI_FCLIBS)
 $(examples_mpi_causal_mpi_f_OBJECTS): $(MPIF_TOP_LO)
+# and of examples/mpi/train_mpi (tests/mpi/train.sh)
+noinst_PROGRAMS += examples/mpi/train_mpi_f
+examples_mpi_train_mpi_f_SOURCES = examples/mpi/train_mpi.f90
+examples_mpi_train_mpi_f_FCFLAGS = $(FEXAMPLE_FCFLAGS) $(MPI_FCFLAGS)
+examples_mpi_train_mpi_f_LDADD = fortran/liblinattn_mpi_fortran.la \
+	fortran/liblinattn_fortran.la $(MPI_FCLIBS)
+$(examples_mpi_train_mpi_f_OBJECTS): $(MPIF_TOP_LO)
 # installed beside the C program (examples/local.mk), whose Makefile
 # builds it when linattn-mpi-fortran.pc is installed
 mpifexamplesdir = $(docexamplesdir)/mpi
-dist_mpifexamples_DATA = examples/mpi/causal_mpi.f90
+dist_mpifexamples_DATA = examples/mpi/causal_mpi.f90 examples/mpi/train_mpi.f90
 endif
 else
 INSTALL_FORTRAN_EXAMPLES = :
 UNINSTALL_FORTRAN_EXAMPLES = :
 endif
-EXTRA_DIST += examples/fortran/Makefile.installed examples/mpi/causal_mpi.f90
+EXTRA_DIST += examples/fortran/Makefile.installed examples/mpi/causal_mpi.f90 \
+	examples/mpi/train_mpi.f90
 

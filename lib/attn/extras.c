@@ -23,6 +23,7 @@ int X(extras_init)(X(extras) *ex)
     ex->dstates = NULL;
     ex->gates = NULL;
     ex->head_decays = NULL;
+    ex->dstate_end = NULL;
     for (size_t i = 0; i < sizeof ex->reserved_ptr / sizeof *ex->reserved_ptr;
          i++)
         ex->reserved_ptr[i] = NULL;
@@ -70,6 +71,8 @@ int XI(extras_taken)(const X(extras) *ex, unsigned parts)
         return 0;
     if (!(parts & LINATTN_I_X_HEAD_DECAYS) && ex->head_decays)
         return 0;
+    if (!(parts & LINATTN_I_X_DSTATE_END) && ex->dstate_end)
+        return 0;
     return 1;
 }
 
@@ -86,6 +89,7 @@ void XI(problem_extras)(XI(problem) *pb, const X(extras) *ex)
     pb->part[LINATTN_I_GATE] = XI(part_single)(ex->gates, 1);
     pb->head_decays = ex->head_decays;
     pb->dstates = ex->dstates;
+    pb->dstate_end = ex->dstate_end;
     if (ex->offsets) {
         pb->nseq = ex->nseq;
         pb->qoff = ex->offsets;

@@ -118,7 +118,9 @@ enum {
     LINATTN_I_X_DWEIGHTS = 64, /* dweights: dL/dw out (the backward)      */
     LINATTN_I_X_DSTATES = 128, /* dstates: the starting states' gradients */
     LINATTN_I_X_GATES = 256,   /* gates: per-token log decays             */
-    LINATTN_I_X_HEAD_DECAYS = 512 /* head_decays: a log decay per head    */
+    LINATTN_I_X_HEAD_DECAYS = 512, /* head_decays: a log decay per head   */
+    LINATTN_I_X_DSTATE_END = 1024 /* dstate_end: the final state's gradient */
+                                  /* from beyond the call (the backward)    */
 };
 
 /* Forms of a call. */
@@ -206,6 +208,10 @@ typedef struct XI(problem_s) {
      * (of each sequence's, at s m (e + 1) doubles; a batched problem's:
      * problem p's sequence s at (p nseq + s) m (e + 1)), or NULL. */
     double *dstates;
+    /* The backward's gradient of its final state's accumulator from
+     * beyond the call (m (e + 1) doubles, one problem), or NULL: it seeds
+     * the keys' d[S z] (grad/). */
+    const double *dstate_end;
 } XI(problem);
 
 /* One problem (batch = heads = 1) of plan in layout with these sizes

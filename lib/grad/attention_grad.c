@@ -28,6 +28,7 @@
  * shifts cancel.  Rows split over threads as in the forward; partial
  * d[S z], dW and db add in thread order.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "grad/grad.h"
@@ -224,7 +225,10 @@ int XI(attention_backward_run)(const XI(problem) *pb, const XI(pgrad) *pg,
         state = *given; /* read only */
     } else if (!st) {
         XI(state_init)(&state, plan, mem);
-        st = XI(state_update_run)(&state, pb, 0);
+        /* no queries read [S z]: the keys' pass needs only the shift,
+         * which the maps without one do not have */
+        if (nq > 0 || plan->shifted)
+            st = XI(state_update_run)(&state, pb, 0);
     }
     if (!st) {
         const XI(kern) *kn = XI(kern_now)();
@@ -238,11 +242,20 @@ int XI(attention_backward_run)(const XI(problem) *pb, const XI(pgrad) *pg,
         for (int t = 1; t < ntq; t++)
             for (int64_t i = 0; i < m * (e + 1); i++)
                 ws[0].ds.acc[i] += ws[t].ds.acc[i];
+        /* the state's gradient from beyond the call (at its shift, as
+         * d[S z] is: the queries' den carry exp(C)) joins the queries' */
+        for (int64_t i = 0; pb->dstate_end && i < m * (e + 1); i++)
+            ws[0].ds.acc[i] += (acc_t)pb->dstate_end[i];
         XI(accum_publish)(&ws[0].ds);
+        int dbad = 0; /* d[S z] out, as state_export lays [S z] out */
+        for (int64_t i = 0; pb->dstates && i < m * (e + 1); i++) {
+            pb->dstates[i] = (double)ws[0].ds.acc[i];
+            dbad |= !isfinite(pb->dstates[i]);
+        }
         job.dsz = ws[0].ds.w;
         kn->transpose(m, e + 1, job.dsz, e + 1, tr + m * (e + 1), m);
         int64_t kbad = linattn_i_parallel_ranges(ntk, nk, key_pass, &job);
-        *nonfinite = qbad != INT64_MAX || kbad != INT64_MAX;
+        *nonfinite = qbad != INT64_MAX || kbad != INT64_MAX || dbad;
         if (split)
             XI(pgrad_fold)(plan, pgv, parts, nt);
     }
@@ -286,10 +299,28 @@ int X(attention_backward)(const X(plan) *plan, int layout, int64_t nq,
 static const linattn_i_signature backward_ex_sig = {
     .plan = 1, .layout = 2, .nq = 3, .nk = 4, .given = 25, .extras = 26,
     .ex_parts = LINATTN_I_X_WEIGHTS | LINATTN_I_X_DWEIGHTS |
-                LINATTN_I_X_OFFSETS | LINATTN_I_X_KEY_OFFSETS,
+                LINATTN_I_X_OFFSETS | LINATTN_I_X_KEY_OFFSETS |
+                LINATTN_I_X_DSTATE_END,
     .flags = LINATTN_I_SCAN | LINATTN_I_DEN_POLICY | LINATTN_I_GIVEN_KEYS,
     .part = {LINATTN_I_BACKWARD(5), LINATTN_I_WEIGHTS_IN(26),
              LINATTN_I_DWEIGHTS_OUT(26)}};
+
+/* The problem of linattn_d_attention_backward_ex from its arguments. */
+static XI(problem) backward_ex_problem(const X(plan) *plan, int layout,
+        int64_t nq, int64_t nk, const real *q, int64_t ldq, const real *k,
+        int64_t ldk, const real *v, int64_t ldv, const real *out,
+        int64_t ldout, const real *den, const real *g, int64_t ldg, real *dq,
+        int64_t lddq, real *dk, int64_t lddk, real *dv, int64_t lddv,
+        real *dw, int64_t lddw, real *db, const X(state) *state,
+        const X(extras) *ex)
+{
+    XI(problem) pb = XI(problem_init)(plan, layout, nq, nk);
+    XI(problem_qkvo)(&pb, q, ldq, k, ldk, v, ldv, out, ldout);
+    XI(problem_grads)(&pb, den, g, ldg, dq, lddq, dk, lddk, dv, lddv, dw,
+                      lddw, db);
+    XI(problem_backward_extras)(&pb, ex, state);
+    return pb;
+}
 
 int X(attention_backward_ex)(const X(plan) *plan, int layout, int64_t nq,
                              int64_t nk, const real *q, int64_t ldq,
@@ -301,10 +332,71 @@ int X(attention_backward_ex)(const X(plan) *plan, int layout, int64_t nq,
                              real *db, const X(state) *state,
                              const X(extras) *ex, int64_t *bad_row)
 {
-    XI(problem) pb = XI(problem_init)(plan, layout, nq, nk);
-    XI(problem_qkvo)(&pb, q, ldq, k, ldk, v, ldv, out, ldout);
-    XI(problem_grads)(&pb, den, g, ldg, dq, lddq, dk, lddk, dv, lddv, dw,
-                      lddw, db);
-    XI(problem_backward_extras)(&pb, ex, state);
+    XI(problem) pb = backward_ex_problem(plan, layout, nq, nk, q, ldq, k, ldk,
+                                         v, ldv, out, ldout, den, g, ldg, dq,
+                                         lddq, dk, lddk, dv, lddv, dw, lddw,
+                                         db, state, ex);
     return XI(backward_single)(&pb, &backward_ex_sig, bad_row);
+}
+
+int X(attention_backward_check)(const X(plan) *plan, int layout, int64_t nq,
+                                int64_t nk, const real *q, int64_t ldq,
+                                const real *k, int64_t ldk, const real *v,
+                                int64_t ldv, const real *out, int64_t ldout,
+                                const real *den, const real *g, int64_t ldg,
+                                const real *dq, int64_t lddq, const real *dk,
+                                int64_t lddk, const real *dv, int64_t lddv,
+                                const real *dw, int64_t lddw, const real *db,
+                                const X(state) *state, const X(extras) *ex,
+                                int64_t *bad_row)
+{
+    XI(problem) pb = backward_ex_problem(plan, layout, nq, nk, q, ldq, k, ldk,
+                                         v, ldv, out, ldout, den, g, ldg,
+                                         (real *)dq, lddq, (real *)dk, lddk,
+                                         (real *)dv, lddv, (real *)dw, lddw,
+                                         (real *)db, state, ex);
+    return XI(backward_check)(&pb, &backward_ex_sig, bad_row);
+}
+
+/* linattn_d_state_query_backward: the state (1) gives the plan; Q, out,
+ * den, G in, dQ out, dW and db (optional) against the map; no keys (the
+ * query pass alone), the state's gradient (16) checked here. */
+static const linattn_i_signature query_backward_sig = {
+    .state = 1, .layout = 2, .nq = 3,
+    .flags = LINATTN_I_SCAN | LINATTN_I_DEN_POLICY,
+    .part = {[LINATTN_I_Q] = {4, LINATTN_I_NQ, LINATTN_I_D, LINATTN_I_INPUT},
+             [LINATTN_I_OUT] = {6, LINATTN_I_NQ, LINATTN_I_E,
+                                LINATTN_I_INPUT},
+             [LINATTN_I_DEN] = {8, LINATTN_I_NQ, LINATTN_I_ONE,
+                                LINATTN_I_INPUT | LINATTN_I_VECTOR},
+             [LINATTN_I_G] = {9, LINATTN_I_NQ, LINATTN_I_E, LINATTN_I_INPUT},
+             [LINATTN_I_DQ] = {11, LINATTN_I_NQ, LINATTN_I_D,
+                               LINATTN_I_OUTPUT},
+             LINATTN_I_PARAM_GRADS(13)}};
+
+int X(state_query_backward)(const X(state) *state, int layout, int64_t n,
+                            const real *q, int64_t ldq, const real *out,
+                            int64_t ldout, const real *den, const real *g,
+                            int64_t ldg, real *dq, int64_t lddq, real *dw,
+                            int64_t lddw, real *db, double *dstate,
+                            int64_t *bad_row)
+{
+    XI(problem) pb = XI(problem_init)(state ? state->plan : NULL, layout, n,
+                                      0);
+    XI(problem_qkvo)(&pb, q, ldq, NULL, 0, NULL, 0, out, ldout);
+    XI(problem_grads)(&pb, den, g, ldg, dq, lddq, NULL, 0, NULL, 0, dw, lddw,
+                      db);
+    pb.state = (X(state) *)state; /* only read */
+    linattn_where where = {0, 0, -1};
+    int st = XI(problem_check)(&pb, &query_backward_sig, &where);
+    if (st == LINATTN_EDENOM && bad_row)
+        *bad_row = where.row;
+    if (!st && XI(meets_parts)(&pb, &query_backward_sig, dstate,
+                               pb.m * (pb.e + 1),
+                               LINATTN_I_INPUT | LINATTN_I_OUTPUT))
+        st = -16;
+    if (st)
+        return st;
+    pb.dstates = dstate; /* the path writes d[S z] there */
+    return XI(backward_checked)(&pb, bad_row);
 }

@@ -207,6 +207,41 @@ int X(batched_causal_backward)(const X(plan) *plan, int layout, int64_t batch,
     return backward_call(&pb, NULL, &causal_backward_sig, bad);
 }
 
+int X(batched_attention_backward_check)(const X(plan) *plan, int layout,
+        int64_t batch, int64_t heads, int64_t nq, int64_t nk, const real *q,
+        const linattn_strides *sq, const real *k, const linattn_strides *sk,
+        const real *v, const linattn_strides *sv, const real *out,
+        const linattn_strides *sout, const real *den, const real *g,
+        const linattn_strides *sg, const real *dq, const linattn_strides *sdq,
+        const real *dk, const linattn_strides *sdk, const real *dv,
+        const linattn_strides *sdv, const real *dw, int64_t lddw,
+        const real *db, linattn_where *bad)
+{
+    XI(problem) pb = XI(problem_batched)(plan, layout, batch, heads, nq, nk,
+                                         0);
+    XI(problem_qkvo_batched)(&pb, q, sq, k, sk, v, sv, out, sout);
+    grad_parts(&pb, den, g, sg, (real *)dq, sdq, (real *)dk, sdk, (real *)dv,
+               sdv, (real *)dw, lddw, (real *)db);
+    return XI(problem_check)(&pb, &attention_backward_sig, bad);
+}
+
+int X(batched_causal_backward_check)(const X(plan) *plan, int layout,
+        int64_t batch, int64_t heads, int64_t n, const real *q,
+        const linattn_strides *sq, const real *k, const linattn_strides *sk,
+        const real *v, const linattn_strides *sv, const real *out,
+        const linattn_strides *sout, const real *den, const real *g,
+        const linattn_strides *sg, const real *dq, const linattn_strides *sdq,
+        const real *dk, const linattn_strides *sdk, const real *dv,
+        const linattn_strides *sdv, const real *dw, int64_t lddw,
+        const real *db, linattn_where *bad)
+{
+    XI(problem) pb = XI(problem_batched)(plan, layout, batch, heads, n, n, 1);
+    XI(problem_qkvo_batched)(&pb, q, sq, k, sk, v, sv, out, sout);
+    grad_parts(&pb, den, g, sg, (real *)dq, sdq, (real *)dk, sdk, (real *)dv,
+               sdv, (real *)dw, lddw, (real *)db);
+    return XI(problem_check)(&pb, &causal_backward_sig, bad);
+}
+
 /* linattn_d_batched_attention_backward_ex, _causal_backward_ex: and the
  * extras (27 and 26): every problem's key weights in and dL/dw out
  * (dense, problem after problem), packed sequences (the same offsets in

@@ -205,7 +205,9 @@ static void chunk_keys(const XI(problem) *rg, cws *w, int64_t r,
         zeros |= wt[r + j] == 0;
     if (zeros) {
         *kb = XI(zero_dropped)(*kb, rows, plan->d, wt + r, w->kz);
-        *vb = XI(zero_dropped)(*vb, rows, plan->e, wt + r, w->vz);
+        /* the state's gradient alone reads no values */
+        if (rg->part[LINATTN_I_V].p)
+            *vb = XI(zero_dropped)(*vb, rows, plan->e, wt + r, w->vz);
     }
 }
 
@@ -495,6 +497,23 @@ static void seed_pre(const X(plan) *plan, XI(accum) *pre, const X(state) *from)
     XI(accum_publish)(pre);
 }
 
+/* The final state's gradient from beyond the call (m x (e + 1) doubles,
+ * its accumulator's: the true sums' gradient times exp(shift), shift the
+ * final state's) as the last range's suffix sums: D^T stored times
+ * exp(R) with R = shift, the largest running shift, so the sweep's
+ * factors exp(m_j - R) stay <= 1. */
+static void seed_suffix(const X(plan) *plan, XI(accum) *suf,
+                        const double *dend, double shift)
+{
+    int64_t m = plan->m, ld = plan->e + 1;
+    for (int64_t i = 0; i < ld; i++)
+        for (int64_t j = 0; j < m; j++)
+            suf->acc[i * m + j] = (acc_t)dend[j * ld + i];
+    suf->shift = plan->shifted ? shift : 0;
+    suf->has = 1;
+    XI(accum_publish)(suf);
+}
+
 /* The starting state's gradient from d, the first range's D after its
  * reverse sweep (every row's: sum_i phi(q_i) [g h]_i^T, stored times
  * exp(R), R = d->shift): the accumulator holds the sums times
@@ -549,6 +568,9 @@ int XI(causal_backward_run)(const XI(problem) *pb, const XI(pgrad) *pg,
             parts[t] = *pgv;
         cjob job = {pb, ws, parts, c};
         int64_t qbad = linattn_i_parallel_ranges(nt, n, forward_range, &job);
+        if (pb->dstate_end) /* at the final running shift, the last pre's */
+            seed_suffix(plan, &ws[nt - 1].suf, pb->dstate_end,
+                        ws[nt - 1].pre.shift);
         suffix_sums(ws, nt);
         int64_t kbad = linattn_i_parallel_ranges(nt, n, reverse_range, &job);
         *nonfinite = qbad != INT64_MAX || kbad != INT64_MAX;
@@ -597,19 +619,19 @@ static const linattn_i_signature backward_ex_sig = {
     .plan = 1, .layout = 2, .nq = 3, .extras = 24, .given = 24, .absorb = 24,
     .ex_parts = LINATTN_I_X_WEIGHTS | LINATTN_I_X_DWEIGHTS |
                 LINATTN_I_X_OFFSETS | LINATTN_I_X_STATE |
-                LINATTN_I_X_STATES | LINATTN_I_X_DSTATES,
+                LINATTN_I_X_STATES | LINATTN_I_X_DSTATES |
+                LINATTN_I_X_DSTATE_END,
     .flags = LINATTN_I_SCAN | LINATTN_I_DEN_POLICY,
     .part = {LINATTN_I_BACKWARD(4), LINATTN_I_WEIGHTS_IN(24),
              LINATTN_I_DWEIGHTS_OUT(24)}};
 
-int X(causal_backward_ex)(const X(plan) *plan, int layout, int64_t n,
-                          const real *q, int64_t ldq, const real *k,
-                          int64_t ldk, const real *v, int64_t ldv,
-                          const real *out, int64_t ldout, const real *den,
-                          const real *g, int64_t ldg, real *dq, int64_t lddq,
-                          real *dk, int64_t lddk, real *dv, int64_t lddv,
-                          real *dw, int64_t lddw, real *db,
-                          const X(extras) *ex, int64_t *bad_row)
+/* The problem of linattn_d_causal_backward_ex from its arguments. */
+static XI(problem) backward_ex_problem(const X(plan) *plan, int layout,
+        int64_t n, const real *q, int64_t ldq, const real *k, int64_t ldk,
+        const real *v, int64_t ldv, const real *out, int64_t ldout,
+        const real *den, const real *g, int64_t ldg, real *dq, int64_t lddq,
+        real *dk, int64_t lddk, real *dv, int64_t lddv, real *dw,
+        int64_t lddw, real *db, const X(extras) *ex)
 {
     XI(problem) pb = XI(problem_init)(plan, layout, n, n);
     pb.causal = 1;
@@ -620,5 +642,239 @@ int X(causal_backward_ex)(const X(plan) *plan, int layout, int64_t n,
     /* the backward only reads the states: absorb must be 0 (refused as a
      * value other than 0 or 1 is) */
     pb.absorb = ex && ex->absorb ? -1 : 0;
+    return pb;
+}
+
+int X(causal_backward_ex)(const X(plan) *plan, int layout, int64_t n,
+                          const real *q, int64_t ldq, const real *k,
+                          int64_t ldk, const real *v, int64_t ldv,
+                          const real *out, int64_t ldout, const real *den,
+                          const real *g, int64_t ldg, real *dq, int64_t lddq,
+                          real *dk, int64_t lddk, real *dv, int64_t lddv,
+                          real *dw, int64_t lddw, real *db,
+                          const X(extras) *ex, int64_t *bad_row)
+{
+    XI(problem) pb = backward_ex_problem(plan, layout, n, q, ldq, k, ldk, v,
+                                         ldv, out, ldout, den, g, ldg, dq,
+                                         lddq, dk, lddk, dv, lddv, dw, lddw,
+                                         db, ex);
     return XI(backward_single)(&pb, &backward_ex_sig, bad_row);
+}
+
+int X(causal_backward_check)(const X(plan) *plan, int layout, int64_t n,
+                             const real *q, int64_t ldq, const real *k,
+                             int64_t ldk, const real *v, int64_t ldv,
+                             const real *out, int64_t ldout, const real *den,
+                             const real *g, int64_t ldg, const real *dq,
+                             int64_t lddq, const real *dk, int64_t lddk,
+                             const real *dv, int64_t lddv, const real *dw,
+                             int64_t lddw, const real *db, const X(extras) *ex,
+                             int64_t *bad_row)
+{
+    XI(problem) pb = backward_ex_problem(plan, layout, n, q, ldq, k, ldk, v,
+                                         ldv, out, ldout, den, g, ldg,
+                                         (real *)dq, lddq, (real *)dk, lddk,
+                                         (real *)dv, lddv, (real *)dw, lddw,
+                                         (real *)db, ex);
+    return XI(backward_check)(&pb, &backward_ex_sig, bad_row);
+}
+
+/* ---- the starting state's gradient alone ---- */
+
+typedef struct {
+    const XI(problem) *pb;
+    cws *ws;
+    int64_t c;
+    double *top;   /* shifted maps: each range's largest key exponent   */
+    double *start; /* and the running shift it starts from              */
+} djob;
+
+/* The largest exponent of range t's keys of weight not 0 (-inf: none;
+ * NaN propagates, as in the sweeps' running maximum). */
+static int64_t key_top(void *ctx, int t, int64_t lo, int64_t hi)
+{
+    djob *j = ctx;
+    XI(problem) rg = XI(problem_rows)(j->pb, lo, hi);
+    const real *wt = rg.part[LINATTN_I_KW].p;
+    cws *w = &j->ws[t];
+    double run = -INFINITY;
+    for (int64_t r = 0; r < rg.nq; r += j->c) {
+        int64_t rows = rg.nq - r < j->c ? rg.nq - r : j->c;
+        XI(view) kb, vb;
+        chunk_keys(&rg, w, r, rows, &kb, &vb);
+        XI(phi_pre)(rg.plan, kb, rows, w->fk, w->rexp);
+        for (int64_t i = 0; i < rows; i++) {
+            double x = wt && wt[r + i] == 0 ? -INFINITY : w->rexp[i];
+            run = x > run || x != x ? x : run;
+        }
+    }
+    j->top[t] = run;
+    return INT64_MAX;
+}
+
+/* Range t's D (sum_i phi(q_i) [g h]_i^T, transposed, in w->part at the
+ * running shift of its first row); the keys are read only for the
+ * running shifts. */
+static int64_t dstate_range(void *ctx, int t, int64_t lo, int64_t hi)
+{
+    djob *j = ctx;
+    XI(problem) rg = XI(problem_rows)(j->pb, lo, hi);
+    const X(plan) *plan = rg.plan;
+    const real *wt = rg.part[LINATTN_I_KW].p;
+    cws *w = &j->ws[t];
+    int64_t m = plan->m, ld = plan->e + 1;
+    XI(accum) *d = &w->part;
+    XI(view) fq = {w->fq, m, 0}, ghv = {w->gh, ld, 0};
+    double run = plan->shifted ? j->start[t] : 0;
+    for (int64_t r = 0; r < rg.nq; r += j->c) {
+        int64_t rows = rg.nq - r < j->c ? rg.nq - r : j->c;
+        XI(phi_rows)(plan, XI(view_rows)(XI(part_view)(&rg, LINATTN_I_Q), r),
+                     rows, w->fq, NULL);
+        XI(gh_rows)(plan, XI(view_rows)(XI(part_view)(&rg, LINATTN_I_G), r),
+                    XI(view_rows)(XI(part_view)(&rg, LINATTN_I_OUT), r),
+                    rg.part[LINATTN_I_DEN].p + r, rows, w->gh);
+        if (plan->shifted) {
+            XI(view) kb, vb;
+            chunk_keys(&rg, w, r, rows, &kb, &vb);
+            XI(phi_pre)(plan, kb, rows, w->fk, w->rexp);
+            for (int64_t i = 0; i < rows; i++) {
+                double x = wt && wt[r + i] == 0 ? -INFINITY : w->rexp[i];
+                run = x > run || x != x ? x : run;
+                w->mrun[i] = run;
+            }
+            if (!d->has)
+                d->shift = w->mrun[0];
+            for (int64_t i = 0; i < rows; i++)
+                scale_row(w->gh + i * ld, ld, factor(d->shift, w->mrun[i]));
+        }
+        XI(accum_gemm)(d, 1, 0, ld, m, rows, ghv, fq);
+        d->has = 1;
+    }
+    return INT64_MAX;
+}
+
+/* ex->dstates of causal_backward_ex without its sweeps: the ranges' D at
+ * the shifts of their first rows, added at the first's (the smallest),
+ * then brought to the state's shift by write_dstate; with dstate_end,
+ * that gradient too (at the final running shift, the largest). */
+static int dstates_run(const XI(problem) *pb, int *nonfinite)
+{
+    const X(plan) *plan = pb->plan;
+    int64_t n = pb->nq, c = plan->chunk < n ? plan->chunk : n;
+    int64_t min_rows = plan->block > c ? plan->block : c;
+    int nt = n > 0 ? linattn_i_threads(n, min_rows) : 1;
+    cws ws[LINATTN_MAX_THREADS];
+    double top[LINATTN_MAX_THREADS], start[LINATTN_MAX_THREADS];
+    int have = 0, st = 0;
+    while (have < nt && !alloc_cws(&ws[have], plan, c > 0 ? c : 1))
+        have++;
+    if (have < nt)
+        st = LINATTN_ENOMEM;
+    if (!st) {
+        const X(state) *from = pb->state;
+        djob job = {pb, ws, c, top, start};
+        double run = from->tokens > 0 ? from->shift : -INFINITY;
+        if (plan->shifted && n > 0) {
+            linattn_i_parallel_ranges(nt, n, key_top, &job);
+            for (int t = 0; t < nt; t++) {
+                start[t] = run;
+                run = top[t] > run || top[t] != top[t] ? top[t] : run;
+            }
+        }
+        if (n > 0)
+            linattn_i_parallel_ranges(nt, n, dstate_range, &job);
+        XI(accum) *d = &ws[0].part;
+        d->has = n > 0;
+        for (int t = 1; t < nt; t++) {
+            acc_t f = (acc_t)factor(d->shift, ws[t].part.shift);
+            for (int64_t i = 0; i < d->len; i++)
+                d->acc[i] += f * ws[t].part.acc[i];
+        }
+        if (pb->dstate_end) {
+            /* the final state's gradient at the final running shift */
+            int64_t m = plan->m, ld = plan->e + 1;
+            double fin = plan->shifted ? run : 0;
+            if (!d->has)
+                d->shift = fin;
+            acc_t f = (acc_t)factor(d->shift, fin);
+            for (int64_t i = 0; i < ld; i++)
+                for (int64_t jj = 0; jj < m; jj++)
+                    d->acc[i * m + jj] += f * (acc_t)pb->dstate_end[jj * ld + i];
+            d->has = 1;
+        }
+        *nonfinite = write_dstate(plan, d, from, pb->dstates);
+    }
+    for (int t = 0; t < have; t++)
+        free_cws(&ws[t]);
+    return st;
+}
+
+/* linattn_d_causal_backward_dstates: Q, K, out, den, G of n rows in (no
+ * values), the extras (13) with the starting state and its gradient. */
+static const linattn_i_signature dstates_sig = {
+    .plan = 1, .layout = 2, .nq = 3, .extras = 13, .given = 13, .absorb = 13,
+    .ex_parts = LINATTN_I_X_WEIGHTS | LINATTN_I_X_STATE |
+                LINATTN_I_X_DSTATES | LINATTN_I_X_DSTATE_END,
+    .flags = LINATTN_I_SCAN | LINATTN_I_DEN_POLICY,
+    .part = {[LINATTN_I_Q] = {4, LINATTN_I_NQ, LINATTN_I_D, LINATTN_I_INPUT},
+             [LINATTN_I_K] = {6, LINATTN_I_NK, LINATTN_I_D, LINATTN_I_INPUT},
+             [LINATTN_I_OUT] = {8, LINATTN_I_NQ, LINATTN_I_E,
+                                LINATTN_I_INPUT},
+             [LINATTN_I_DEN] = {10, LINATTN_I_NQ, LINATTN_I_ONE,
+                                LINATTN_I_INPUT | LINATTN_I_VECTOR},
+             [LINATTN_I_G] = {11, LINATTN_I_NQ, LINATTN_I_E, LINATTN_I_INPUT},
+             LINATTN_I_WEIGHTS_IN(13)}};
+
+int X(causal_backward_dstates)(const X(plan) *plan, int layout, int64_t n,
+                               const real *q, int64_t ldq, const real *k,
+                               int64_t ldk, const real *out, int64_t ldout,
+                               const real *den, const real *g, int64_t ldg,
+                               const X(extras) *ex, int64_t *bad_row)
+{
+    XI(problem) pb = XI(problem_init)(plan, layout, n, n);
+    pb.causal = 1;
+    XI(problem_qkvo)(&pb, q, ldq, k, ldk, NULL, 0, out, ldout);
+    pb.part[LINATTN_I_DEN] = XI(part_single)(den, 1);
+    pb.part[LINATTN_I_G] = XI(part_single)(g, ldg);
+    XI(problem_extras)(&pb, ex);
+    pb.part[LINATTN_I_DEN] = XI(part_single)(den, 1);
+    pb.absorb = ex && ex->absorb ? -1 : 0; /* only read: absorb 0 */
+    linattn_where where = {0, 0, -1};
+    int st = XI(problem_check)(&pb, &dstates_sig, &where);
+    if (st == LINATTN_EDENOM && bad_row)
+        *bad_row = where.row;
+    if (st)
+        return st;
+    /* what the call is for: the state and its gradient */
+    if (!ex || !ex->state || !ex->dstates)
+        return -13;
+    int64_t len = pb.m * (pb.e + 1);
+    size_t bytes = (size_t)len * sizeof(double);
+    uintptr_t lo = (uintptr_t)ex->dstates, hi = lo + bytes;
+    uintptr_t a = (uintptr_t)ex->dstate_end, b = a + bytes;
+    if (ex->dstate_end && lo < b && a < hi)
+        return -13;
+    int nonfinite = 0;
+    st = dstates_run(&pb, &nonfinite);
+    if (!st && nonfinite) {
+        /* finite inputs (the state's and the handed gradient's too):
+         * the sums left the range */
+        int fin = XI(all_finite)(XI(part_view)(&pb, LINATTN_I_Q), n, pb.d) &&
+                  XI(all_finite)(XI(part_view)(&pb, LINATTN_I_OUT), n, pb.e) &&
+                  XI(all_finite)(XI(part_view)(&pb, LINATTN_I_G), n, pb.e) &&
+                  XI(all_finite)((XI(view)){den, n, 0}, 1, n) &&
+                  !ex->state->poisoned;
+        /* the keys set the shifted maps' running shifts (weighted: those
+         * of weight 0 are never read) */
+        if (fin && plan->shifted && !ex->weights)
+            fin = XI(all_finite)(XI(part_view)(&pb, LINATTN_I_K), n, pb.d);
+        for (int64_t i = 0; fin && ex->dstate_end && i < len; i++)
+            fin = isfinite(ex->dstate_end[i]);
+        if (fin) {
+            st = LINATTN_EOVERFLOW;
+            if (bad_row)
+                *bad_row = -1;
+        }
+    }
+    return st;
 }

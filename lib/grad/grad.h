@@ -214,6 +214,19 @@ static inline void XI(problem_backward_extras)(XI(problem) *pb,
 int XI(backward_single)(const XI(problem) *pb, const linattn_i_signature *sig,
                         int64_t *bad_row);
 
+/* backward_single's checks alone (the public _check calls). */
+int XI(backward_check)(const XI(problem) *pb, const linattn_i_signature *sig,
+                       int64_t *bad_row);
+
+/* backward_single after its checks (the entry points whose checks go
+ * beyond the validator's run them first). */
+int XI(backward_checked)(const XI(problem) *pb, int64_t *bad_row);
+
+/* Nonzero when the len doubles at x (NULL: none) meet a part of a single
+ * problem whose role has a bit of roles (LINATTN_I_INPUT, _OUTPUT). */
+int XI(meets_parts)(const XI(problem) *pb, const linattn_i_signature *sig,
+                    const double *x, int64_t len, unsigned roles);
+
 /* ---- finite inputs, finite gradients (grad/grad_util.c) ---- */
 
 /* Nonzero when a backward problem's input arrays (Q, K, V, out, den, G)

@@ -245,9 +245,20 @@ int XI(bwd_inputs_finite)(const XI(problem) *pb)
                           nq);
 }
 
+/* Nonzero when the len doubles at x are all finite (x NULL: none). */
+static int doubles_finite(const double *x, int64_t len)
+{
+    for (int64_t i = 0; x && i < len; i++)
+        if (!isfinite(x[i]))
+            return 0;
+    return 1;
+}
+
 int XI(grad_overflow)(const XI(problem) *pb, int64_t *bad_row)
 {
-    if (!XI(bwd_inputs_finite)(pb) || (pb->state && pb->state->poisoned))
+    /* the final state's gradient handed in is an input too */
+    if (!XI(bwd_inputs_finite)(pb) || (pb->state && pb->state->poisoned) ||
+        !doubles_finite(pb->dstate_end, pb->m * (pb->e + 1)))
         return 0;
     for (int64_t s = 0; pb->states && s < pb->nseq; s++)
         if (pb->states[s]->poisoned) /* a packed problem's */
@@ -313,15 +324,83 @@ int XI(backward_problem)(const XI(problem) *pb, const XI(pgrad) *pg,
 
 /* ---- the public single calls ---- */
 
-int XI(backward_single)(const XI(problem) *pb, const linattn_i_signature *sig,
-                        int64_t *bad_row)
+/* Where part i of a single problem lies: [*lo, *hi) in bytes (empty
+ * without rows or when absent). */
+static void part_bytes(const XI(problem) *pb, const linattn_i_signature *sig,
+                       int i, uintptr_t *lo, uintptr_t *hi)
+{
+    const linattn_i_part_sig *ps = &sig->part[i];
+    int kind = linattn_i_part_rows_kind(i);
+    int64_t rows = kind == LINATTN_I_WROWS ? pb->plan->wrows
+                                           : XI(part_rows)(pb, i);
+    int64_t cols = ps->cols == LINATTN_I_D   ? pb->d
+                   : ps->cols == LINATTN_I_M ? pb->m
+                   : ps->cols == LINATTN_I_E ? pb->e
+                                             : 1;
+    int64_t ld = pb->part[i].s.ld, span = 0;
+    if (rows > 0 && cols > 0)
+        span = (ps->role & LINATTN_I_VECTOR) ? rows
+               : pb->layout == LINATTN_COL_MAJOR ? (cols - 1) * ld + rows
+                                                 : (rows - 1) * ld + cols;
+    *lo = (uintptr_t)pb->part[i].p;
+    *hi = *lo + (uintptr_t)span * sizeof(real);
+}
+
+int XI(meets_parts)(const XI(problem) *pb, const linattn_i_signature *sig,
+                    const double *x, int64_t len, unsigned roles)
+{
+    uintptr_t lo = (uintptr_t)x, hi = lo + (uintptr_t)len * sizeof(double);
+    for (int i = 0; x && len > 0 && i < LINATTN_I_PARTS; i++) {
+        if (!sig->part[i].pos || !pb->part[i].p ||
+            !(sig->part[i].role & roles))
+            continue;
+        uintptr_t a, b;
+        part_bytes(pb, sig, i, &a, &b);
+        if (a < b && lo < b && a < hi)
+            return 1;
+    }
+    return 0;
+}
+
+/* The final state's gradient handed in (checked after the validator,
+ * whose stages know nothing of it): one sequence only, and apart from
+ * every output (the gradients, dL/dw, the starting states' gradients). */
+static int dstate_end_check(const XI(problem) *pb,
+                            const linattn_i_signature *sig)
+{
+    if (!pb->dstate_end)
+        return 0;
+    int64_t len = pb->m * (pb->e + 1);
+    uintptr_t lo = (uintptr_t)pb->dstate_end;
+    uintptr_t hi = lo + (uintptr_t)len * sizeof(double);
+    uintptr_t a = (uintptr_t)pb->dstates, b = a + (uintptr_t)len * sizeof(double);
+    if (pb->qoff || XI(meets_parts)(pb, sig, pb->dstate_end, len,
+                                    LINATTN_I_OUTPUT) ||
+        (pb->dstates && lo < b && a < hi))
+        return -sig->extras;
+    return 0;
+}
+
+int XI(backward_check)(const XI(problem) *pb, const linattn_i_signature *sig,
+                       int64_t *bad_row)
 {
     linattn_where where = {0, 0, -1};
     int st = XI(problem_check)(pb, sig, &where);
     if (st == LINATTN_EDENOM && bad_row)
         *bad_row = where.row;
-    if (st)
-        return st;
+    return st ? st : dstate_end_check(pb, sig);
+}
+
+int XI(backward_single)(const XI(problem) *pb, const linattn_i_signature *sig,
+                        int64_t *bad_row)
+{
+    int st = XI(backward_check)(pb, sig, bad_row);
+    return st ? st : XI(backward_checked)(pb, bad_row);
+}
+
+int XI(backward_checked)(const XI(problem) *pb, int64_t *bad_row)
+{
+    int st;
     const X(plan) *plan = pb->plan;
     real *dw = XI(part_out)(pb, LINATTN_I_DW);
     real *db = XI(part_out)(pb, LINATTN_I_DB);

@@ -7,7 +7,8 @@ MPI_NP_TESTS = tests/mpi/np1.sh tests/mpi/np2.sh tests/mpi/np3.sh \
 	tests/mpi/np4.sh tests/mpi/np5.sh tests/mpi/np6.sh tests/mpi/np7.sh \
 	tests/mpi/np8.sh
 EXTRA_DIST += tests/mpi/run.sh $(MPI_NP_TESTS) tests/mpi/lsan.supp \
-	tests/mpi/launch.sh tests/mpi/example.sh tests/mpi/mpitest.h \
+	tests/mpi/launch.sh tests/mpi/example.sh tests/mpi/train.sh \
+	tests/mpi/mpitest.h \
 	tests/mpi/mpidata.h tests/mpi/pmpi.h
 if HAVE_CHECK
 if HAVE_MPI
@@ -44,7 +45,7 @@ EXTRA_PROGRAMS = $(MPI_CHECK_PROGS)
 CLEANFILES += $(MPI_CHECK_PROGS)
 TESTS += $(MPI_NP_TESTS)
 $(MPI_NP_TESTS:.sh=.sh.log): $(MPI_CHECK_PROGS)
-TESTS += tests/mpi/example.sh
+TESTS += tests/mpi/example.sh tests/mpi/train.sh
 AM_TESTS_ENVIRONMENT += MPIEXEC='$(MPIEXEC)'; LIBTOOL='$(abs_top_builddir)/libtool'; \
 	LINATTN_EXTRA_LIBS=mpi/.libs/liblinattn_mpi.so; \
 	export MPIEXEC LIBTOOL LINATTN_EXTRA_LIBS;

@@ -10,8 +10,11 @@
 ! refused with one stat everywhere; sums beyond the range: the serial
 ! call's LINATTN_EOVERFLOW and token everywhere; a packed stream with
 ! per-sequence states (absorbed: each final state where its sequence's
-! last token is, the other ranks' unchanged).  Prints Check's closing
-! line.
+! last token is, the other ranks' unchanged); the distributed backward
+! (dq, dk, dv, the summed dw, db of a trained map, key weights with
+! dL/dw, the handed state) equals module linattn's backward of the whole
+! sequence, causal and not, and one rank's wrong size(den) gives the same
+! stat everywhere with nothing written.  Prints Check's closing line.
 program test_f_mpi
   use, intrinsic :: iso_fortran_env, only: int8, int64, real32, real64
   use mpi_f08
@@ -46,6 +49,12 @@ program test_f_mpi
   call agree('packed stream across ranks (offsets, weights, den)')
   call t_packed_states()
   call agree('packed stream with per-sequence states (states, absorb)')
+  call t_grad_d()
+  call agree('distributed backward equals serial, real64')
+  call t_grad_s()
+  call agree('distributed backward equals serial, real32')
+  call t_grad_batched()
+  call agree('distributed batched backward equals serial (3-D, two heads)')
 
   if (rank == 0) then
     write (*, '(a, i0, a, i0, a, i0, a)') 'fortran mpi, np ', nranks, ': ', &
@@ -246,6 +255,245 @@ contains
     end do
     call linattn_plan_destroy(plan)
   end subroutine t_packed_states
+
+  ! The distributed backward against module linattn's on the whole
+  ! sequence: a trained map (custom exp: W, b, shifts), causal and not,
+  ! with key weights and dL/dw, the handed global state.
+  subroutine t_grad_d()
+    real(real64) :: q(d, n), k(d, n), v(e, n), g(e, n), out(e, n), den(n)
+    real(real64) :: dq(d, n), dk(d, n), dv(e, n), rq(d, n), rk(d, n), rv(e, n)
+    real(real64) :: w(4, d), b(4), dw(4, d), db(4), rw(4, d), rb(4)
+    real(real64) :: wt(n), dwt(n), rwt(n), lden(n), lout(e, n)
+    type(linattn_plan) :: plan
+    type(linattn_state) :: gs(1)
+    integer :: st, causal, variant
+    integer(int64) :: a, bb
+    character(200) :: msg
+    a = off + 1
+    bb = off + cnt
+    call fill(q, 1, 0.5d0)
+    call fill(k, 2, 0.5d0)
+    call fill(v, 3, 1d0)
+    call fill(g, 4, 1d0)
+    call fill(w, 5, 0.8d0)
+    b = [0.1d0, -0.2d0, 0.3d0, 0d0]
+    wt = 1 + 0.5d0 * sin(1.7d0 * [(st, st = 1, n)])
+    call linattn_plan_create_custom(plan, LINATTN_ACT_EXP, w, b, e)
+    do causal = 0, 1
+      do variant = 0, 2
+        if (causal == 1 .and. variant == 2) cycle
+        ! the serial reference on the whole sequence
+        if (causal == 1) then
+          if (variant == 1) then
+            call linattn_causal_ex(plan, q, k, v, out, den=den, weights=wt)
+            call linattn_causal_backward(plan, q, k, v, out, den, g, rq, rk, &
+                rv, dw=rw, db=rb, weights=wt, dweights=rwt)
+          else
+            call linattn_causal_forward(plan, q, k, v, out, den)
+            call linattn_causal_backward(plan, q, k, v, out, den, g, rq, rk, &
+                rv, dw=rw, db=rb)
+          end if
+        else
+          if (variant == 1) then
+            call linattn_attention_ex(plan, q, k, v, out, den=den, weights=wt)
+            call linattn_attention_backward(plan, q, k, v, out, den, g, rq, &
+                rk, rv, dw=rw, db=rb, weights=wt, dweights=rwt)
+          else
+            call linattn_attention_forward(plan, q, k, v, out, den)
+            call linattn_attention_backward(plan, q, k, v, out, den, g, rq, &
+                rk, rv, dw=rw, db=rb)
+          end if
+        end if
+        ! the distributed forward and backward on this rank's tokens
+        dq = -7
+        dk = -7
+        dv = -7
+        dwt = -7
+        if (causal == 1) then
+          if (variant == 1) then
+            call linattn_mpi_causal_ex(plan, MPI_COMM_WORLD, q(:, a:bb), &
+                k(:, a:bb), v(:, a:bb), lout(:, a:bb), den=lden(a:bb), &
+                weights=wt(a:bb))
+            call linattn_mpi_causal_backward(plan, MPI_COMM_WORLD, &
+                q(:, a:bb), k(:, a:bb), v(:, a:bb), lout(:, a:bb), &
+                lden(a:bb), g(:, a:bb), dq(:, a:bb), dk(:, a:bb), &
+                dv(:, a:bb), dw=dw, db=db, stat=st, weights=wt(a:bb), &
+                dweights=dwt(a:bb))
+          else
+            call linattn_mpi_causal_ex(plan, MPI_COMM_WORLD%MPI_VAL, &
+                q(:, a:bb), k(:, a:bb), v(:, a:bb), lout(:, a:bb), &
+                den=lden(a:bb))
+            call linattn_mpi_causal_backward(plan, MPI_COMM_WORLD%MPI_VAL, &
+                q(:, a:bb), k(:, a:bb), v(:, a:bb), lout(:, a:bb), &
+                lden(a:bb), g(:, a:bb), dq(:, a:bb), dk(:, a:bb), &
+                dv(:, a:bb), dw=dw, db=db, stat=st)
+          end if
+        else if (variant == 1) then
+          call linattn_mpi_attention_ex(plan, MPI_COMM_WORLD, q(:, a:bb), &
+              k(:, a:bb), v(:, a:bb), lout(:, a:bb), den=lden(a:bb), &
+              weights=wt(a:bb))
+          call linattn_mpi_attention_backward(plan, MPI_COMM_WORLD, &
+              q(:, a:bb), k(:, a:bb), v(:, a:bb), lout(:, a:bb), lden(a:bb), &
+              g(:, a:bb), dq(:, a:bb), dk(:, a:bb), dv(:, a:bb), dw=dw, &
+              db=db, stat=st, weights=wt(a:bb), dweights=dwt(a:bb))
+        else
+          call linattn_mpi_attention_ex(plan, MPI_COMM_WORLD, q(:, a:bb), &
+              k(:, a:bb), v(:, a:bb), lout(:, a:bb), den=lden(a:bb))
+          if (variant == 2) then ! the global state handed over
+            call linattn_state_create(gs(1), plan)
+            call linattn_state_update(gs(1), k(:, a:bb), v(:, a:bb))
+            call linattn_mpi_state_allreduce(gs, MPI_COMM_WORLD)
+            call linattn_mpi_attention_backward(plan, MPI_COMM_WORLD, &
+                q(:, a:bb), k(:, a:bb), v(:, a:bb), lout(:, a:bb), &
+                lden(a:bb), g(:, a:bb), dq(:, a:bb), dk(:, a:bb), &
+                dv(:, a:bb), dw=dw, db=db, state=gs(1), stat=st)
+            call linattn_state_destroy(gs(1))
+          else
+            call linattn_mpi_attention_backward(plan, MPI_COMM_WORLD, &
+                q(:, a:bb), k(:, a:bb), v(:, a:bb), lout(:, a:bb), &
+                lden(a:bb), g(:, a:bb), dq(:, a:bb), dk(:, a:bb), &
+                dv(:, a:bb), dw=dw, db=db, stat=st)
+          end if
+        end if
+        call check(st == 0 .and. relerr(dq(:, a:bb), rq(:, a:bb)) < 1d-12 &
+            .and. relerr(dk(:, a:bb), rk(:, a:bb)) < 1d-12 .and. &
+            relerr(dv(:, a:bb), rv(:, a:bb)) < 1d-12 .and. &
+            relerr(dw, rw) < 1d-12 .and. relerr(reshape(db, [4, 1]), &
+            reshape(rb, [4, 1])) < 1d-12, 'backward, causal ' // &
+            trim(itoa(causal)) // ' variant ' // trim(itoa(variant)) // &
+            ': stat ' // trim(itoa(st)))
+        if (variant == 1) call check(relerr(reshape(dwt(a:bb), [1, int(cnt)]), &
+            reshape(rwt(a:bb), [1, int(cnt)])) < 1d-12, 'dL/dw')
+        call check(all(dq(:, 1:a-1) == -7) .and. all(dq(:, bb+1:) == -7), &
+            'tokens of other ranks written')
+      end do
+    end do
+    ! one rank's wrong size(den): the module refuses, every rank agrees
+    dq = -7
+    msg = ''
+    if (rank == nranks - 1) then
+      call linattn_mpi_causal_backward(plan, MPI_COMM_WORLD, q(:, a:bb), &
+          k(:, a:bb), v(:, a:bb), lout(:, a:bb), lden(a:bb - 1), &
+          g(:, a:bb), dq(:, a:bb), dk(:, a:bb), dv(:, a:bb), stat=st, &
+          errmsg=msg)
+    else
+      call linattn_mpi_causal_backward(plan, MPI_COMM_WORLD, q(:, a:bb), &
+          k(:, a:bb), v(:, a:bb), lout(:, a:bb), lden(a:bb), g(:, a:bb), &
+          dq(:, a:bb), dk(:, a:bb), dv(:, a:bb), stat=st, errmsg=msg)
+    end if
+    call check(st == -13, 'size(den) on one rank: stat ' // trim(itoa(st)) &
+        // ': ' // trim(msg))
+    call check(all(dq == -7), 'gradients written after a refusal')
+    call linattn_plan_destroy(plan)
+  end subroutine t_grad_d
+
+  ! The batched backward over (feature, token, head) arrays, two heads,
+  ! causal and not, against module linattn's batched backward; dw, db
+  ! summed over the heads and ranks.
+  subroutine t_grad_batched()
+    integer, parameter :: h = 2
+    real(real64) :: q(d, n, h), k(d, n, h), v(e, n, h), g(e, n, h)
+    real(real64) :: out(e, n, h), den(n, h), lout(e, n, h), lden(n, h)
+    real(real64) :: dq(d, n, h), dk(d, n, h), dv(e, n, h)
+    real(real64) :: rq(d, n, h), rk(d, n, h), rv(e, n, h)
+    real(real64) :: w(4, d), b(4), dw(4, d), db(4), rw(4, d), rb(4)
+    real(real64), allocatable :: dl(:, :) ! den as C keeps it: dense
+    type(linattn_plan) :: plan
+    integer :: st, causal, j
+    integer(int64) :: a, bb
+    a = off + 1
+    bb = off + cnt
+    do j = 1, h
+      call fill(q(:, :, j), 1 + j, 0.5d0)
+      call fill(k(:, :, j), 3 + j, 0.5d0)
+      call fill(v(:, :, j), 5 + j, 1d0)
+      call fill(g(:, :, j), 7 + j, 1d0)
+    end do
+    call fill(w, 9, 0.8d0)
+    b = [0.2d0, -0.1d0, 0d0, 0.3d0]
+    call linattn_plan_create_custom(plan, LINATTN_ACT_EXP, w, b, e)
+    do causal = 0, 1
+      if (causal == 1) then
+        call linattn_batched_causal_forward(plan, q, k, v, out, den)
+        call linattn_batched_causal_backward(plan, q, k, v, out, den, g, rq, &
+            rk, rv, dw=rw, db=rb)
+      else
+        call linattn_batched_attention_forward(plan, q, k, v, out, den)
+        call linattn_batched_attention_backward(plan, q, k, v, out, den, g, &
+            rq, rk, rv, dw=rw, db=rb)
+      end if
+      do j = 1, h ! the forward with den, head by head
+        if (causal == 1) then
+          call linattn_mpi_causal_ex(plan, MPI_COMM_WORLD, q(:, a:bb, j), &
+              k(:, a:bb, j), v(:, a:bb, j), lout(:, a:bb, j), &
+              den=lden(a:bb, j))
+        else
+          call linattn_mpi_attention_ex(plan, MPI_COMM_WORLD, q(:, a:bb, j), &
+              k(:, a:bb, j), v(:, a:bb, j), lout(:, a:bb, j), &
+              den=lden(a:bb, j))
+        end if
+      end do
+      dl = lden(a:bb, :)
+      dq = -7
+      if (causal == 1) then
+        call linattn_mpi_batched_causal_backward(plan, MPI_COMM_WORLD, &
+            q(:, a:bb, :), k(:, a:bb, :), v(:, a:bb, :), lout(:, a:bb, :), &
+            dl, g(:, a:bb, :), dq(:, a:bb, :), dk(:, a:bb, :), &
+            dv(:, a:bb, :), dw=dw, db=db, stat=st)
+      else
+        call linattn_mpi_batched_attention_backward(plan, &
+            MPI_COMM_WORLD%MPI_VAL, q(:, a:bb, :), k(:, a:bb, :), &
+            v(:, a:bb, :), lout(:, a:bb, :), dl, g(:, a:bb, :), &
+            dq(:, a:bb, :), dk(:, a:bb, :), dv(:, a:bb, :), dw=dw, db=db, &
+            stat=st)
+      end if
+      call check(st == 0 .and. &
+          relerr(reshape(dq(:, a:bb, :), [d, 2 * int(cnt)]), &
+          reshape(rq(:, a:bb, :), [d, 2 * int(cnt)])) < 1d-12 .and. &
+          relerr(reshape(dk(:, a:bb, :), [d, 2 * int(cnt)]), &
+          reshape(rk(:, a:bb, :), [d, 2 * int(cnt)])) < 1d-12 .and. &
+          relerr(reshape(dv(:, a:bb, :), [e, 2 * int(cnt)]), &
+          reshape(rv(:, a:bb, :), [e, 2 * int(cnt)])) < 1d-12 .and. &
+          relerr(dw, rw) < 1d-12 .and. relerr(reshape(db, [4, 1]), &
+          reshape(rb, [4, 1])) < 1d-12, 'batched backward, causal ' // &
+          trim(itoa(causal)) // ': stat ' // trim(itoa(st)))
+      call check(all(dq(:, 1:a-1, :) == -7) .and. all(dq(:, bb+1:, :) == -7), &
+          'batched: tokens of other ranks written')
+    end do
+    call linattn_plan_destroy(plan)
+  end subroutine t_grad_batched
+
+  ! real32: causal, the elu+1 map, against the serial real32 backward.
+  subroutine t_grad_s()
+    real(real64) :: q8(d, n), k8(d, n), v8(e, n), g8(e, n)
+    real(real32) :: q(d, n), k(d, n), v(e, n), g(e, n), out(e, n), den(n)
+    real(real32) :: dq(d, n), dk(d, n), dv(e, n), rq(d, n), rk(d, n), rv(e, n)
+    type(linattn_plan) :: plan
+    integer :: st
+    integer(int64) :: a, b
+    a = off + 1
+    b = off + cnt
+    call fill(q8, 1, 0.5d0)
+    call fill(k8, 2, 0.5d0)
+    call fill(v8, 3, 1d0)
+    call fill(g8, 4, 1d0)
+    q = real(q8, real32)
+    k = real(k8, real32)
+    v = real(v8, real32)
+    g = real(g8, real32)
+    call linattn_plan_create(plan, LINATTN_MAP_ELU1, d, e, kind=real32)
+    call linattn_causal_forward(plan, q, k, v, out, den)
+    call linattn_causal_backward(plan, q, k, v, out, den, g, rq, rk, rv)
+    call linattn_mpi_causal_backward(plan, MPI_COMM_WORLD, q(:, a:b), &
+        k(:, a:b), v(:, a:b), out(:, a:b), den(a:b), g(:, a:b), dq(:, a:b), &
+        dk(:, a:b), dv(:, a:b), stat=st)
+    call check(st == 0 .and. relerr(real(dq(:, a:b), real64), &
+        real(rq(:, a:b), real64)) < 1d-5 .and. &
+        relerr(real(dk(:, a:b), real64), real(rk(:, a:b), real64)) < 1d-5 &
+        .and. relerr(real(dv(:, a:b), real64), real(rv(:, a:b), real64)) &
+        < 1d-5, 'real32 backward: stat ' // trim(itoa(st)))
+    call linattn_plan_destroy(plan)
+  end subroutine t_grad_s
 
   subroutine t_equal_s()
     real(real64) :: q8(d, n), k8(d, n), v8(e, n)

@@ -107,16 +107,6 @@ static int serial(const P(plan) *p, int causal, const tmat *q, const tmat *k,
                            v->a, v->ld, out->a, out->ld, &ex, NULL);
 }
 
-static double vec_diff(const real *a, const real *b, int64_t n)
-{
-    double num = 0, den = 0;
-    for (int64_t i = 0; i < n; i++) {
-        num = fmax(num, fabs((double)a[i] - (double)b[i]));
-        den = fmax(den, fabs((double)b[i]));
-    }
-    return den > 0 ? num / den : num;
-}
-
 static void make_stream(const map_case *mc, int layout, uint64_t seed,
                         tmat *q, tmat *k, tmat *v)
 {
@@ -158,7 +148,7 @@ static void packed_equals_serial(void)
                         int64_t bad = -5;
                         int st = distributed(p, causal, &q, &k, &v, &out, den, w, o, ro, rc, &bad);
                         tmat lo = view(&out, ro, rc), lr = view(&ref, ro, rc);
-                        double err = rel_diff(&lo, &lr), derr = vec_diff(den + ro, rden + ro, rc);
+                        double err = rel_diff(&lo, &lr), derr = vec_rel_diff(den + ro, rden + ro, rc);
                         MT_CHECK(sts == 0 && st == 0 && err < TOL && derr < TOL,
                                  "map %d denom %d layout %d split %d variant %d causal %d: "
                                  "status %d/%d, error %g, normalizers %g",
@@ -355,7 +345,7 @@ static void states_equal_serial(void)
                                                     lv.a, lv.ld, lo.a, lo.ld, &ex, &bad)
                                     : MP(attention_ex)(p, WORLD, layout, rc, rc, lq.a, lq.ld, lk.a,
                                                        lk.ld, lv.a, lv.ld, lo.a, lo.ld, &ex, &bad);
-                    double err = rel_diff(&lo, &lr), derr = vec_diff(den + ro, rden + ro, rc);
+                    double err = rel_diff(&lo, &lr), derr = vec_rel_diff(den + ro, rden + ro, rc);
                     MT_CHECK(sts == 0 && st == 0 && err < TOL && derr < TOL && bad == -5,
                              "map %d split %d causal %d absorb %d: status %d/%d, error %g, "
                              "normalizers %g",

@@ -1,0 +1,729 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * backward.c -- the distributed backward: the gradients of the forward
+ * calls' outputs over a sequence split across ranks, from each rank's
+ * rows, with the same reductions the forward runs and one more the other
+ * way (doc/mpi.md, "Training").
+ *
+ * With [g h]_i = [G_i / den_i, -(G_i . out_i) / den_i] and D = sum_i
+ * phi(q_i) [g h]_i^T (the gradient of the state [S z] the rows read):
+ *
+ *   non-causal: every query reads the one global state, so its gradient
+ *   is the sum of every rank's D.  Local state, one MPI_Allreduce of the
+ *   states (none when the caller hands the global state over), the local
+ *   query pass (linattn_d_state_query_backward: dq and this rank's D),
+ *   one MPI_Allreduce of the D, then the local key pass from the sum
+ *   (linattn_d_attention_backward_ex with nq = 0 and the sum as the keys'
+ *   state's gradient, ex.dstate_end).  The work of the serial backward.
+ *
+ *   causal: key j's gradient needs D over the rows i >= j, on this rank
+ *   and on every later one.  The prefix states as the forward scans them;
+ *   each rank's D alone (linattn_d_causal_backward_dstates, a pass over
+ *   the queries: no sweep); a reverse exclusive scan of the D in
+ *   ceil(log2 P) steps gives rank r the gradient of its final state
+ *   (the sum over the later ranks, which read it through their
+ *   prefixes); then the serial backward from the prefix, its suffix sums
+ *   seeded with that gradient (ex.dstate_end).  One query pass more than
+ *   the serial backward.
+ *
+ * Shifts (the exponential maps): a gradient of an accumulator at shift c
+ * is the true sums' gradient times exp(c), so it travels in an element
+ * whose header shift is -c: the reduction's pairwise rule (the larger
+ * header shift, the other scaled by a factor <= 1) then keeps the
+ * smallest c, and every factor stays <= 1 (reduce.c).  The non-causal
+ * D share the global state's shift and add exactly; each rank brings the
+ * sum to its own keys' state's shift, which is at most the global one.
+ * Causal: rank r's final state's shift is at most every later prefix's,
+ * so the factor that brings the scanned sum to it is <= 1 too.
+ *
+ * dW and db: each rank's sum over its problems (in double), one
+ * MPI_Allreduce after the final agreement says every rank succeeded,
+ * then written on every rank (the same bits everywhere).
+ *
+ * A normalizer that breaks the plan's policy (EDENOM, found by the
+ * serial checks before any work) is not agreed with the arguments: the
+ * rank marks its first element failed, so every rank stops before it
+ * writes anything (the non-causal calls after the state reduction; the
+ * causal ones after both scans, which carry the mark both ways), and the
+ * final agreement names the global row.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "mprec.h"
+
+/* Options every rank must give alike: part of the call's kind. */
+enum { OPT_DW = 1 << 8, OPT_DB = 1 << 9, OPT_STATE = 1 << 10 };
+
+/* A distributed backward call: the problem (first, so that the work
+ * functions get the call from it), the extras' key weights and dL/dw
+ * (in j), and what the entry point found. */
+typedef struct {
+    XI(problem) j;
+    int denom;          /* LINATTN_EDENOM from this rank's checks, or 0 */
+    int64_t denom_row;  /* its row (this rank's)                        */
+    int64_t denom_problem; /* and problem                               */
+    int64_t lddw;       /* the caller's dW leading dimension            */
+    const X(state) *given; /* the handed global state (non-causal), a   */
+                           /* copy of the caller's in a state of plan   */
+} bcall;
+
+/* dW and db of this rank's problems: sums in double (rows d entries of
+ * dW, row major, then rows of db) and one serial call's in real. */
+typedef struct {
+    int64_t rows, d, ld;
+    int layout;
+    double *acc;
+    real *dw, *db;
+} psum;
+
+static int psum_open(psum *p, const bcall *c)
+{
+    const XI(problem) *j = &c->j;
+    memset(p, 0, sizeof *p);
+    int64_t d;
+    X(plan_dims)(j->plan, &d, NULL, NULL);
+    X(plan_weights)(j->plan, j->layout, NULL, 0, &p->rows);
+    p->d = d;
+    p->layout = j->layout;
+    p->ld = j->layout == LINATTN_COL_MAJOR ? p->rows : d;
+    int want_dw = j->part[LINATTN_I_DW].p != NULL;
+    int want_db = j->part[LINATTN_I_DB].p != NULL;
+    if (!want_dw && !want_db)
+        return 0;
+    p->acc = calloc((size_t)(p->rows * (d + 1)) + 1, sizeof(double));
+    p->dw = want_dw ? malloc((size_t)(p->rows * d + 1) * sizeof(real)) : NULL;
+    p->db = want_db ? malloc((size_t)(p->rows + 1) * sizeof(real)) : NULL;
+    if (!p->acc || (want_dw && !p->dw) || (want_db && !p->db))
+        return LINATTN_ENOMEM;
+    return 0;
+}
+
+static void psum_free(psum *p)
+{
+    free(p->acc), free(p->dw), free(p->db);
+}
+
+/* One serial call's dW, db (in p->dw, p->db) into the sums. */
+static void psum_add(psum *p)
+{
+    for (int64_t i = 0; p->dw && i < p->rows; i++)
+        for (int64_t t = 0; t < p->d; t++)
+            p->acc[i * p->d + t] += (double)(p->layout == LINATTN_COL_MAJOR
+                                                 ? p->dw[i + t * p->ld]
+                                                 : p->dw[i * p->ld + t]);
+    for (int64_t i = 0; p->db && i < p->rows; i++)
+        p->acc[p->rows * p->d + i] += (double)p->db[i];
+}
+
+/* After every rank succeeded: the sums over the ranks into the caller's
+ * dW and db.  0 or LINATTN_EMPI. */
+static int psum_write(psum *p, const bcall *c, MPI_Comm comm)
+{
+    const XI(problem) *j = &c->j;
+    if (!p->acc)
+        return 0;
+    int64_t len = p->rows * (p->d + 1);
+    if (len > 0 && MPI_Allreduce(MPI_IN_PLACE, p->acc, (int)len, MPI_DOUBLE,
+                                 MPI_SUM, comm) != MPI_SUCCESS)
+        return LINATTN_EMPI;
+    real *dw = XI(part_out)(j, LINATTN_I_DW), *db = XI(part_out)(j, LINATTN_I_DB);
+    for (int64_t i = 0; dw && i < p->rows; i++)
+        for (int64_t t = 0; t < p->d; t++) {
+            real x = (real)p->acc[i * p->d + t];
+            if (j->layout == LINATTN_COL_MAJOR)
+                dw[i + t * c->lddw] = x;
+            else
+                dw[i * c->lddw + t] = x;
+        }
+    for (int64_t i = 0; db && i < p->rows; i++)
+        db[i] = (real)p->acc[p->rows * p->d + i];
+    return 0;
+}
+
+/* Problem i's extras of a serial call: its key weights and dL/dw. */
+static X(extras) part_extras(const XI(problem) *one)
+{
+    X(extras) ex;
+    X(extras_init)(&ex);
+    ex.weights = one->part[LINATTN_I_KW].p;
+    ex.dweights = XI(part_out)(one, LINATTN_I_DKW);
+    return ex;
+}
+
+/* The state of problem one's keys into s (key weights as the forward's
+ * distributed calls take them); 0 or the update's status. */
+static int keys_state(const XI(problem) *j, const XI(problem) *one,
+                      X(state) *s)
+{
+    X(state_reset)(s);
+    if (j->nk == 0)
+        return 0;
+    X(extras) ex;
+    X(extras_init)(&ex);
+    ex.weights = one->part[LINATTN_I_KW].p;
+    return X(state_update_ex)(s, j->layout, j->nk, MI_IN(*one, LINATTN_I_K),
+                              MI_IN(*one, LINATTN_I_V), &ex);
+}
+
+/* The element flags of a local status (an update's, a pass's). */
+static unsigned status_flags(int st)
+{
+    return st == LINATTN_EOVERFLOW ? LINATTN_MPI_F_OVER
+           : st                    ? LINATTN_MPI_F_FAIL
+                                   : 0;
+}
+
+/* Problem i's state element in el: its keys' state (skip: an empty one),
+ * marked failed when this rank's checks found a bad normalizer (so that
+ * every rank stops) or when the state could not be built (the first
+ * such failure into *status, *first). */
+static void local_element(const bcall *c, MI(work) *w, int64_t i, int skip,
+                          double *el, int *status, int64_t *first)
+{
+    const XI(problem) *j = &c->j;
+    XI(problem) one = XI(problem_one)(j, i);
+    int st = skip ? 0 : keys_state(j, &one, w->state);
+    if (skip)
+        X(state_reset)(w->state);
+    unsigned flags = status_flags(st);
+    if (flags == LINATTN_MPI_F_FAIL && !*status)
+        *status = st, *first = i;
+    if (c->denom && i == 0)
+        flags |= LINATTN_MPI_F_FAIL;
+    MI(pack)(w->state, w->len, flags & LINATTN_MPI_F_FAIL ? 0 : flags, el);
+    el[LINATTN_MPI_E_FLAGS] = (double)(linattn_mpi_i_flags(el) | flags);
+}
+
+/* Nonzero when an element of the set says a rank failed. */
+static int any_failed(const MI(work) *w, double *set, int64_t count)
+{
+    for (int64_t i = 0; i < count; i++)
+        if (linattn_mpi_i_flags(MI(elem)(w, set, i)) & LINATTN_MPI_F_FAIL)
+            return 1;
+    return 0;
+}
+
+/* The header of a gradient element: the accumulator's gradient at shift
+ * c, held tokens (nonzero: the state it is the gradient of has keys, so
+ * its shift counts), the status of the pass that made it. */
+static void gradient_head(double *el, int64_t len, double c, int held, int st)
+{
+    linattn_mpi_i_elem_head(el, len, -c, held ? 1 : 0);
+    el[LINATTN_MPI_E_FLAGS] = (double)status_flags(st);
+}
+
+/* The shift of a state, 0 when it holds no keys (no shift counts). */
+static double shift_of(const X(state) *s, int64_t *tokens)
+{
+    double c = 0;
+    X(state_get)(s, LINATTN_ROW_MAJOR, NULL, 0, NULL, tokens);
+    X(state_shift)(s, &c);
+    return *tokens > 0 ? c : 0;
+}
+
+/* The first failure here into *status, *first, *row. */
+static void note(int st, int64_t i, int64_t r, int *status, int64_t *first,
+                 int64_t *row)
+{
+    if (st && !*status)
+        *status = st, *first = i, *row = r;
+}
+
+static int attention_backward_work(const XI(problem) *jp, MPI_Comm comm,
+                                   MI(work) *w, int64_t *problem,
+                                   int64_t *grow)
+{
+    const bcall *c = (const bcall *)jp;
+    const XI(problem) *j = &c->j;
+    int64_t np = MI(problems)(j), first = -1, row = -1, len = w->len;
+    int status = 0;
+    psum ps;
+    int pst = psum_open(&ps, c);
+    /* 1. the keys' states: kept (suffix) for their shifts, summed (elems)
+     * unless the global one is handed over (then only their count) */
+    for (int64_t i = 0; i < np; i++) {
+        double *el = MI(elem)(w, w->suffix, i);
+        local_element(c, w, i, 0, el, &status, &first);
+        if (pst && i == 0)
+            el[LINATTN_MPI_E_FLAGS] =
+                (double)(linattn_mpi_i_flags(el) | LINATTN_MPI_F_FAIL);
+        memcpy(MI(elem)(w, w->elems, i), el,
+               (size_t)(LINATTN_MPI_HEAD + len) * sizeof(double));
+    }
+    if (pst && !status)
+        status = pst, first = 0;
+    int failed;
+    if (c->given) {
+        /* every rank's keys must be the handed state's: their count */
+        int64_t mine[2] = {linattn_mpi_i_elem_tokens(w->elems),
+                           any_failed(w, w->elems, np)}, all[2];
+        if (MPI_Allreduce(mine, all, 2, MPI_INT64_T, MPI_SUM, comm) !=
+            MPI_SUCCESS) {
+            psum_free(&ps);
+            return LINATTN_EMPI;
+        }
+        int64_t tokens = 0;
+        X(state_get)(c->given, LINATTN_ROW_MAJOR, NULL, 0, NULL, &tokens);
+        failed = all[1] != 0;
+        if (!failed && all[0] != tokens)
+            status = -26, first = 0, failed = 1; /* the same on every rank */
+    } else {
+        if (np > 0 && linattn_mpi_i_allreduce(comm, w->elems, np, len)) {
+            psum_free(&ps);
+            return LINATTN_EMPI;
+        }
+        failed = any_failed(w, w->elems, np);
+    }
+    if (c->denom && !status)
+        status = c->denom, first = c->denom_problem, row = c->denom_row;
+    /* 2. the queries: dq and this rank's D at the global state's shift */
+    for (int64_t i = 0; !failed && i < np; i++) {
+        XI(problem) one = XI(problem_one)(j, i);
+        const double *el = MI(elem)(w, w->elems, i);
+        double *d = MI(elem)(w, w->back, i);
+        const X(state) *g = c->given ? c->given : w->state;
+        int st = 0;
+        int64_t r = -1, tokens = 0;
+        if (!c->given && MI(overflowed)(el))
+            st = LINATTN_EOVERFLOW, r = 0; /* as the forward: query row 0 */
+        else if (!c->given)
+            st = MI(unpack)(w->state, el, 0);
+        double cg = st ? 0 : shift_of(g, &tokens);
+        if (!st)
+            st = X(state_query_backward)(g, j->layout, j->nq,
+                                         MI_IN(one, LINATTN_I_Q),
+                                         MI_IN(one, LINATTN_I_OUT),
+                                         one.part[LINATTN_I_DEN].p,
+                                         MI_IN(one, LINATTN_I_G),
+                                         MI_OUT(one, LINATTN_I_DQ), ps.dw,
+                                         ps.ld, ps.db, d + LINATTN_MPI_HEAD,
+                                         &r);
+        if (st)
+            memset(d + LINATTN_MPI_HEAD, 0, (size_t)len * sizeof(double));
+        else if (ps.acc)
+            psum_add(&ps);
+        gradient_head(d, len, cg, tokens > 0, st);
+        note(st, i, r, &status, &first, &row);
+    }
+    /* 3. the sum of every rank's D (the same shift everywhere: exact) */
+    if (!failed && np > 0 && linattn_mpi_i_allreduce(comm, w->back, np, len)) {
+        psum_free(&ps);
+        return LINATTN_EMPI;
+    }
+    failed = failed || any_failed(w, w->back, np);
+    /* 4. the keys, from the sum at their own state's shift */
+    for (int64_t i = 0; !failed && !status && i < np && j->nk > 0; i++) {
+        XI(problem) one = XI(problem_one)(j, i);
+        double *d = MI(elem)(w, w->back, i), *dg = d + LINATTN_MPI_HEAD;
+        int st = MI(unpack)(w->state, MI(elem)(w, w->suffix, i), 0);
+        int64_t tokens = 0;
+        double cl = st ? 0 : shift_of(w->state, &tokens);
+        if (linattn_mpi_i_flags(d) & LINATTN_MPI_F_OVER)
+            st = LINATTN_EOVERFLOW;
+        if (!st && tokens > 0 && linattn_mpi_i_elem_tokens(d) > 0) {
+            double f = exp(cl + d[LINATTN_MPI_E_SHIFT]); /* <= 1 */
+            for (int64_t t = 0; f != 1 && t < len; t++)
+                dg[t] *= f;
+        }
+        X(extras) ex = part_extras(&one);
+        ex.dstate_end = dg;
+        int64_t r = -1;
+        if (!st)
+            st = X(attention_backward_ex)(
+                j->plan, j->layout, 0, j->nk, MI_IN(one, LINATTN_I_Q),
+                MI_IN(one, LINATTN_I_K), MI_IN(one, LINATTN_I_V),
+                MI_IN(one, LINATTN_I_OUT), one.part[LINATTN_I_DEN].p,
+                MI_IN(one, LINATTN_I_G), MI_OUT(one, LINATTN_I_DQ),
+                MI_OUT(one, LINATTN_I_DK), MI_OUT(one, LINATTN_I_DV), ps.dw,
+                ps.ld, ps.db, w->state, &ex, &r);
+        if (!st && ps.acc)
+            psum_add(&ps);
+        /* a row of dk or dv is not a query row: no global row to name */
+        note(st, i, -1, &status, &first, &row);
+    }
+    int agreed = linattn_mpi_i_agree_final(comm, status, first, row, j->nq,
+                                           problem, grow);
+    if (!agreed)
+        agreed = psum_write(&ps, c, comm);
+    psum_free(&ps);
+    return agreed;
+}
+
+static int causal_backward_work(const XI(problem) *jp, MPI_Comm comm,
+                                MI(work) *w, int64_t *problem, int64_t *grow)
+{
+    const bcall *c = (const bcall *)jp;
+    const XI(problem) *j = &c->j;
+    int rank, size;
+    if (MPI_Comm_rank(comm, &rank) != MPI_SUCCESS ||
+        MPI_Comm_size(comm, &size) != MPI_SUCCESS)
+        return LINATTN_EMPI;
+    int64_t np = MI(problems)(j), first = -1, row = -1, len = w->len;
+    int64_t n = j->nq;
+    int status = 0;
+    psum ps;
+    int pst = psum_open(&ps, c);
+    /* 1. the prefix states, as the forward scans them; each local state's
+     * shift and keys kept (suffix's headers) for the final state's */
+    for (int64_t i = 0; i < np; i++) {
+        double *el = MI(elem)(w, w->elems, i);
+        local_element(c, w, i, rank == size - 1, el, &status, &first);
+        if (pst && i == 0)
+            el[LINATTN_MPI_E_FLAGS] =
+                (double)(linattn_mpi_i_flags(el) | LINATTN_MPI_F_FAIL);
+        memcpy(MI(elem)(w, w->suffix, i), el,
+               LINATTN_MPI_HEAD * sizeof(double));
+    }
+    if (pst && !status)
+        status = pst, first = 0;
+    if (np > 0 && linattn_mpi_i_exscan(w->scan_comm, w->elems, w->prefix,
+                                       w->recv, np, len)) {
+        psum_free(&ps);
+        return LINATTN_EMPI;
+    }
+    if (c->denom && !status)
+        status = c->denom, first = c->denom_problem, row = c->denom_row;
+    /* a failure here or before (in the prefix): this rank writes nothing,
+     * and its gradient elements carry the mark to the earlier ranks */
+    int stop = status != 0 || any_failed(w, w->prefix, np);
+    double *lhead = malloc((size_t)(np > 0 ? np : 1) * LINATTN_MPI_HEAD *
+                           sizeof(double));
+    if (!lhead && !stop)
+        status = LINATTN_ENOMEM, first = 0, stop = 1;
+    for (int64_t i = 0; lhead && i < np; i++)
+        memcpy(lhead + i * LINATTN_MPI_HEAD, MI(elem)(w, w->suffix, i),
+               LINATTN_MPI_HEAD * sizeof(double));
+    /* 2. each problem's D over this rank's rows, the gradient of its
+     * prefix's accumulator */
+    for (int64_t i = 0; i < np; i++) {
+        XI(problem) one = XI(problem_one)(j, i);
+        const double *pre = MI(elem)(w, w->prefix, i);
+        double *d = MI(elem)(w, w->back, i);
+        int st = stop ? LINATTN_ENOMEM : 0; /* a mark, not a status here */
+        int64_t r = -1, tokens = 0;
+        /* rank 0's D would reach no one (as the last rank's state) */
+        int none = !st && rank == 0;
+        if (none) {
+            memset(d, 0, (size_t)(LINATTN_MPI_HEAD + len) * sizeof(double));
+            gradient_head(d, len, 0, 0, 0);
+            continue;
+        }
+        if (!st && MI(overflowed)(pre))
+            st = n > 0 ? LINATTN_EOVERFLOW : 0, r = 0;
+        else if (!st)
+            st = MI(unpack)(w->state, pre, n);
+        double cp = st ? 0 : shift_of(w->state, &tokens);
+        if (!st) {
+            X(extras) ex;
+            X(extras_init)(&ex);
+            ex.weights = one.part[LINATTN_I_KW].p;
+            ex.state = w->state;
+            ex.dstates = d + LINATTN_MPI_HEAD;
+            st = X(causal_backward_dstates)(j->plan, j->layout, n,
+                                            MI_IN(one, LINATTN_I_Q),
+                                            MI_IN(one, LINATTN_I_K),
+                                            MI_IN(one, LINATTN_I_OUT),
+                                            one.part[LINATTN_I_DEN].p,
+                                            MI_IN(one, LINATTN_I_G), &ex, &r);
+        }
+        if (st)
+            memset(d + LINATTN_MPI_HEAD, 0, (size_t)len * sizeof(double));
+        gradient_head(d, len, cp, tokens > 0, st);
+        if (!stop)
+            note(st, i, r, &status, &first, &row);
+    }
+    /* 3. the later ranks' D: the gradient of this rank's final state */
+    if (np > 0 && linattn_mpi_i_segmented_exscan(w->scan_comm, 1, w->back,
+                                                 w->suffix, w->recv, np,
+                                                 len)) {
+        free(lhead);
+        psum_free(&ps);
+        return LINATTN_EMPI;
+    }
+    stop = stop || status != 0 || any_failed(w, w->suffix, np);
+    /* 4. the serial backward from the prefix, the suffix sums seeded */
+    for (int64_t i = 0; !stop && i < np; i++) {
+        XI(problem) one = XI(problem_one)(j, i);
+        double *e = MI(elem)(w, w->suffix, i), *de = e + LINATTN_MPI_HEAD;
+        const double *lh = lhead + i * LINATTN_MPI_HEAD;
+        int st = MI(unpack)(w->state, MI(elem)(w, w->prefix, i), n);
+        int64_t tokens = 0, ltok = linattn_mpi_i_elem_tokens(lh);
+        double cp = st ? 0 : shift_of(w->state, &tokens);
+        if (linattn_mpi_i_flags(e) & LINATTN_MPI_F_OVER)
+            st = LINATTN_EOVERFLOW;
+        /* the final state (prefix and local keys): its shift is the larger
+         * of the two that hold keys; no keys, no gradient to take */
+        int held = tokens > 0 || ltok > 0;
+        double cl = lh[LINATTN_MPI_E_SHIFT];
+        double cend = tokens > 0 && ltok > 0 ? (cp > cl ? cp : cl)
+                      : tokens > 0           ? cp
+                                             : cl;
+        int seed = held && linattn_mpi_i_elem_tokens(e) > 0;
+        if (seed) {
+            double f = exp(cend + e[LINATTN_MPI_E_SHIFT]); /* <= 1 */
+            for (int64_t t = 0; f != 1 && t < len; t++)
+                de[t] *= f;
+        }
+        X(extras) ex = part_extras(&one);
+        ex.state = w->state;
+        ex.dstate_end = seed ? de : NULL;
+        int64_t r = -1;
+        if (!st)
+            st = X(causal_backward_ex)(
+                j->plan, j->layout, n, MI_IN(one, LINATTN_I_Q),
+                MI_IN(one, LINATTN_I_K), MI_IN(one, LINATTN_I_V),
+                MI_IN(one, LINATTN_I_OUT), one.part[LINATTN_I_DEN].p,
+                MI_IN(one, LINATTN_I_G), MI_OUT(one, LINATTN_I_DQ),
+                MI_OUT(one, LINATTN_I_DK), MI_OUT(one, LINATTN_I_DV), ps.dw,
+                ps.ld, ps.db, &ex, &r);
+        if (!st && ps.acc)
+            psum_add(&ps);
+        note(st, i, r, &status, &first, &row);
+    }
+    free(lhead);
+    int agreed = linattn_mpi_i_agree_final(comm, status, first, row, n,
+                                           problem, grow);
+    if (!agreed)
+        agreed = psum_write(&ps, c, comm);
+    psum_free(&ps);
+    return agreed;
+}
+
+/* The kind of a call with its options. */
+static int kind_of(int call, const XI(problem) *j, int given)
+{
+    return call | (j->part[LINATTN_I_DW].p ? OPT_DW : 0) |
+           (j->part[LINATTN_I_DB].p ? OPT_DB : 0) | (given ? OPT_STATE : 0);
+}
+
+/* A call after its local checks (st, serial positions; EDENOM with its
+ * row: agreed after the first reduction, see above). */
+static int run(bcall *c, MPI_Comm comm, int st, int call, MI(work_fn) f,
+               int64_t *bad_row, linattn_where *bad)
+{
+    if (st == LINATTN_EDENOM)
+        c->denom = st, st = 0;
+    return MI(run)(&c->j, comm, st, kind_of(call, &c->j, c->given != NULL),
+                   f, bad_row, bad);
+}
+
+/* The parts of a single backward call beyond Q, K, V, out. */
+static void single_grads(XI(problem) *j, const real *den, const real *g,
+                         int64_t ldg, real *dq, int64_t lddq, real *dk,
+                         int64_t lddk, real *dv, int64_t lddv, real *dw,
+                         int64_t lddw, real *db, const X(extras) *ex)
+{
+    j->part[LINATTN_I_DEN] = XI(part_single)(den, 1);
+    j->part[LINATTN_I_G] = XI(part_single)(g, ldg);
+    j->part[LINATTN_I_DQ] = XI(part_single)(dq, lddq);
+    j->part[LINATTN_I_DK] = XI(part_single)(dk, lddk);
+    j->part[LINATTN_I_DV] = XI(part_single)(dv, lddv);
+    j->part[LINATTN_I_DW] = XI(part_single)(dw, lddw);
+    j->part[LINATTN_I_DB] = XI(part_single)(db, 1);
+    if (ex) {
+        j->part[LINATTN_I_KW] = XI(part_single)(ex->weights, 1);
+        j->part[LINATTN_I_DKW] = XI(part_single)(ex->dweights, 1);
+    }
+}
+
+/* The extras a distributed backward takes: key weights and dL/dw (one
+ * sequence: no offsets, states or handed gradients). */
+static int ex_taken(const X(extras) *ex)
+{
+    return !ex || (!ex->offsets && !ex->key_offsets && !ex->nseq &&
+                   !ex->states && !ex->state && !ex->dstates &&
+                   !ex->dstate_end && !ex->den && !ex->absorb);
+}
+
+/* A single call's problem after its local checks st (the extras at
+ * argument ex_arg, serial positions): the extras' parts it does not take
+ * refused, then the problem's parts unless the checks failed. */
+static int describe(bcall *c, int st, const X(plan) *plan, int layout,
+                    int64_t nq, int64_t nk, const real *q, int64_t ldq,
+                    const real *k, int64_t ldk, const real *v, int64_t ldv,
+                    const real *out, int64_t ldout, const real *den,
+                    const real *g, int64_t ldg, real *dq, int64_t lddq,
+                    real *dk, int64_t lddk, real *dv, int64_t lddv, real *dw,
+                    int64_t lddw, real *db, const X(extras) *ex, int ex_arg)
+{
+    int ok = !st || st == LINATTN_EDENOM;
+    if (ok && !ex_taken(ex))
+        st = -ex_arg, ok = 0;
+    c->lddw = lddw;
+    c->j = MI(problem)(plan, layout, 1, 1, nq, nk);
+    XI(problem_qkvo)(&c->j, q, ldq, k, ldk, v, ldv, out, ldout);
+    if (ok)
+        single_grads(&c->j, den, g, ldg, dq, lddq, dk, lddk, dv, lddv, dw,
+                     lddw, db, ex);
+    return st;
+}
+
+int MX(attention_backward_ex)(const X(plan) *plan, MPI_Comm comm, int layout,
+                              int64_t nq, int64_t nk, const real *q,
+                              int64_t ldq, const real *k, int64_t ldk,
+                              const real *v, int64_t ldv, const real *out,
+                              int64_t ldout, const real *den, const real *g,
+                              int64_t ldg, real *dq, int64_t lddq, real *dk,
+                              int64_t lddk, real *dv, int64_t lddv, real *dw,
+                              int64_t lddw, real *db, const X(state) *state,
+                              const X(extras) *ex, int64_t *bad_row)
+{
+    bcall c;
+    memset(&c, 0, sizeof c);
+    /* the handed state holds every rank's keys: checked against the plan
+     * here, against their count once the ranks have agreed */
+    int st = X(attention_backward_check)(plan, layout, nq, nk, q, ldq, k,
+                                         ldk, v, ldv, out, ldout, den, g, ldg,
+                                         dq, lddq, dk, lddk, dv, lddv, dw,
+                                         lddw, db, NULL, ex, &c.denom_row);
+    X(state) *copy = NULL;
+    if ((!st || st == LINATTN_EDENOM) && state) {
+        if (X(state_create)(&copy, plan))
+            st = LINATTN_ENOMEM;
+        else if (X(state_copy)(copy, state))
+            st = -25;
+    }
+    c.given = copy;
+    st = describe(&c, st, plan, layout, nq, nk, q, ldq, k, ldk, v, ldv, out,
+                  ldout, den, g, ldg, dq, lddq, dk, lddk, dv, lddv, dw, lddw,
+                  db, ex, 26);
+    st = run(&c, comm, st, LINATTN_MPI_CALL_ATTENTION_BACKWARD,
+             attention_backward_work, bad_row, NULL);
+    X(state_destroy)(copy);
+    return st;
+}
+
+int MX(attention_backward)(const X(plan) *plan, MPI_Comm comm, int layout,
+                           int64_t nq, int64_t nk, const real *q, int64_t ldq,
+                           const real *k, int64_t ldk, const real *v,
+                           int64_t ldv, const real *out, int64_t ldout,
+                           const real *den, const real *g, int64_t ldg,
+                           real *dq, int64_t lddq, real *dk, int64_t lddk,
+                           real *dv, int64_t lddv, real *dw, int64_t lddw,
+                           real *db, const X(state) *state, int64_t *bad_row)
+{
+    return MX(attention_backward_ex)(plan, comm, layout, nq, nk, q, ldq, k,
+                                     ldk, v, ldv, out, ldout, den, g, ldg, dq,
+                                     lddq, dk, lddk, dv, lddv, dw, lddw, db,
+                                     state, NULL, bad_row);
+}
+
+int MX(causal_backward_ex)(const X(plan) *plan, MPI_Comm comm, int layout,
+                           int64_t n, const real *q, int64_t ldq,
+                           const real *k, int64_t ldk, const real *v,
+                           int64_t ldv, const real *out, int64_t ldout,
+                           const real *den, const real *g, int64_t ldg,
+                           real *dq, int64_t lddq, real *dk, int64_t lddk,
+                           real *dv, int64_t lddv, real *dw, int64_t lddw,
+                           real *db, const X(extras) *ex, int64_t *bad_row)
+{
+    bcall c;
+    memset(&c, 0, sizeof c);
+    int st = X(causal_backward_check)(plan, layout, n, q, ldq, k, ldk, v, ldv,
+                                      out, ldout, den, g, ldg, dq, lddq, dk,
+                                      lddk, dv, lddv, dw, lddw, db, ex,
+                                      &c.denom_row);
+    st = describe(&c, st, plan, layout, n, n, q, ldq, k, ldk, v, ldv, out,
+                  ldout, den, g, ldg, dq, lddq, dk, lddk, dv, lddv, dw, lddw,
+                  db, ex, 24);
+    return run(&c, comm, st, LINATTN_MPI_CALL_CAUSAL_BACKWARD,
+               causal_backward_work, bad_row, NULL);
+}
+
+int MX(causal_backward)(const X(plan) *plan, MPI_Comm comm, int layout,
+                        int64_t n, const real *q, int64_t ldq, const real *k,
+                        int64_t ldk, const real *v, int64_t ldv,
+                        const real *out, int64_t ldout, const real *den,
+                        const real *g, int64_t ldg, real *dq, int64_t lddq,
+                        real *dk, int64_t lddk, real *dv, int64_t lddv,
+                        real *dw, int64_t lddw, real *db, int64_t *bad_row)
+{
+    return MX(causal_backward_ex)(plan, comm, layout, n, q, ldq, k, ldk, v,
+                                  ldv, out, ldout, den, g, ldg, dq, lddq, dk,
+                                  lddk, dv, lddv, dw, lddw, db, NULL,
+                                  bad_row);
+}
+
+/* A batched call's problem after its local checks st, and its EDENOM's
+ * place (where). */
+static int describe_batched(bcall *c, int st, const linattn_where *where,
+                            const X(plan) *plan, int layout, int64_t batch,
+                            int64_t heads, int64_t nq, int64_t nk,
+                            const real *q, const linattn_strides *sq,
+                            const real *k, const linattn_strides *sk,
+                            const real *v, const linattn_strides *sv,
+                            const real *out, const linattn_strides *sout,
+                            const real *den, const real *g,
+                            const linattn_strides *sg, real *dq,
+                            const linattn_strides *sdq, real *dk,
+                            const linattn_strides *sdk, real *dv,
+                            const linattn_strides *sdv, real *dw,
+                            int64_t lddw, real *db)
+{
+    int ok = !st || st == LINATTN_EDENOM;
+    c->lddw = lddw;
+    if (st == LINATTN_EDENOM) {
+        c->denom_problem = where->batch * heads + where->head;
+        c->denom_row = where->row;
+    }
+    c->j = MI(batched_problem)(ok ? 0 : st, plan, layout, batch, heads, nq,
+                               nk, q, sq, k, sk, v, sv, (real *)out, sout);
+    if (ok) {
+        XI(problem) *j = &c->j;
+        j->part[LINATTN_I_DEN] = XI(part_single)(den, 1);
+        j->part[LINATTN_I_G] = XI(part_batched)(g, sg);
+        j->part[LINATTN_I_DQ] = XI(part_batched)(dq, sdq);
+        j->part[LINATTN_I_DK] = XI(part_batched)(dk, sdk);
+        j->part[LINATTN_I_DV] = XI(part_batched)(dv, sdv);
+        j->part[LINATTN_I_DW] = XI(part_single)(dw, lddw);
+        j->part[LINATTN_I_DB] = XI(part_single)(db, 1);
+    }
+    return st;
+}
+
+int MX(batched_attention_backward)(const X(plan) *plan, MPI_Comm comm,
+        int layout, int64_t batch, int64_t heads, int64_t nq, int64_t nk,
+        const real *q, const linattn_strides *sq, const real *k,
+        const linattn_strides *sk, const real *v, const linattn_strides *sv,
+        const real *out, const linattn_strides *sout, const real *den,
+        const real *g, const linattn_strides *sg, real *dq,
+        const linattn_strides *sdq, real *dk, const linattn_strides *sdk,
+        real *dv, const linattn_strides *sdv, real *dw, int64_t lddw,
+        real *db, linattn_where *bad)
+{
+    bcall c;
+    memset(&c, 0, sizeof c);
+    linattn_where where = {0, 0, -1};
+    int st = X(batched_attention_backward_check)(
+        plan, layout, batch, heads, nq, nk, q, sq, k, sk, v, sv, out, sout,
+        den, g, sg, dq, sdq, dk, sdk, dv, sdv, dw, lddw, db, &where);
+    st = describe_batched(&c, st, &where, plan, layout, batch, heads, nq, nk,
+                          q, sq, k, sk, v, sv, out, sout, den, g, sg, dq, sdq,
+                          dk, sdk, dv, sdv, dw, lddw, db);
+    return run(&c, comm, st, LINATTN_MPI_CALL_ATTENTION_BACKWARD,
+               attention_backward_work, NULL, bad);
+}
+
+int MX(batched_causal_backward)(const X(plan) *plan, MPI_Comm comm,
+        int layout, int64_t batch, int64_t heads, int64_t n, const real *q,
+        const linattn_strides *sq, const real *k, const linattn_strides *sk,
+        const real *v, const linattn_strides *sv, const real *out,
+        const linattn_strides *sout, const real *den, const real *g,
+        const linattn_strides *sg, real *dq, const linattn_strides *sdq,
+        real *dk, const linattn_strides *sdk, real *dv,
+        const linattn_strides *sdv, real *dw, int64_t lddw, real *db,
+        linattn_where *bad)
+{
+    bcall c;
+    memset(&c, 0, sizeof c);
+    linattn_where where = {0, 0, -1};
+    int st = X(batched_causal_backward_check)(
+        plan, layout, batch, heads, n, q, sq, k, sk, v, sv, out, sout, den, g,
+        sg, dq, sdq, dk, sdk, dv, sdv, dw, lddw, db, &where);
+    st = describe_batched(&c, st, &where, plan, layout, batch, heads, n, n, q,
+                          sq, k, sk, v, sv, out, sout, den, g, sg, dq, sdq,
+                          dk, sdk, dv, sdv, dw, lddw, db);
+    return run(&c, comm, st, LINATTN_MPI_CALL_CAUSAL_BACKWARD,
+               causal_backward_work, NULL, bad);
+}
