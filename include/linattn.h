@@ -185,7 +185,12 @@ enum linattn_denom {
     /* that sees no key is LINATTN_EDENOM.  Not for the maps with      */
     /* stabilizing shifts (FAVOR, FAVOR_HYP, TRIG, custom EXP), whose  */
     /* numerators carry a factor that only phi(q).z cancels.           */
-    LINATTN_DENOM_COUNT = 2
+    LINATTN_DENOM_COUNT = 2,
+    /* no normalizer: out = phi(q)^T S (what decayed models compute      */
+    /* before their own output norm; den, where a call writes it, is 1,  */
+    /* eps unused).  Not for the shifted maps (as COUNT); the backward    */
+    /* calls and approx_error refuse such a plan (-1).                   */
+    LINATTN_DENOM_NONE = 3
 };
 
 /* Status codes: 0, -i for invalid argument i, or one of these. */
@@ -229,9 +234,9 @@ enum linattn_status {
  *          Extra memory is O(block * (m + e)), independent of n.
  *   chunk  C, rows per chunk of the causal paths; 0 = library default.
  *          Extra memory O(C (m + e + C)).
- *   denom  LINATTN_DENOM_POSITIVE, LINATTN_DENOM_NONZERO or
- *          LINATTN_DENOM_COUNT (not with FAVOR, FAVOR_HYP, TRIG or a
- *          custom EXP map).
+ *   denom  LINATTN_DENOM_POSITIVE, LINATTN_DENOM_NONZERO,
+ *          LINATTN_DENOM_COUNT or LINATTN_DENOM_NONE (the last two not
+ *          with FAVOR, FAVOR_HYP, TRIG or a custom EXP map).
  *   eps    >= 0, finite; added to every normalizer before the check.
  *   seed   seed of the random feature maps' W (ignored by the others).
  *   check_finite

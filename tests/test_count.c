@@ -335,7 +335,7 @@ START_TEST(policy_boundaries)
     ck_assert_int_eq(P(plan_create_custom)(&p, LINATTN_ACT_EXP, 2, 2, 1, ROW, w,
                                            2, NULL, &o), -10);
     ck_assert(p == NULL);
-    o.denom = 3;
+    o.denom = LINATTN_DENOM_NONE + 1; /* beyond the last policy */
     ck_assert_int_eq(P(plan_create)(&p, LINATTN_MAP_ELU1, 2, 1, &o), -5);
     ck_assert(p == NULL);
 }

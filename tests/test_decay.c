@@ -15,6 +15,7 @@
  * bit, gates of -1e3 and NaN values after it); states that die in one
  * step (g = -1e3) and decays of 1e-12; checkpoints of a decayed stream;
  * a gamma per head in the batched call (each head its own plan's bits);
+ * the policy without normalizer (out = phi(q)^T S) on every forward path;
  * and every refusal: gamma out of (0, 1], a gate above 0, NaN under
  * check_finite, a decayed plan on a path without decay, a decayed state
  * where an undecayed one is expected.
@@ -159,7 +160,7 @@ static void recurrence(const P(plan) *p, const map_case *mc, double log_decay,
         for (int64_t a = 0; a < m; a++)
             dd += fq[t * m + a] * z[a];
         dd = mc->denom == LINATTN_DENOM_COUNT ? count : dd;
-        den[t] = dd + eps;
+        den[t] = mc->denom == LINATTN_DENOM_NONE ? 1 : dd + eps;
         for (int64_t c = 0; c < E; c++) {
             long double num = 0;
             for (int64_t a = 0; a < m; a++)
@@ -543,6 +544,95 @@ START_TEST(head_decays_are_plans_of_their_own)
 }
 END_TEST
 
+/* LINATTN_DENOM_NONE, out = phi(q)^T S: causal (decayed and not, with
+ * gates) against the recurrence's numerators and den out all 1, the
+ * quadratic references likewise, non-causal attention against plain
+ * loops' numerators, the state's query; the shifted maps, the backward
+ * calls and approx_error refuse it. */
+START_TEST(no_normalizer)
+{
+    const map_case exact[2] = {{LINATTN_MAP_ELU1, LINATTN_DENOM_NONE, -2, 2},
+                               {LINATTN_MAP_IDENTITY, LINATTN_DENOM_NONE, -1, 1}};
+    const map_case *mc = &exact[_i % 2];
+    double ld = _i >= 2 ? -0.1 : 0;
+    int64_t n = 45;
+    uint64_t seed = 1700 + (uint64_t)_i;
+    P(plan) *p = decay_plan(mc, ld, 6, 0);
+    tmat q, k, v;
+    make_qkv(mc, ROW, n, &seed, &q, &k, &v);
+    real *g = ld ? make_gates(n, seed, 0) : NULL;
+    long double *ref = malloc((size_t)(n * E) * sizeof *ref);
+    long double *rden = malloc((size_t)n * sizeof *rden);
+    recurrence(p, mc, ld, &q, &k, &v, NULL, g, ref, rden);
+    tmat out = tmat_like(&q, n, E, 0);
+    real den[45];
+    P(extras) ex;
+    P(extras_init)(&ex);
+    ex.gates = g, ex.den = den;
+    ck_assert_int_eq(causal_into(p, &q, &k, &v, &out, &ex), 0);
+    ck_assert_msg(rel_err(&out, ref) < tol_for(n), "map %d: causal %g", mc->map,
+                  rel_err(&out, ref));
+    for (int64_t i = 0; i < n; i++)
+        ck_assert(den[i] == 1);
+    ex.den = NULL;
+    ck_assert_int_eq(P(naive_causal_ex)(p, ROW, n, q.a, q.ld, k.a, k.ld, v.a, v.ld, out.a,
+                                        out.ld, &ex, NULL),
+                     0);
+    ck_assert(rel_err(&out, ref) < tol_for(n));
+    if (!ld) { /* non-causal: the numerators of every key */
+        long double *fq = ref_phi_rows(mc->map, &q), *fk = ref_phi_rows(mc->map, &k);
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t c = 0; c < E; c++) {
+                long double num = 0;
+                for (int64_t j = 0; j < n; j++) {
+                    long double a = 0;
+                    for (int64_t t = 0; t < D; t++)
+                        a += fq[i * D + t] * fk[j * D + t];
+                    num += a * *tmat_at(&v, j, c);
+                }
+                ref[i * E + c] = num;
+            }
+        free(fq), free(fk);
+        ck_assert_int_eq(P(attention)(p, ROW, n, n, q.a, q.ld, k.a, k.ld, v.a, v.ld, out.a,
+                                      out.ld, NULL),
+                         0);
+        ck_assert_msg(rel_err(&out, ref) < tol_for(n), "map %d: attention %g", mc->map,
+                      rel_err(&out, ref));
+        ck_assert_int_eq(P(naive)(p, ROW, n, n, q.a, q.ld, k.a, k.ld, v.a, v.ld, out.a,
+                                  out.ld, NULL),
+                         0);
+        ck_assert(rel_err(&out, ref) < tol_for(n));
+        P(state) *st = NULL;
+        P(state_create)(&st, p);
+        ck_assert_int_eq(P(state_update)(st, ROW, n, k.a, k.ld, v.a, v.ld), 0);
+        ck_assert_int_eq(P(state_query)(st, ROW, n, q.a, q.ld, out.a, out.ld, NULL, 0, NULL,
+                                        NULL),
+                         0);
+        ck_assert(rel_err(&out, ref) < tol_for(n));
+        P(state_destroy)(st);
+        /* refused where the normalizer is needed */
+        real dq[45 * D], dk[45 * D], dv[45 * E], dn[45];
+        for (int64_t i = 0; i < n; i++)
+            dn[i] = 1;
+        ck_assert_int_eq(P(attention_backward)(p, ROW, n, n, q.a, D, k.a, D, v.a, E, out.a, E,
+                                               dn, out.a, E, dq, D, dk, D, dv, E, NULL, 0,
+                                               NULL, NULL, NULL),
+                         -1);
+        linattn_approx_stats stats;
+        ck_assert_int_eq(P(approx_error)(p, ROW, n, n, q.a, D, k.a, D, v.a, E, 1, 0, &stats),
+                         -1);
+    }
+    linattn_opts o;
+    linattn_opts_init(&o);
+    o.denom = LINATTN_DENOM_NONE;
+    P(plan) *bad = NULL;
+    ck_assert_int_eq(P(plan_create)(&bad, LINATTN_MAP_FAVOR, D, E, &o), -5);
+    free(ref), free(rden), free(g);
+    tmat_free(&q), tmat_free(&k), tmat_free(&v), tmat_free(&out);
+    P(plan_destroy)(p);
+}
+END_TEST
+
 /* A decayed stream saved and loaded: the same bits, and continuing it
  * gives the uninterrupted outputs; a plan without the decay (or another
  * decay) refuses the checkpoint, and its calls refuse the state. */
@@ -710,6 +800,7 @@ int main(void)
     tcase_add_loop_test(tc, streaming_equals_causal, 0, 2 * MAPS);
     tcase_add_loop_test(tc, batched_is_single_calls, 0, MAPS);
     tcase_add_loop_test(tc, head_decays_are_plans_of_their_own, 0, MAPS);
+    tcase_add_loop_test(tc, no_normalizer, 0, 4);
     tcase_add_test(tc, checkpoint_of_a_decayed_stream);
     tcase_add_test(tc, bad_decay_refused);
     suite_add_tcase(s, tc);

@@ -39,6 +39,11 @@ int64_t XI(good_counts)(const X(plan) *plan, real *den, int64_t rows,
                         int check, const double *counts)
 {
     int nonzero = plan->denom == LINATTN_DENOM_NONZERO;
+    if (plan->denom == LINATTN_DENOM_NONE) { /* out = the numerators */
+        for (int64_t i = 0; i < rows; i++)
+            den[i] = 1;
+        return rows;
+    }
     for (int64_t i = 0; counts && plan->denom == LINATTN_DENOM_COUNT &&
                         i < rows; i++)
         den[i] = (real)counts[i];
@@ -167,6 +172,8 @@ int XI(den_ok)(const X(plan) *plan, real den)
 {
     if (!isfinite(den))
         return 0;
+    if (plan->denom == LINATTN_DENOM_NONE)
+        return den == 1;
     return plan->denom == LINATTN_DENOM_NONZERO ? den != 0 : den > 0;
 }
 

@@ -99,7 +99,8 @@ static int opts_bad(const linattn_opts *o)
            !isfinite(eps) || (o->eps > 0 && eps == 0) ||
            (o->denom != LINATTN_DENOM_POSITIVE &&
             o->denom != LINATTN_DENOM_NONZERO &&
-            o->denom != LINATTN_DENOM_COUNT) ||
+            o->denom != LINATTN_DENOM_COUNT &&
+            o->denom != LINATTN_DENOM_NONE) ||
            o->draw < LINATTN_DRAW_ORTHO || o->draw > LINATTN_DRAW_IID ||
            !isfinite(o->input_scale) || o->input_scale < 0 || !isfinite(s) ||
            (o->input_scale > 0 && s == 0) || !isfinite(o->log_decay) ||
@@ -128,11 +129,14 @@ static int map_shifted(int map, int act)
            (map == LINATTN_MAP_CUSTOM && act == LINATTN_ACT_EXP);
 }
 
-/* A count normalizer cannot undo the shift that the numerators of the
- * shifted maps carry (only phi(q).z cancels it), so the pair is refused. */
+/* A count normalizer, or none, cannot undo the shift that the numerators
+ * of the shifted maps carry (only phi(q).z cancels it), so the pair is
+ * refused. */
 static int denom_bad_for(const linattn_opts *o, int map, int act)
 {
-    return o->denom == LINATTN_DENOM_COUNT && map_shifted(map, act);
+    return (o->denom == LINATTN_DENOM_COUNT ||
+            o->denom == LINATTN_DENOM_NONE) &&
+           map_shifted(map, act);
 }
 
 static int64_t block_of(const linattn_opts *o)

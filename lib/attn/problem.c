@@ -110,12 +110,25 @@ static int decay_taken(const X(plan) *plan, const linattn_i_signature *sig)
     return plan->log_decay == 0 || (sig->flags & LINATTN_I_DECAY);
 }
 
+/* Nonzero unless the plan has no normalizer (LINATTN_DENOM_NONE) and the
+ * call needs one: the backward calls (a dL/dout part, e columns wide)
+ * differentiate through phi(q).z, approx_error (its pairs) compares
+ * normalized rows with softmax's. */
+static int denom_served(const X(plan) *plan, const linattn_i_signature *sig)
+{
+    const linattn_i_part_sig *g = &sig->part[LINATTN_I_G];
+    int needs = (g->pos && g->cols == LINATTN_I_E) ||
+                (sig->flags & LINATTN_I_PAIRS);
+    return plan->denom != LINATTN_DENOM_NONE || !needs;
+}
+
 static int scalar_bad(const XI(problem) *pb, const linattn_i_signature *sig,
                       int c, int i)
 {
     switch (c) {
     case C_PLAN:
-        return !pb->plan || !decay_taken(pb->plan, sig);
+        return !pb->plan || !decay_taken(pb->plan, sig) ||
+               !denom_served(pb->plan, sig);
     case C_STATE: /* the call's own state (the plan is its) */
         return !pb->state || !decay_taken(pb->state->plan, sig);
     case C_GIVEN: /* a state given to a call of a plan: of its map */
