@@ -15,7 +15,12 @@
  * times the reduction alone, back to back after a barrier (the alpha and
  * beta of doc/mpi.md's model), and the pass over the local rows that an
  * overlapped causal form would add (phi(Q) [S z] of the prefix: see
- * mpi/causal.c).  Prints a line per case and appends CSV rows; the
+ * mpi/causal.c).  The paths attention_train and causal_train time a
+ * training step instead: the distributed forward that hands back the
+ * normalizers (linattn_mpi_d_attention_ex, _causal_ex with ex.den, head
+ * by head) and the distributed backward of all heads
+ * (linattn_mpi_d_batched_attention_backward, _causal_backward), against
+ * the same step on one rank.  Prints a line per case and appends CSV rows; the
  * efficiency's one-rank time is timed in the same repetitions (rank 0
  * alone on MPI_COMM_SELF), or with --baseline csv taken from the rows of
  * a one-rank run in the same CSV (run np 1 first: make scaling-mpi
@@ -37,7 +42,7 @@ typedef struct {
     int map, reps, heads;
     int64_t d, e, m;
     int64_t strong_n, weak_n; /* global n (strong), rows per rank (weak) */
-    int strong, weak, attention, causal;
+    int strong, weak, attention, causal, train;
     int interleave; /* time the one-rank baseline in the same repetitions */
     const char *csv;
 } options;
@@ -53,7 +58,8 @@ static void usage_to(FILE *out)
         return;
     fprintf(out,
             "usage: mpirun -np P linattn-scaling-mpi [--mode strong|weak|both]\n"
-            "  [--paths attention,causal] [--n LOG2 (strong, default 20)]\n"
+            "  [--paths attention,causal,train (train: also the training step,\n"
+            "   forward + backward, of each)] [--n LOG2 (strong, default 20)]\n"
             "  [--n-per-rank LOG2 (weak, default 18)] [--d D] [--e E] [--m M]\n"
             "  [--map elu1|identity|relu|favor] [--heads H] [--reps R] [--csv FILE]\n"
             "  [--baseline interleaved|csv (the one-rank time of the efficiency:\n"
@@ -73,7 +79,9 @@ static void help(void)
         printf("Times distributed linear attention across the ranks of\n"
                "MPI_COMM_WORLD, strong scaling (a fixed global n) and weak\n"
                "scaling (fixed rows per rank), for the non-causal and causal\n"
-               "calls of liblinattn_mpi.  Each case prints a line and appends\n"
+               "calls of liblinattn_mpi and their training steps (forward with\n"
+               "normalizers, then the distributed backward).  Each case prints\n"
+               "a line and appends\n"
                "CSV rows: the slowest rank's median time, split into local\n"
                "compute and communication, the bytes each rank sends per\n"
                "call, and the efficiency against one rank.  Run it under\n"
@@ -84,7 +92,7 @@ static void help(void)
 static int parse(int argc, char **argv, options *o)
 {
     *o = (options){LINATTN_MAP_ELU1, 5, 1, 64, 64, 0, 1 << 20, 1 << 18,
-                   1, 1, 1, 1, 1, NULL};
+                   1, 1, 1, 1, 1, 1, NULL};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long x;
@@ -105,6 +113,7 @@ static int parse(int argc, char **argv, options *o)
         } else if (!strcmp(a, "--paths")) {
             o->attention = strstr(v, "attention") != NULL;
             o->causal = strstr(v, "causal") != NULL;
+            o->train = strstr(v, "train") != NULL;
             if (!o->attention && !o->causal)
                 return usage(), 2;
         } else if (!strcmp(a, "--map")) {
@@ -319,6 +328,115 @@ static figures run_case(const options *o, linattn_d_plan *plan, int causal,
     return f;
 }
 
+/* A training step on comm over n rows per head: the forward with
+ * normalizers head by head, then the backward of all heads at once.
+ * The arrays are [H][n][c]; den [H][n]. */
+static void train_step(const linattn_d_plan *plan, MPI_Comm comm, int causal,
+                       int64_t H, int64_t n, int64_t d, int64_t e,
+                       const double *q, const double *k, const double *v,
+                       double *out, double *den, const double *g, double *dq,
+                       double *dk, double *dv)
+{
+    for (int64_t h = 0; h < H; h++) {
+        linattn_d_extras ex;
+        linattn_d_extras_init(&ex);
+        ex.den = den + h * n;
+        int s = causal
+            ? linattn_mpi_d_causal_ex(plan, comm, LINATTN_ROW_MAJOR, n, q + h * n * d, d,
+                                      k + h * n * d, d, v + h * n * e, e, out + h * n * e,
+                                      e, &ex, NULL)
+            : linattn_mpi_d_attention_ex(plan, comm, LINATTN_ROW_MAJOR, n, n, q + h * n * d,
+                                         d, k + h * n * d, d, v + h * n * e, e,
+                                         out + h * n * e, e, &ex, NULL);
+        if (s)
+            die("training step's forward", s);
+    }
+    linattn_strides sqk = {d, 0, n * d}, sv = {e, 0, n * e};
+    int s = causal
+        ? linattn_mpi_d_batched_causal_backward(plan, comm, LINATTN_ROW_MAJOR, 1, H, n, q,
+                                                &sqk, k, &sqk, v, &sv, out, &sv, den, g,
+                                                &sv, dq, &sqk, dk, &sqk, dv, &sv, NULL, 0,
+                                                NULL, NULL)
+        : linattn_mpi_d_batched_attention_backward(plan, comm, LINATTN_ROW_MAJOR, 1, H, n, n,
+                                                   q, &sqk, k, &sqk, v, &sv, out, &sv, den,
+                                                   g, &sv, dq, &sqk, dk, &sqk, dv, &sv, NULL,
+                                                   0, NULL, NULL);
+    if (s)
+        die("training step's backward", s);
+}
+
+/* One training step's arrays of H heads of n rows. */
+typedef struct {
+    double *q, *k, *v, *out, *den, *g, *dq, *dk, *dv;
+} step_arrays;
+
+static step_arrays step_new(int64_t H, int64_t n, int64_t d, int64_t e,
+                            uint64_t seed)
+{
+    step_arrays a;
+    a.q = bench_random(H * n * d + 1, &seed), a.k = bench_random(H * n * d + 1, &seed);
+    a.v = bench_random(H * n * e + 1, &seed), a.g = bench_random(H * n * e + 1, &seed);
+    a.out = bench_random(H * n * e + 1, &seed), a.den = bench_random(H * n + 1, &seed);
+    a.dq = bench_random(H * n * d + 1, &seed), a.dk = bench_random(H * n * d + 1, &seed);
+    a.dv = bench_random(H * n * e + 1, &seed);
+    return a;
+}
+
+static void step_free(step_arrays *a)
+{
+    free(a->q), free(a->k), free(a->v), free(a->out), free(a->den);
+    free(a->g), free(a->dq), free(a->dk), free(a->dv);
+}
+
+/* A training-step case: the distributed step on n rows per rank, and in
+ * the same repetitions (nb > 0) the step on rank 0 alone over nb rows.
+ * Only the times and the efficiency: the parts are the forward's
+ * (above) and the backward's reductions, which doc/mpi.md models. */
+static figures run_train_case(const options *o, linattn_d_plan *plan,
+                              int causal, int64_t n, int64_t nb)
+{
+    int64_t d = o->d, e = o->e, H = o->heads;
+    int reps = o->reps;
+    step_arrays a = step_new(H, n, d, e, 2000 + (uint64_t)rank), b = {0};
+    if (nb > 0 && rank == 0)
+        b = step_new(H, nb, d, e, 7);
+    double *t = malloc((size_t)(3 * reps + 3) * sizeof *t);
+    double *te = t + reps, *t1s = t + 2 * reps;
+    figures f = {0, INFINITY, NAN, NAN, NAN, NAN, NAN, NAN};
+    for (int r = 0; r < reps; r++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        train_step(plan, MPI_COMM_WORLD, causal, H, n, d, e, a.q, a.k, a.v, a.out, a.den,
+                   a.g, a.dq, a.dk, a.dv);
+        t[r] = slowest(MPI_Wtime() - t0);
+        f.time_min = fmin(f.time_min, t[r]);
+        if (nb > 0) {
+            double t1 = 0;
+            MPI_Barrier(MPI_COMM_WORLD);
+            if (rank == 0) {
+                t0 = MPI_Wtime();
+                train_step(plan, MPI_COMM_SELF, causal, H, nb, d, e, b.q, b.k, b.v, b.out,
+                           b.den, b.g, b.dq, b.dk, b.dv);
+                t1 = MPI_Wtime() - t0;
+            }
+            MPI_Barrier(MPI_COMM_WORLD);
+            te[r] = t1 / (t[r] * (nb > n ? size : 1));
+            t1s[r] = t1;
+            MPI_Bcast(&te[r], 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        }
+    }
+    if (nb > 0) {
+        f.efficiency = bench_median(te, reps);
+        f.one_rank = bench_median(t1s, reps);
+    }
+    f.time = bench_median(t, reps);
+    free(t);
+    step_free(&a);
+    if (nb > 0 && rank == 0)
+        step_free(&b);
+    return f;
+}
+
 /* The machine's alpha and beta as MPI_Allreduce sees them: the median
  * time of an 8-byte and of a bytes-long sum, back to back after a
  * barrier (slowest rank). */
@@ -427,15 +545,18 @@ int main(int argc, char **argv)
         const char *mname = mode ? "weak" : "strong";
         int64_t n = mode ? o.weak_n : o.strong_n / size;
         int64_t ng = n * size;
-        for (int causal = 0; causal < 2; causal++) {
-            if (!(causal ? o.causal : o.attention))
+        for (int path = 0; path < 4; path++) {
+            int causal = path % 2, train = path / 2;
+            if (!(causal ? o.causal : o.attention) || (train && !o.train))
                 continue;
-            const char *pname = causal ? "causal" : "attention";
+            const char *pname = (const char *[]){"attention", "causal", "attention_train",
+                                                 "causal_train"}[path];
             /* the baseline: interleaved one-rank calls (--baseline), else
              * the one-rank rows of the CSV */
             int64_t nb = o.interleave && size > 1 ? (mode ? n : ng) : 0;
             double t1 = rank == 0 && !nb ? baseline(&o, mname, pname, ng, n, threads) : 0;
-            figures f = run_case(&o, plan, causal, n, nb);
+            figures f = train ? run_train_case(&o, plan, causal, n, nb)
+                              : run_case(&o, plan, causal, n, nb);
             double eff = nb ? f.efficiency
                          : t1 > 0 ? (mode ? t1 / f.time : t1 / (size * f.time))
                          : size == 1 ? 1 : NAN;

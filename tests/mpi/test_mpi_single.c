@@ -4,7 +4,8 @@
  * most Fortran codes do: MPI_THREAD_SINGLE with Open MPI): the
  * distributed calls work, with the library's OpenMP threads, and equal
  * the serial calls on the whole sequence (1e-12 relative; uneven blocks,
- * rank 0 without rows); a call from a thread other than the one that
+ * rank 0 without rows), the distributed backward (dq, dk, dv) the serial
+ * backward's; a call from a thread other than the one that
  * initialized MPI is refused with LINATTN_EMPIUSE on that rank, without
  * communicating, and linattn_mpi_strerror names the level MPI was
  * started at and the call to make; before MPI_Init and after
@@ -102,6 +103,70 @@ static void works_at_thread_single(void)
                 MT_CHECK(rel(out, ref, off, cnt, e) <= 1e-12,
                          "map %d causal %d pattern %d: %g", map, causal,
                          pattern, rel(out, ref, off, cnt, e));
+                /* the backward: the serial one of the whole, and this
+                 * rank's rows of it distributed */
+                double *den = malloc((size_t)(n + 1) * sizeof *den);
+                double *gq = malloc((size_t)(3 * n * d + 1) * sizeof *gq);
+                double *gv = malloc((size_t)(2 * n * e + 1) * sizeof *gv);
+                double *mq = malloc((size_t)(3 * n * d + 1) * sizeof *mq);
+                double *mv = malloc((size_t)(2 * n * e + 1) * sizeof *mv);
+                double *dq = gq, *dk = gq + n * d, *dv = gv;
+                double *g = gq + 2 * n * d, *lq = mq, *lk = mq + n * d;
+                double *lv = mv, *lden = mq + 2 * n * d, *lout = mv + n * e;
+                for (int64_t i = 0; i < n * e; i++)
+                    gv[n * e + i] = sin(0.3 * (double)i);
+                for (int64_t i = 0; i < n * d; i++)
+                    g[i] = i < n * e ? gv[n * e + i] : 0;
+                st = causal
+                         ? linattn_d_causal_forward(p, LINATTN_ROW_MAJOR, n, q,
+                                                    d, k, d, v, e, ref, e,
+                                                    den, NULL)
+                         : linattn_d_attention_forward(p, LINATTN_ROW_MAJOR, n,
+                                                       n, q, d, k, d, v, e,
+                                                       ref, e, den, NULL);
+                if (!st)
+                    st = causal ? linattn_d_causal_backward(
+                                      p, LINATTN_ROW_MAJOR, n, q, d, k, d, v,
+                                      e, ref, e, den, g, e, dq, d, dk, d, dv,
+                                      e, NULL, d, NULL, NULL)
+                                : linattn_d_attention_backward(
+                                      p, LINATTN_ROW_MAJOR, n, n, q, d, k, d,
+                                      v, e, ref, e, den, g, e, dq, d, dk, d,
+                                      dv, e, NULL, d, NULL, NULL, NULL);
+                MT_CHECK(st == 0, "serial backward %d", st);
+                /* out and den as the distributed forward wrote them */
+                linattn_d_extras ex;
+                linattn_d_extras_init(&ex);
+                ex.den = lden;
+                st = causal ? linattn_mpi_d_causal_ex(
+                                  p, MPI_COMM_WORLD, LINATTN_ROW_MAJOR, cnt,
+                                  q + off * d, d, k + off * d, d, v + off * e,
+                                  e, lout, e, &ex, NULL)
+                            : linattn_mpi_d_attention_ex(
+                                  p, MPI_COMM_WORLD, LINATTN_ROW_MAJOR, cnt,
+                                  cnt, q + off * d, d, k + off * d, d,
+                                  v + off * e, e, lout, e, &ex, NULL);
+                if (!st)
+                    st = causal ? linattn_mpi_d_causal_backward(
+                                      p, MPI_COMM_WORLD, LINATTN_ROW_MAJOR,
+                                      cnt, q + off * d, d, k + off * d, d,
+                                      v + off * e, e, lout, e, lden,
+                                      g + off * e, e, lq, d, lk, d, lv, e,
+                                      NULL, d, NULL, NULL)
+                                : linattn_mpi_d_attention_backward(
+                                      p, MPI_COMM_WORLD, LINATTN_ROW_MAJOR,
+                                      cnt, cnt, q + off * d, d, k + off * d,
+                                      d, v + off * e, e, lout, e, lden,
+                                      g + off * e, e, lq, d, lk, d, lv, e,
+                                      NULL, d, NULL, NULL, NULL);
+                MT_CHECK(st == 0, "distributed backward %d (%s)", st,
+                         linattn_mpi_strerror(st));
+                double err = fmax(fmax(rel(lq, dq, off, cnt, d),
+                                       rel(lk, dk, off, cnt, d)),
+                                  rel(lv, dv, off, cnt, e));
+                MT_CHECK(err <= 1e-12, "backward, map %d causal %d "
+                         "pattern %d: %g", map, causal, pattern, err);
+                free(den), free(gq), free(gv), free(mq), free(mv);
             }
             free(q), free(k), free(v), free(ref), free(out);
             linattn_d_plan_destroy(p);
