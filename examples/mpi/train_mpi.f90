@@ -77,6 +77,9 @@ program train_mpi
   end do
   if (rank == 0) print '(a, es10.3, a, es10.3, a, i0, a)', 'loss ', first, &
       ' -> ', loss, ' on ', nranks, ' ranks'
+  ! (a main program's allocatables live to its end: freed here, so that
+  ! leak checkers see none)
+  deallocate(q, k, v, target, out, den, g, dq, dk, dv)
   call MPI_Finalize()
   if (.not. loss < 0.01d0 * first) error stop 1
 
