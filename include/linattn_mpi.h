@@ -491,8 +491,8 @@ LINATTN_MPI_API int MX(causal_backward_ex)(const X(plan) *plan,               \
  * every problem), each reduction carrying all problems' elements at once     \
  * (8 batch heads (m (e + 1) + 6) bytes); dw, db summed over every problem    \
  * and rank.  *bad (if not NULL, on a failure): the first failing problem     \
- * and its global query row.  Errors: -1 plan; -2 comm; -3 .. -28 as the      \
- * serial call's -2 .. -27 (-28 db); LINATTN_ESIZE; LINATTN_ENONFINITE;       \
+ * and its global query row.  Errors: -1 plan; -2 comm; -3 .. -27 as the      \
+ * serial call's -2 .. -26 (-27 db); LINATTN_ESIZE; LINATTN_ENONFINITE;       \
  * LINATTN_EMISMATCH; LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW;      \
  * LINATTN_EMPIUSE; LINATTN_EMPI.  Collective. */                             \
 LINATTN_MPI_API int MX(batched_attention_backward)(const X(plan) *plan,       \
@@ -508,10 +508,10 @@ LINATTN_MPI_API int MX(batched_attention_backward)(const X(plan) *plan,       \
  *         heads, n, q, sq, k, sk, v, sv, out, sout, den, g, sg, dq, sdq, dk, \
  *         sdk, dv, sdv, dw, lddw, db, bad)                                   \
  * The causal backward across ranks on batch x heads problems: each one       \
- * as linattn_mpi_d_causal_backward, the rest as                            \
- * linattn_mpi_d_batched_attention_backward (each scan carries every        \
- * problem's element).  Errors: -1 plan; -2 comm; -3 .. -27 as the serial     \
- * call's -2 .. -26; as linattn_mpi_d_batched_attention_backward otherwise.   \
+ * as linattn_mpi_d_causal_backward, the rest as                              \
+ * linattn_mpi_d_batched_attention_backward (each scan carries every          \
+ * problem's element).  Errors: -1 plan; -2 comm; -3 .. -26 as the serial     \
+ * call's -2 .. -25; as linattn_mpi_d_batched_attention_backward otherwise.   \
  * Collective. */                                                             \
 LINATTN_MPI_API int MX(batched_causal_backward)(const X(plan) *plan,          \
         MPI_Comm comm, int layout, int64_t batch, int64_t heads, int64_t n,   \

@@ -316,7 +316,12 @@ static int attention_backward_work(const XI(problem) *jp, MPI_Comm comm,
     for (int64_t i = 0; !failed && !status && i < np && j->nk > 0; i++) {
         XI(problem) one = XI(problem_one)(j, i);
         double *d = MI(elem)(w, w->back, i), *dg = d + LINATTN_MPI_HEAD;
-        int st = MI(unpack)(w->state, MI(elem)(w, w->suffix, i), 0);
+        const double *lel = MI(elem)(w, w->suffix, i);
+        /* this rank's own keys' sums overflowed (their element is empty):
+         * the serial call refuses them as its state build does */
+        int st = linattn_mpi_i_flags(lel) & LINATTN_MPI_F_OVER
+                     ? LINATTN_EOVERFLOW
+                     : MI(unpack)(w->state, lel, 0);
         int64_t tokens = 0;
         double cl = st ? 0 : shift_of(w->state, &tokens);
         if (linattn_mpi_i_flags(d) & LINATTN_MPI_F_OVER)
