@@ -481,6 +481,35 @@ LINATTN_MPI_API int MX(causal_backward_ex)(const X(plan) *plan,               \
         int64_t lddq, R *dk, int64_t lddk, R *dv, int64_t lddv, R *dw,        \
         int64_t lddw, R *db, const X(extras) *ex, int64_t *bad_row);          \
                                                                               \
+/* int linattn_mpi_d_batched_attention_forward(const linattn_d_plan *plan,    \
+ *         MPI_Comm comm, int layout, int64_t batch, int64_t heads,           \
+ *         int64_t nq, int64_t nk, q, sq, k, sk, v, sv, double *out,          \
+ *         const linattn_strides *sout, double *den, linattn_where *bad)      \
+ * linattn_mpi_d_batched_attention with the normalizers the backward          \
+ * takes: den (this rank's, dense: problem (b, h)'s nq at den + (b heads +    \
+ * h) nq) as linattn_d_batched_attention_forward writes them.  Errors:        \
+ * -1 .. -15 as linattn_mpi_d_batched_attention; -16 den (NULL with rows,     \
+ * or meeting another array); statuses as linattn_mpi_d_batched_attention     \
+ * otherwise.  Collective. */                                                 \
+LINATTN_MPI_API int MX(batched_attention_forward)(const X(plan) *plan,        \
+        MPI_Comm comm, int layout, int64_t batch, int64_t heads, int64_t nq,  \
+        int64_t nk, const R *q, const linattn_strides *sq, const R *k,        \
+        const linattn_strides *sk, const R *v, const linattn_strides *sv,     \
+        R *out, const linattn_strides *sout, R *den, linattn_where *bad);     \
+                                                                              \
+/* int linattn_mpi_d_batched_causal_forward(plan, comm, layout, batch,        \
+ *         heads, n, q, sq, k, sk, v, sv, out, sout, den, bad)                \
+ * The causal forward across ranks with normalizers: as                       \
+ * linattn_mpi_d_batched_causal, and den as at                                \
+ * linattn_mpi_d_batched_attention_forward.  Errors: -1 .. -14 as             \
+ * linattn_mpi_d_batched_causal; -15 den; statuses as                         \
+ * linattn_mpi_d_batched_causal otherwise.  Collective. */                    \
+LINATTN_MPI_API int MX(batched_causal_forward)(const X(plan) *plan,           \
+        MPI_Comm comm, int layout, int64_t batch, int64_t heads, int64_t n,   \
+        const R *q, const linattn_strides *sq, const R *k,                    \
+        const linattn_strides *sk, const R *v, const linattn_strides *sv,     \
+        R *out, const linattn_strides *sout, R *den, linattn_where *bad);     \
+                                                                              \
 /* int linattn_mpi_d_batched_attention_backward(const linattn_d_plan *plan,   \
  *         MPI_Comm comm, int layout, int64_t batch, int64_t heads,           \
  *         int64_t nq, int64_t nk, q, sq, k, sk, v, sv, out, sout,            \
