@@ -455,7 +455,9 @@ LINATTN_MPI_API int MX(attention_backward_ex)(const X(plan) *plan,            \
  * (the later ranks' D), which seeds its serial backward from the prefix      \
  * (linattn_d_causal_backward_ex with ex.state and ex.dstate_end); dw, db as  \
  * at linattn_mpi_d_attention_backward.  Collective.  bad_row (EDENOM,        \
- * EOVERFLOW) the global row.  Errors: -1 plan; -2 comm; -3 .. -24 as the     \
+ * EOVERFLOW) the global row (later ranks' sums beyond the range: this        \
+ * rank's first row; only dw, db: -1).  Errors: -1 plan; -2 comm; -3 ..       \
+ * -24 as the                                                                 \
  * serial call's -2 .. -23; LINATTN_ESIZE; LINATTN_ENONFINITE;                \
  * LINATTN_EMISMATCH; LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW;      \
  * LINATTN_EMPIUSE; LINATTN_EMPI.  Threads: as linattn_mpi_d_attention. */    \
