@@ -513,10 +513,12 @@ int main(int argc, char **argv)
 #ifdef LINATTN_HAVE_OPENBLAS_GET_PARALLEL
     snprintf(core, sizeof core, "%s", openblas_get_corename());
 #endif
-    /* bytes into each collective per call: the states, then the two
-     * agreements (9 words each) and the final MINLOC (long, int) */
-    int64_t bytes_reduce = 8 * (m * (o.e + 1) + 5) * o.heads;
-    int64_t bytes_call = bytes_reduce + 2 * 9 * 8 + 16;
+    /* bytes into each collective per call: the states (a header of 6
+     * doubles each: length, shift, flags, the tokens' two halves, the
+     * keys' weight), then the two agreements (15 words each: the status
+     * word and 7 keys as k and ~k) and the final MINLOC (long, int) */
+    int64_t bytes_reduce = 8 * (m * (o.e + 1) + 6) * o.heads;
+    int64_t bytes_call = bytes_reduce + 2 * 15 * 8 + 16;
     FILE *csv = NULL;
     if (rank == 0 && o.csv) {
         FILE *old = fopen(o.csv, "r");

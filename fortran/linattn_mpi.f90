@@ -24,13 +24,15 @@ module linattn_mpi
       linattn_mpi_attention_ex, linattn_mpi_causal_ex, &
       linattn_mpi_attention_backward, linattn_mpi_causal_backward, &
       linattn_mpi_batched_attention_backward, &
-      linattn_mpi_batched_causal_backward
+      linattn_mpi_batched_causal_backward, &
+      linattn_mpi_batched_attention_forward, linattn_mpi_batched_causal_forward
   use linattn_mpi_s, only: linattn_mpi_attention, linattn_mpi_causal, &
       linattn_mpi_batched_attention, linattn_mpi_batched_causal, &
       linattn_mpi_attention_ex, linattn_mpi_causal_ex, &
       linattn_mpi_attention_backward, linattn_mpi_causal_backward, &
       linattn_mpi_batched_attention_backward, &
-      linattn_mpi_batched_causal_backward
+      linattn_mpi_batched_causal_backward, &
+      linattn_mpi_batched_attention_forward, linattn_mpi_batched_causal_forward
   implicit none
   private
 
@@ -43,6 +45,7 @@ module linattn_mpi
       linattn_mpi_attention_backward, linattn_mpi_causal_backward, &
       linattn_mpi_batched_attention_backward, &
       linattn_mpi_batched_causal_backward, &
+      linattn_mpi_batched_attention_forward, linattn_mpi_batched_causal_forward, &
       linattn_mpi_state_allreduce, linattn_mpi_state_exscan, &
       linattn_mpi_state_save_file, linattn_mpi_state_load_file
 

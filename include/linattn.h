@@ -1842,6 +1842,27 @@ LINATTN_API int X(causal_backward_check)(const X(plan) *plan, int layout,     \
         int64_t lddk, const R *dv, int64_t lddv, const R *dw, int64_t lddw,   \
         const R *db, const X(extras) *ex, int64_t *bad_row);                  \
                                                                               \
+/* int linattn_d_batched_attention_forward_check(same arguments as            \
+ *         linattn_d_batched_attention_forward, outputs const, without        \
+ *         bad)                                                               \
+ * As linattn_d_attention_check, for linattn_d_batched_attention_forward      \
+ * (den included).  Thread-safe. */                                           \
+LINATTN_API int X(batched_attention_forward_check)(const X(plan) *plan,       \
+        int layout, int64_t batch, int64_t heads, int64_t nq, int64_t nk,     \
+        const R *q, const linattn_strides *sq, const R *k,                    \
+        const linattn_strides *sk, const R *v, const linattn_strides *sv,     \
+        const R *out, const linattn_strides *sout, const R *den);             \
+                                                                              \
+/* int linattn_d_batched_causal_forward_check(same arguments as               \
+ *         linattn_d_batched_causal_forward, outputs const, without bad)      \
+ * As linattn_d_attention_check, for linattn_d_batched_causal_forward.        \
+ * Thread-safe. */                                                            \
+LINATTN_API int X(batched_causal_forward_check)(const X(plan) *plan,          \
+        int layout, int64_t batch, int64_t heads, int64_t n, const R *q,      \
+        const linattn_strides *sq, const R *k, const linattn_strides *sk,     \
+        const R *v, const linattn_strides *sv, const R *out,                  \
+        const linattn_strides *sout, const R *den);                           \
+                                                                              \
 /* int linattn_d_batched_attention_backward_check(same arguments as           \
  *         linattn_d_batched_attention_backward, outputs const)               \
  * As linattn_d_attention_backward_check, for                                 \

@@ -459,7 +459,9 @@ LINATTN_MPI_API int MX(attention_backward_ex)(const X(plan) *plan,            \
  * (the later ranks' D), which seeds its serial backward from the prefix      \
  * (linattn_d_causal_backward_ex with ex.state and ex.dstate_end); dw, db as  \
  * at linattn_mpi_d_attention_backward.  Collective.  bad_row (EDENOM,        \
- * EOVERFLOW) the global row.  Errors: -1 plan; -2 comm; -3 .. -24 as the     \
+ * EOVERFLOW) the global row (later ranks' sums beyond the range: this        \
+ * rank's first row; only dw, db: -1).  Errors: -1 plan; -2 comm; -3 ..       \
+ * -24 as the                                                                 \
  * serial call's -2 .. -23; LINATTN_ESIZE; LINATTN_ENONFINITE;                \
  * LINATTN_EMISMATCH; LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW;      \
  * LINATTN_EMPIUSE; LINATTN_EMPI.  Threads: as linattn_mpi_d_attention. */    \
@@ -485,6 +487,35 @@ LINATTN_MPI_API int MX(causal_backward_ex)(const X(plan) *plan,               \
         int64_t lddq, R *dk, int64_t lddk, R *dv, int64_t lddv, R *dw,        \
         int64_t lddw, R *db, const X(extras) *ex, int64_t *bad_row);          \
                                                                               \
+/* int linattn_mpi_d_batched_attention_forward(const linattn_d_plan *plan,    \
+ *         MPI_Comm comm, int layout, int64_t batch, int64_t heads,           \
+ *         int64_t nq, int64_t nk, q, sq, k, sk, v, sv, double *out,          \
+ *         const linattn_strides *sout, double *den, linattn_where *bad)      \
+ * linattn_mpi_d_batched_attention with the normalizers the backward          \
+ * takes: den (this rank's, dense: problem (b, h)'s nq at den + (b heads +    \
+ * h) nq) as linattn_d_batched_attention_forward writes them.  Errors:        \
+ * -1 .. -15 as linattn_mpi_d_batched_attention; -16 den (NULL with rows,     \
+ * or meeting another array); statuses as linattn_mpi_d_batched_attention     \
+ * otherwise.  Collective. */                                                 \
+LINATTN_MPI_API int MX(batched_attention_forward)(const X(plan) *plan,        \
+        MPI_Comm comm, int layout, int64_t batch, int64_t heads, int64_t nq,  \
+        int64_t nk, const R *q, const linattn_strides *sq, const R *k,        \
+        const linattn_strides *sk, const R *v, const linattn_strides *sv,     \
+        R *out, const linattn_strides *sout, R *den, linattn_where *bad);     \
+                                                                              \
+/* int linattn_mpi_d_batched_causal_forward(plan, comm, layout, batch,        \
+ *         heads, n, q, sq, k, sk, v, sv, out, sout, den, bad)                \
+ * The causal forward across ranks with normalizers: as                       \
+ * linattn_mpi_d_batched_causal, and den as at                                \
+ * linattn_mpi_d_batched_attention_forward.  Errors: -1 .. -14 as             \
+ * linattn_mpi_d_batched_causal; -15 den; statuses as                         \
+ * linattn_mpi_d_batched_causal otherwise.  Collective. */                    \
+LINATTN_MPI_API int MX(batched_causal_forward)(const X(plan) *plan,           \
+        MPI_Comm comm, int layout, int64_t batch, int64_t heads, int64_t n,   \
+        const R *q, const linattn_strides *sq, const R *k,                    \
+        const linattn_strides *sk, const R *v, const linattn_strides *sv,     \
+        R *out, const linattn_strides *sout, R *den, linattn_where *bad);     \
+                                                                              \
 /* int linattn_mpi_d_batched_attention_backward(const linattn_d_plan *plan,   \
  *         MPI_Comm comm, int layout, int64_t batch, int64_t heads,           \
  *         int64_t nq, int64_t nk, q, sq, k, sk, v, sv, out, sout,            \
@@ -495,8 +526,8 @@ LINATTN_MPI_API int MX(causal_backward_ex)(const X(plan) *plan,               \
  * every problem), each reduction carrying all problems' elements at once     \
  * (8 batch heads (m (e + 1) + 6) bytes); dw, db summed over every problem    \
  * and rank.  *bad (if not NULL, on a failure): the first failing problem     \
- * and its global query row.  Errors: -1 plan; -2 comm; -3 .. -28 as the      \
- * serial call's -2 .. -27 (-28 db); LINATTN_ESIZE; LINATTN_ENONFINITE;       \
+ * and its global query row.  Errors: -1 plan; -2 comm; -3 .. -27 as the      \
+ * serial call's -2 .. -26 (-27 db); LINATTN_ESIZE; LINATTN_ENONFINITE;       \
  * LINATTN_EMISMATCH; LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW;      \
  * LINATTN_EMPIUSE; LINATTN_EMPI.  Collective. */                             \
 LINATTN_MPI_API int MX(batched_attention_backward)(const X(plan) *plan,       \
@@ -512,10 +543,10 @@ LINATTN_MPI_API int MX(batched_attention_backward)(const X(plan) *plan,       \
  *         heads, n, q, sq, k, sk, v, sv, out, sout, den, g, sg, dq, sdq, dk, \
  *         sdk, dv, sdv, dw, lddw, db, bad)                                   \
  * The causal backward across ranks on batch x heads problems: each one       \
- * as linattn_mpi_d_causal_backward, the rest as                            \
- * linattn_mpi_d_batched_attention_backward (each scan carries every        \
- * problem's element).  Errors: -1 plan; -2 comm; -3 .. -27 as the serial     \
- * call's -2 .. -26; as linattn_mpi_d_batched_attention_backward otherwise.   \
+ * as linattn_mpi_d_causal_backward, the rest as                              \
+ * linattn_mpi_d_batched_attention_backward (each scan carries every          \
+ * problem's element).  Errors: -1 plan; -2 comm; -3 .. -26 as the serial     \
+ * call's -2 .. -25; as linattn_mpi_d_batched_attention_backward otherwise.   \
  * Collective. */                                                             \
 LINATTN_MPI_API int MX(batched_causal_backward)(const X(plan) *plan,          \
         MPI_Comm comm, int layout, int64_t batch, int64_t heads, int64_t n,   \

@@ -44,8 +44,8 @@ static int attention_work(const XI(problem) *j, MPI_Comm comm, MI(work) *w,
             if (!st && j->nq > 0)
                 st = X(state_query)(w->state, j->layout, j->nq,
                                     MI_IN(one, LINATTN_I_Q),
-                                    MI_OUT(one, LINATTN_I_OUT), NULL, 0, NULL,
-                                    &row);
+                                    MI_OUT(one, LINATTN_I_OUT), NULL, 0,
+                                    XI(part_out)(&one, LINATTN_I_DEN), &row);
         }
         if (st)
             status = st, first = i;
@@ -65,6 +65,23 @@ int MX(attention)(const X(plan) *plan, MPI_Comm comm, int layout, int64_t nq,
     XI(problem_qkvo)(&j, q, ldq, k, ldk, v, ldv, out, ldout);
     return MI(run)(&j, comm, st, LINATTN_MPI_CALL_ATTENTION, attention_work,
                    bad_row, NULL);
+}
+
+int MX(batched_attention_forward)(const X(plan) *plan, MPI_Comm comm,
+        int layout, int64_t batch, int64_t heads, int64_t nq, int64_t nk,
+        const real *q, const linattn_strides *sq, const real *k,
+        const linattn_strides *sk, const real *v, const linattn_strides *sv,
+        real *out, const linattn_strides *sout, real *den, linattn_where *bad)
+{
+    int st = X(batched_attention_forward_check)(plan, layout, batch, heads,
+                                                nq, nk, q, sq, k, sk, v, sv,
+                                                out, sout, den);
+    XI(problem) j = MI(batched_problem)(st, plan, layout, batch, heads, nq,
+                                        nk, q, sq, k, sk, v, sv, out, sout);
+    if (!st)
+        j.part[LINATTN_I_DEN] = XI(part_single)(den, 1);
+    return MI(run)(&j, comm, st, LINATTN_MPI_CALL_ATTENTION, attention_work,
+                   NULL, bad);
 }
 
 int MX(batched_attention)(const X(plan) *plan, MPI_Comm comm, int layout,

@@ -123,10 +123,24 @@ static int psum_write(psum *p, const bcall *c, MPI_Comm comm)
     const XI(problem) *j = &c->j;
     if (!p->acc)
         return 0;
+    /* and a last word: the ranks whose own sums hold NaN or Inf (from
+     * their inputs: their serial calls returned 0), so that a sum of
+     * finite ones beyond the range is told apart and refused as a serial
+     * call refuses its dW (EOVERFLOW, dW and db not written), while NaN
+     * and Inf from the inputs propagate */
     int64_t len = p->rows * (p->d + 1);
-    if (len > 0 && MPI_Allreduce(MPI_IN_PLACE, p->acc, (int)len, MPI_DOUBLE,
-                                 MPI_SUM, comm) != MPI_SUCCESS)
+    double *mark = p->acc + len;
+    *mark = 0;
+    for (int64_t i = 0; i < len; i++)
+        *mark = isfinite(p->acc[i]) ? *mark : 1;
+    if (MPI_Allreduce(MPI_IN_PLACE, p->acc, (int)len + 1, MPI_DOUBLE, MPI_SUM,
+                      comm) != MPI_SUCCESS)
         return LINATTN_EMPI;
+    int finite = 1;
+    for (int64_t i = 0; i < len; i++)
+        finite &= !LINATTN_NOT_FINITE((real)p->acc[i]);
+    if (!finite && *mark == 0)
+        return LINATTN_EOVERFLOW;
     real *dw = XI(part_out)(j, LINATTN_I_DW), *db = XI(part_out)(j, LINATTN_I_DB);
     for (int64_t i = 0; dw && i < p->rows; i++)
         for (int64_t t = 0; t < p->d; t++) {
@@ -222,12 +236,17 @@ static double shift_of(const X(state) *s, int64_t *tokens)
     return *tokens > 0 ? c : 0;
 }
 
+/* A failure's row that names none (r < 0: only dW, db or the keys' sums
+ * left the range): far enough below 0 that the final agreement's offset
+ * keeps it negative, and run() turns it back into -1. */
+#define NO_ROW (-((int64_t)1 << 62))
+
 /* The first failure here into *status, *first, *row. */
 static void note(int st, int64_t i, int64_t r, int *status, int64_t *first,
                  int64_t *row)
 {
     if (st && !*status)
-        *status = st, *first = i, *row = r;
+        *status = st, *first = i, *row = r < 0 ? NO_ROW : r;
 }
 
 static int attention_backward_work(const XI(problem) *jp, MPI_Comm comm,
@@ -316,7 +335,12 @@ static int attention_backward_work(const XI(problem) *jp, MPI_Comm comm,
     for (int64_t i = 0; !failed && !status && i < np && j->nk > 0; i++) {
         XI(problem) one = XI(problem_one)(j, i);
         double *d = MI(elem)(w, w->back, i), *dg = d + LINATTN_MPI_HEAD;
-        int st = MI(unpack)(w->state, MI(elem)(w, w->suffix, i), 0);
+        const double *lel = MI(elem)(w, w->suffix, i);
+        /* this rank's own keys' sums overflowed (their element is empty):
+         * the serial call refuses them as its state build does */
+        int st = linattn_mpi_i_flags(lel) & LINATTN_MPI_F_OVER
+                     ? LINATTN_EOVERFLOW
+                     : MI(unpack)(w->state, lel, 0);
         int64_t tokens = 0;
         double cl = st ? 0 : shift_of(w->state, &tokens);
         if (linattn_mpi_i_flags(d) & LINATTN_MPI_F_OVER)
@@ -450,8 +474,11 @@ static int causal_backward_work(const XI(problem) *jp, MPI_Comm comm,
         int st = MI(unpack)(w->state, MI(elem)(w, w->prefix, i), n);
         int64_t tokens = 0, ltok = linattn_mpi_i_elem_tokens(lh);
         double cp = st ? 0 : shift_of(w->state, &tokens);
+        int64_t r = -1;
+        /* the later rows' sums left the range: every key here reads them,
+         * its first token's dk first */
         if (linattn_mpi_i_flags(e) & LINATTN_MPI_F_OVER)
-            st = LINATTN_EOVERFLOW;
+            st = LINATTN_EOVERFLOW, r = 0;
         /* the final state (prefix and local keys): its shift is the larger
          * of the two that hold keys; no keys, no gradient to take */
         int held = tokens > 0 || ltok > 0;
@@ -468,7 +495,6 @@ static int causal_backward_work(const XI(problem) *jp, MPI_Comm comm,
         X(extras) ex = part_extras(&one);
         ex.state = w->state;
         ex.dstate_end = seed ? de : NULL;
-        int64_t r = -1;
         if (!st)
             st = X(causal_backward_ex)(
                 j->plan, j->layout, n, MI_IN(one, LINATTN_I_Q),
@@ -504,8 +530,13 @@ static int run(bcall *c, MPI_Comm comm, int st, int call, MI(work_fn) f,
 {
     if (st == LINATTN_EDENOM)
         c->denom = st, st = 0;
-    return MI(run)(&c->j, comm, st, kind_of(call, &c->j, c->given != NULL),
-                   f, bad_row, bad);
+    st = MI(run)(&c->j, comm, st, kind_of(call, &c->j, c->given != NULL), f,
+                 bad_row, bad);
+    if (st == LINATTN_EOVERFLOW && bad_row && *bad_row < 0)
+        *bad_row = -1;
+    if (st == LINATTN_EOVERFLOW && bad && bad->row < 0)
+        bad->row = -1;
+    return st;
 }
 
 /* The parts of a single backward call beyond Q, K, V, out. */

@@ -49,7 +49,19 @@ static int causal_work(const XI(problem) *j, MPI_Comm comm, MI(work) *w,
              * its rows report where, as the serial call's do. */
             XI(problem) one = XI(problem_one)(j, i);
             st = MI(unpack)(w->state, pre, n);
-            if (!st)
+            /* with normalizers out: causal_ex from the state, which is
+             * state_causal bit for bit */
+            X(extras) ex;
+            X(extras_init)(&ex);
+            ex.state = w->state;
+            ex.den = XI(part_out)(&one, LINATTN_I_DEN);
+            if (!st && ex.den)
+                st = X(causal_ex)(j->plan, j->layout, n,
+                                  MI_IN(one, LINATTN_I_Q),
+                                  MI_IN(one, LINATTN_I_K),
+                                  MI_IN(one, LINATTN_I_V),
+                                  MI_OUT(one, LINATTN_I_OUT), &ex, &row);
+            else if (!st)
                 st = X(state_causal)(w->state, j->layout, n,
                                      MI_IN(one, LINATTN_I_Q),
                                      MI_IN(one, LINATTN_I_K),
@@ -74,6 +86,23 @@ int MX(causal)(const X(plan) *plan, MPI_Comm comm, int layout, int64_t n,
     XI(problem_qkvo)(&j, q, ldq, k, ldk, v, ldv, out, ldout);
     return MI(run)(&j, comm, st, LINATTN_MPI_CALL_CAUSAL, causal_work,
                    bad_row, NULL);
+}
+
+int MX(batched_causal_forward)(const X(plan) *plan, MPI_Comm comm,
+        int layout, int64_t batch, int64_t heads, int64_t n, const real *q,
+        const linattn_strides *sq, const real *k, const linattn_strides *sk,
+        const real *v, const linattn_strides *sv, real *out,
+        const linattn_strides *sout, real *den, linattn_where *bad)
+{
+    int st = X(batched_causal_forward_check)(plan, layout, batch, heads, n, q,
+                                             sq, k, sk, v, sv, out, sout,
+                                             den);
+    XI(problem) j = MI(batched_problem)(st, plan, layout, batch, heads, n, n,
+                                        q, sq, k, sk, v, sv, out, sout);
+    if (!st)
+        j.part[LINATTN_I_DEN] = XI(part_single)(den, 1);
+    return MI(run)(&j, comm, st, LINATTN_MPI_CALL_CAUSAL, causal_work, NULL,
+                   bad);
 }
 
 int MX(batched_causal)(const X(plan) *plan, MPI_Comm comm, int layout,

@@ -207,6 +207,31 @@ int X(batched_causal_backward)(const X(plan) *plan, int layout, int64_t batch,
     return backward_call(&pb, NULL, &causal_backward_sig, bad);
 }
 
+int X(batched_attention_forward_check)(const X(plan) *plan, int layout,
+        int64_t batch, int64_t heads, int64_t nq, int64_t nk, const real *q,
+        const linattn_strides *sq, const real *k, const linattn_strides *sk,
+        const real *v, const linattn_strides *sv, const real *out,
+        const linattn_strides *sout, const real *den)
+{
+    XI(problem) pb = XI(problem_batched)(plan, layout, batch, heads, nq, nk,
+                                         0);
+    XI(problem_qkvo_batched)(&pb, q, sq, k, sk, v, sv, (real *)out, sout);
+    pb.part[LINATTN_I_DEN] = XI(part_single)(den, 1);
+    return XI(problem_check)(&pb, &attention_forward_sig, NULL);
+}
+
+int X(batched_causal_forward_check)(const X(plan) *plan, int layout,
+        int64_t batch, int64_t heads, int64_t n, const real *q,
+        const linattn_strides *sq, const real *k, const linattn_strides *sk,
+        const real *v, const linattn_strides *sv, const real *out,
+        const linattn_strides *sout, const real *den)
+{
+    XI(problem) pb = XI(problem_batched)(plan, layout, batch, heads, n, n, 1);
+    XI(problem_qkvo_batched)(&pb, q, sq, k, sk, v, sv, (real *)out, sout);
+    pb.part[LINATTN_I_DEN] = XI(part_single)(den, 1);
+    return XI(problem_check)(&pb, &causal_forward_sig, NULL);
+}
+
 int X(batched_attention_backward_check)(const X(plan) *plan, int layout,
         int64_t batch, int64_t heads, int64_t nq, int64_t nk, const real *q,
         const linattn_strides *sq, const real *k, const linattn_strides *sk,

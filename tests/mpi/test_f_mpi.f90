@@ -393,7 +393,7 @@ contains
   subroutine t_grad_batched()
     integer, parameter :: h = 2
     real(real64) :: q(d, n, h), k(d, n, h), v(e, n, h), g(e, n, h)
-    real(real64) :: out(e, n, h), den(n, h), lout(e, n, h), lden(n, h)
+    real(real64) :: out(e, n, h), den(n, h), lout(e, n, h)
     real(real64) :: dq(d, n, h), dk(d, n, h), dv(e, n, h)
     real(real64) :: rq(d, n, h), rk(d, n, h), rv(e, n, h)
     real(real64) :: w(4, d), b(4), dw(4, d), db(4), rw(4, d), rb(4)
@@ -422,18 +422,19 @@ contains
         call linattn_batched_attention_backward(plan, q, k, v, out, den, g, &
             rq, rk, rv, dw=rw, db=rb)
       end if
-      do j = 1, h ! the forward with den, head by head
-        if (causal == 1) then
-          call linattn_mpi_causal_ex(plan, MPI_COMM_WORLD, q(:, a:bb, j), &
-              k(:, a:bb, j), v(:, a:bb, j), lout(:, a:bb, j), &
-              den=lden(a:bb, j))
-        else
-          call linattn_mpi_attention_ex(plan, MPI_COMM_WORLD, q(:, a:bb, j), &
-              k(:, a:bb, j), v(:, a:bb, j), lout(:, a:bb, j), &
-              den=lden(a:bb, j))
-        end if
-      end do
-      dl = lden(a:bb, :)
+      ! the distributed batched forward with den (dense: dl)
+      allocate(dl(cnt, h))
+      if (causal == 1) then
+        call linattn_mpi_batched_causal_forward(plan, MPI_COMM_WORLD, &
+            q(:, a:bb, :), k(:, a:bb, :), v(:, a:bb, :), lout(:, a:bb, :), &
+            dl, stat=st)
+      else
+        call linattn_mpi_batched_attention_forward(plan, &
+            MPI_COMM_WORLD%MPI_VAL, q(:, a:bb, :), k(:, a:bb, :), &
+            v(:, a:bb, :), lout(:, a:bb, :), dl, stat=st)
+      end if
+      call check(st == 0 .and. relerr(dl, den(a:bb, :)) < 1d-12, &
+          'batched forward with den: stat ' // trim(itoa(st)))
       dq = -7
       if (causal == 1) then
         call linattn_mpi_batched_causal_backward(plan, MPI_COMM_WORLD, &
@@ -457,8 +458,9 @@ contains
           relerr(dw, rw) < 1d-12 .and. relerr(reshape(db, [4, 1]), &
           reshape(rb, [4, 1])) < 1d-12, 'batched backward, causal ' // &
           trim(itoa(causal)) // ': stat ' // trim(itoa(st)))
-      call check(all(dq(:, 1:a-1, :) == -7) .and. all(dq(:, bb+1:, :) == -7), &
+        call check(all(dq(:, 1:a-1, :) == -7) .and. all(dq(:, bb+1:, :) == -7), &
           'batched: tokens of other ranks written')
+      deallocate(dl)
     end do
     call linattn_plan_destroy(plan)
   end subroutine t_grad_batched

@@ -285,10 +285,26 @@ static void grad_equals_serial(void)
                 }
 }
 
+/* The distributed batched forward with normalizers (one batch entry of
+ * H heads). */
+static int batched_forward(const P(plan) *p, int causal, int64_t H,
+                           int64_t nq, int64_t nk, const real *q,
+                           const linattn_strides *sq, const real *k,
+                           const linattn_strides *sk, const real *v,
+                           const linattn_strides *sv, real *out,
+                           const linattn_strides *so, real *den)
+{
+    return causal ? MP(batched_causal_forward)(p, WORLD, ROW, 1, H, nq, q, sq, k, sk, v,
+                                               sv, out, so, den, NULL)
+                  : MP(batched_attention_forward)(p, WORLD, ROW, 1, H, nq, nk, q, sq, k,
+                                                  sk, v, sv, out, so, den, NULL);
+}
+
 /* Batched: two heads, each head's tokens contiguous ([h][t][c], row
- * major), this rank's rows of each; the normalizers from the single
- * distributed forward per head; against the serial batched backward of
- * the whole, dW and db summed over the heads. */
+ * major), this rank's rows of each; the distributed batched forward's
+ * normalizers against the serial batched forward's, and the backward
+ * against the serial batched backward of the whole, dW and db summed
+ * over the heads. */
 static void batched_equals_serial(void)
 {
     enum { H = 2 };
@@ -336,21 +352,18 @@ static void batched_equals_serial(void)
                                                         ref.dq.a, &gq, ref.dk.a, &gk, ref.dv.a,
                                                         &gv, trained ? ref.dw : NULL, D,
                                                         trained ? ref.db : NULL, NULL);
-                /* the forward per head on this rank's rows: out and den */
-                int st = 0;
-                for (int h = 0; h < H && !st; h++) {
-                    P(extras) ex;
-                    P(extras_init)(&ex);
-                    ex.den = lden + h * qc;
-                    st = causal
-                        ? MP(causal_ex)(p, WORLD, ROW, qc, row_of(&q, h * nq + qo), D,
-                                        row_of(&k, h * nk + ko), D, row_of(&v, h * nk + ko), E,
-                                        row_of(&lout, h * nq + qo), E, &ex, NULL)
-                        : MP(attention_ex)(p, WORLD, ROW, qc, kc, row_of(&q, h * nq + qo), D,
-                                           row_of(&k, h * nk + ko), D, row_of(&v, h * nk + ko),
-                                           E, row_of(&lout, h * nq + qo), E, &ex, NULL);
-                }
+                /* the distributed batched forward with normalizers */
                 const real *lq = row_of(&q, qo), *lk = row_of(&k, ko), *lv = row_of(&v, ko);
+                int st = batched_forward(p, causal, H, qc, kc, lq, &sq, lk, &sk, lv, &ske,
+                                         row_of(&lout, qo), &sqe, lden);
+                double derr = 0;
+                for (int h = 0; h < H; h++)
+                    derr = fmax(derr, vec_rel_diff(lden + h * qc, den + h * nq + qo, qc));
+                MT_CHECK(st == 0 && derr < TOL, "batched forward: status %d, den %g", st, derr);
+                /* den NULL (the ranks with rows refuse it): every rank */
+                int sn = batched_forward(p, causal, H, qc, kc, lq, &sq, lk, &sk, lv, &ske,
+                                         row_of(&lout, qo), &sqe, NULL);
+                MT_CHECK(sn == (causal ? -15 : -16), "batched forward, den NULL: %d", sn);
                 const real *lg = row_of(&g, qo), *lo = row_of(&lout, qo);
                 if (!st)
                     st = causal
