@@ -188,8 +188,9 @@ enum linattn_denom {
     LINATTN_DENOM_COUNT = 2,
     /* no normalizer: out = phi(q)^T S (what decayed models compute      */
     /* before their own output norm; den, where a call writes it, is 1,  */
-    /* eps unused).  Not for the shifted maps (as COUNT); the backward    */
-    /* calls and approx_error refuse such a plan (-1).                   */
+    /* eps unused; the backward calls take den = 1 and differentiate     */
+    /* out = num).  Not for the shifted maps (as COUNT); approx_error    */
+    /* refuses such a plan (-1).                                          */
     LINATTN_DENOM_NONE = 3
 };
 
@@ -271,10 +272,11 @@ enum linattn_status {
  *          gamma^(i - j) (RetNet's retention; Lightning Attention's
  *          exp(-s_h)).  0 (default): gamma = 1, no decay.  In log space so
  *          that gamma near 1 keeps its digits.  A decayed plan runs the
- *          causal calls, the streaming state, their references and the
- *          features; the other calls refuse it as their plan argument (-1,
- *          or the state's), liblinattn_mpi's too.  Part of the plan's
- *          fingerprint and of a checkpoint's map (doc/decay.md).
+ *          causal calls and their backward, the streaming state, their
+ *          references and the features; the other calls refuse it as their
+ *          plan argument (-1, or the state's), liblinattn_mpi's too.  Part
+ *          of the plan's fingerprint and of a checkpoint's map
+ *          (doc/decay.md).
  */
 typedef struct linattn_opts {
     int64_t m;
@@ -848,7 +850,15 @@ typedef struct X(extras_s) {                                                  \
      * to the queries' d[S z] before the keys read it (flash-linear-          \
      * attention's dht).  NULL: none, 0 */                                    \
     const double *dstate_end;                                                 \
-    void *reserved_ptr[3];                                                    \
+    /* the causal backward _ex calls: dL/da_t out, one per key row (stride    \
+     * 1), the gradient with respect to token t's log decay a_t = ln gamma +  \
+     * g_t, so dL/dg_t of the gates (and dL/d ln gamma = the sum over t):     \
+     * sum_{i >= t} (phi(q_i) . dphi(q_i) - phi(k_i) . dphi(k_i)), plus the   \
+     * final state's <dstate_end, S_end> at the last row.  Also without       \
+     * gates and with gamma = 1 (the gradient at g = 0).  NULL: not asked     \
+     * for */                                                                 \
+    R *dgates;                                                                \
+    void *reserved_ptr[2];                                                    \
     int64_t nseq; /* the sequences of offsets (0 without them) */             \
     int64_t reserved[15];                                                     \
 } X(extras);                                                                  \
@@ -1364,23 +1374,28 @@ LINATTN_API int X(attention_backward)(const X(plan) *plan, int layout,        \
  *         double *dq, int64_t lddq, double *dk, int64_t lddk, double *dv,  \
  *         int64_t lddv, double *dw, int64_t lddw, double *db,              \
  *         int64_t *bad_row)                                                \
- * Gradients through out = linattn_d_causal(Q, K, V), as                    \
- * linattn_d_attention_backward with nq = nk = n; out and den as            \
- * linattn_d_causal_forward wrote them.  By chunks of C rows: a forward     \
- * sweep (dQ, with the prefix states) and a reverse one (dK, dV, with the   \
- * suffix sums of phi(q_i) [g_i h_i]), the triangles reading only entries   \
- * j <= i: dq_i depends on row i and the keys and values j <= i only.  For  \
- * the maps without stabilizing shifts dk_j and dv_j depend on key j and    \
- * the rows i >= j only; for FAVOR, FAVOR_HYP, TRIG and custom EXP maps     \
- * den_i carries row i's running shift, the largest key exponent up to i,  \
- * so they also read the keys before j: out and den must be the forward's   \
- * of these very inputs (after changing any key, run the forward again).   \
- * dv serves as scratch between the sweeps.  Errors: -1 plan; -2 layout; -3 n < 0; -4 q; -5 ldq; \
- * -6 k; -7 ldk; -8 v; -9 ldv; -10 out; -11 ldout; -12 den; -13 g; -14 ldg; \
- * -15 dq; -16 lddq; -17 dk; -18 lddk; -19 dv; -20 lddv; -21 dw; -22 lddw;  \
- * -23 db (each output also when it meets an input or an earlier output);   \
- * LINATTN_ESIZE; LINATTN_ENONFINITE; LINATTN_ENOMEM; LINATTN_EDENOM;       \
- * LINATTN_EOVERFLOW (as above).  Thread-safe. */                           \
+ * Gradients through out = linattn_d_causal(Q, K, V), as                      \
+ * linattn_d_attention_backward with nq = nk = n; out and den as              \
+ * linattn_d_causal_forward wrote them.  By chunks of C rows: a forward sweep \
+ * (dQ, with the prefix states) and a reverse one (dK, dV, with the suffix    \
+ * sums of phi(q_i) [g_i h_i]), the triangles reading only entries j <= i:    \
+ * dq_i depends on row i and the keys and values j <= i only.  For the maps   \
+ * without stabilizing shifts dk_j and dv_j depend on key j and the rows i >= \
+ * j only; for FAVOR, FAVOR_HYP, TRIG and custom EXP maps den_i carries row   \
+ * i's running shift, the largest key exponent up to i, so they also read the \
+ * keys before j: out and den must be the forward's of these very inputs      \
+ * (after changing any key, run the forward again).  A decayed plan           \
+ * (opts.log_decay, doc/decay.md): the gradients through the decayed          \
+ * recurrence, row i seeing key j with weight gamma^(i - j), by the forward's \
+ * factors (every exponent <= 0; the normalizers written on any thread count  \
+ * read back on any other).  Without normalizer (LINATTN_DENOM_NONE: den all  \
+ * 1): the adjoints of the numerators are G itself.  dv serves as scratch     \
+ * between the sweeps.  Errors: -1 plan; -2 layout; -3 n < 0; -4 q; -5 ldq;   \
+ * -6 k; -7 ldk; -8 v; -9 ldv; -10 out; -11 ldout; -12 den; -13 g; -14 ldg;   \
+ * -15 dq; -16 lddq; -17 dk; -18 lddk; -19 dv; -20 lddv; -21 dw; -22 lddw;    \
+ * -23 db (each output also when it meets an input or an earlier output);     \
+ * LINATTN_ESIZE; LINATTN_ENONFINITE; LINATTN_ENOMEM; LINATTN_EDENOM;         \
+ * LINATTN_EOVERFLOW (as above).  Thread-safe. */                             \
 LINATTN_API int X(causal_backward)(const X(plan) *plan, int layout,           \
         int64_t n, const R *q, int64_t ldq, const R *k, int64_t ldk,          \
         const R *v, int64_t ldv, const R *out, int64_t ldout, const R *den,   \
@@ -1430,28 +1445,33 @@ LINATTN_API int X(attention_backward_ex)(const X(plan) *plan, int layout,     \
  *         double *dq, int64_t lddq, double *dk, int64_t lddk, double *dv,    \
  *         int64_t lddv, double *dw, int64_t lddw, double *db,                \
  *         const linattn_d_extras *ex, int64_t *bad_row)                      \
- * linattn_d_causal_backward through linattn_d_causal_ex with the parts of    \
- * ex it takes: key weights (row i sees keys j <= i weighted; out and den     \
- * as linattn_d_causal_ex wrote them), with dL/dw_j in ex->dweights on        \
- * request and the keys of weight 0 absent, as at                             \
- * linattn_d_attention_backward_ex; packed sequences (ex->offsets), each      \
- * sequence's gradients as a call of its own, dw and db summed over them;     \
- * a starting state (ex->state, or per sequence ex->states with offsets;      \
- * absorb 0), the forward's as linattn_d_causal_ex took it (rows saw its      \
- * keys first; out and den as that call wrote them), with the gradient of     \
- * its accumulator in ex->dstates on request (d[S0 z0] = sum_i phi(q_i) [g_i  \
- * h_i]^T over the sequence's rows, [g h] as at linattn_d_attention_backward; \
- * the state is only read).  ex NULL or all absent:                           \
- * linattn_d_causal_backward, bit for bit.  Errors as                         \
- * linattn_d_causal_backward; -24 ex: a reserved word not 0, a part it does   \
- * not take (den, key_offsets), absorb not 0, a state of another map or other \
- * sizes, a weight negative, NaN or Inf, dweights or dstates meeting another  \
- * array, dstates without a state, offsets and states as at                   \
- * linattn_d_causal_ex.  ex->dstate_end (not with offsets): the suffix sums   \
- * start from it instead of 0, so that dk, dv, dw, db and dstates are the     \
- * gradients of L through this call and through its final state (the          \
- * concatenation of two calls, the gradient handed from the later one); -24   \
- * also for it meeting an output.  Thread-safe; the states are only read. */  \
+ * linattn_d_causal_backward through linattn_d_causal_ex with the parts of ex \
+ * it takes: key weights (row i sees keys j <= i weighted; out and den as     \
+ * linattn_d_causal_ex wrote them), with dL/dw_j in ex->dweights on request   \
+ * and the keys of weight 0 absent, as at linattn_d_attention_backward_ex;    \
+ * packed sequences (ex->offsets), each sequence's gradients as a call of its \
+ * own, dw and db summed over them; a starting state (ex->state, or per       \
+ * sequence ex->states with offsets; absorb 0), the forward's as              \
+ * linattn_d_causal_ex took it (rows saw its keys first; out and den as that  \
+ * call wrote them), with the gradient of its accumulator in ex->dstates on   \
+ * request (d[S0 z0] = sum_i exp(B_i) phi(q_i) [g_i h_i]^T over the           \
+ * sequence's rows, [g h] as at linattn_d_attention_backward, B_i the decay   \
+ * up to row i, 0 without; the state is only read); the gates (ex->gates) as  \
+ * the forward took them, and dL/da_t in ex->dgates on request (see           \
+ * linattn_d_extras: the gradient of each token's log decay, whose sum is     \
+ * dL/d ln gamma; under LINATTN_DENOM_COUNT the decayed count's share         \
+ * included; the starting state's count is held fixed).  ex NULL or all       \
+ * absent: linattn_d_causal_backward, bit for bit; gates all 0: its dq, dk,   \
+ * dv bits.  Errors as linattn_d_causal_backward; -24 ex: a reserved word not \
+ * 0, a part it does not take (den, key_offsets), absorb not 0, a state of    \
+ * another map or other sizes, a weight negative, NaN or Inf, a gate above 0, \
+ * dweights, dgates or dstates meeting another array, dstates without a       \
+ * state, offsets and states as at linattn_d_causal_ex.  ex->dstate_end (not  \
+ * with offsets): the suffix sums start from it instead of 0, so that dk, dv, \
+ * dw, db, dstates and dgates are the gradients of L through this call and    \
+ * through its final state (the concatenation of two calls, the gradient      \
+ * handed from the later one); -24 also for it meeting an output.             \
+ * Thread-safe; the states are only read. */                                  \
 LINATTN_API int X(causal_backward_ex)(const X(plan) *plan, int layout,        \
         int64_t n, const R *q, int64_t ldq, const R *k, int64_t ldk,          \
         const R *v, int64_t ldv, const R *out, int64_t ldout, const R *den,   \
@@ -1464,23 +1484,24 @@ LINATTN_API int X(causal_backward_ex)(const X(plan) *plan, int layout,        \
  *         const double *k, int64_t ldk, const double *out, int64_t ldout,    \
  *         const double *den, const double *g, int64_t ldg,                   \
  *         const linattn_d_extras *ex, int64_t *bad_row)                      \
- * ex->dstates = d[S0 z0] = sum_i phi(q_i) [g_i h_i]^T (+ ex->dstate_end,     \
- * brought to the starting state's shift), what linattn_d_causal_backward_ex  \
- * with the same arguments writes there, without dq, dk, dv: one pass over    \
- * the queries (the keys only for the maps with stabilizing shifts, whose     \
- * running shift they set; V is not read), the cheap half a distributed or    \
- * chunked backward needs before the suffix sums reach the keys.  ex must     \
- * hold the starting state (ex->state, of the plan's map and sizes; absorb    \
- * 0) and ex->dstates (m x (e + 1) doubles); it may hold key weights and      \
- * ex->dstate_end.  A state without tokens gets 0.  Errors: -1 plan; -2       \
- * layout; -3 n < 0; -4 q; -5 ldq; -6 k; -7 ldk; -8 out; -9 ldout; -10 den;   \
- * -11 g; -12 ldg; -13 ex: NULL, no state or no dstates, a part it does not   \
- * take (den, offsets, states, dweights), a weight negative, NaN or Inf,      \
- * dstates meeting another array; LINATTN_ESIZE; LINATTN_ENONFINITE;          \
- * LINATTN_ENOMEM; LINATTN_EDENOM (row in *bad_row); LINATTN_EOVERFLOW        \
- * (finite inputs, an entry of dstates beyond the range: dstates as           \
- * computed, *bad_row -1).  Nothing is written on a refusal.  Thread-safe;    \
- * the state is only read. */                                                 \
+ * ex->dstates = d[S0 z0] = sum_i exp(B_i) phi(q_i) [g_i h_i]^T (+ exp(B_n)   \
+ * ex->dstate_end, brought to the starting state's shift; B_i the decay up to \
+ * row i, 0 without), what linattn_d_causal_backward_ex with the same         \
+ * arguments writes there, without dq, dk, dv: one pass over the queries (the \
+ * keys only for the maps with stabilizing shifts, whose running shift they   \
+ * set; V is not read), the cheap half a distributed or chunked backward      \
+ * needs before the suffix sums reach the keys.  ex must hold the starting    \
+ * state (ex->state, of the plan's map and sizes; absorb 0) and ex->dstates   \
+ * (m x (e + 1) doubles); it may hold key weights, the gates (a decayed plan  \
+ * is taken) and ex->dstate_end.  A state without tokens gets 0.  Errors:     \
+ * -1 plan; -2 layout; -3 n < 0; -4 q; -5 ldq; -6 k; -7 ldk; -8 out;          \
+ * -9 ldout; -10 den; -11 g; -12 ldg; -13 ex: NULL, no state or no dstates, a \
+ * part it does not take (den, offsets, states, dweights, dgates), a weight   \
+ * negative, NaN or Inf, a gate above 0, dstates meeting another array;       \
+ * LINATTN_ESIZE; LINATTN_ENONFINITE; LINATTN_ENOMEM; LINATTN_EDENOM (row in  \
+ * *bad_row); LINATTN_EOVERFLOW (finite inputs, an entry of dstates beyond    \
+ * the range: dstates as computed, *bad_row -1).  Nothing is written on a     \
+ * refusal.  Thread-safe; the state is only read. */                          \
 LINATTN_API int X(causal_backward_dstates)(const X(plan) *plan, int layout,   \
         int64_t n, const R *q, int64_t ldq, const R *k, int64_t ldk,          \
         const R *out, int64_t ldout, const R *den, const R *g, int64_t ldg,   \
@@ -1556,10 +1577,10 @@ LINATTN_API int X(batched_attention_forward)(const X(plan) *plan, int layout, \
                                                                               \
 /* int linattn_d_batched_causal_forward(plan, layout, batch, heads, n, q,   \
  *         sq, k, sk, v, sv, out, sout, den, bad)                           \
- * linattn_d_causal_forward on each problem (den as above, n per problem).  \
- * Errors: -1 .. -13 as linattn_d_batched_causal; -14 den; LINATTN_ESIZE;   \
- * LINATTN_ENONFINITE; LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW.   \
- * Thread-safe. */                                                          \
+ * linattn_d_causal_forward on each problem (den as above, n per problem; a   \
+ * decayed plan as linattn_d_batched_causal takes it).  Errors: -1 .. -13 as  \
+ * linattn_d_batched_causal; -14 den; LINATTN_ESIZE; LINATTN_ENONFINITE;      \
+ * LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW.  Thread-safe. */        \
 LINATTN_API int X(batched_causal_forward)(const X(plan) *plan, int layout,    \
         int64_t batch, int64_t heads, int64_t n, const R *q,                  \
         const linattn_strides *sq, const R *k, const linattn_strides *sk,     \
@@ -1605,9 +1626,10 @@ LINATTN_API int X(batched_attention_backward)(const X(plan) *plan,            \
 /* int linattn_d_batched_causal_backward(plan, layout, batch, heads, n, q,  \
  *         sq, k, sk, v, sv, out, sout, den, g, sg, dq, sdq, dk, sdk, dv,   \
  *         sdv, dw, lddw, db, bad)                                          \
- * linattn_d_causal_backward on each problem, as                            \
- * linattn_d_batched_attention_backward with n for nq and nk (positions     \
- * from -5 on one less: -5 n, -6 q, ..., -25 db).  Thread-safe. */          \
+ * linattn_d_causal_backward on each problem, as                              \
+ * linattn_d_batched_attention_backward with n for nq and nk (positions from  \
+ * -5 on one less: -5 n, -6 q, ..., -25 db); a decayed plan as                \
+ * linattn_d_causal_backward takes it.  Thread-safe. */                       \
 LINATTN_API int X(batched_causal_backward)(const X(plan) *plan, int layout,   \
         int64_t batch, int64_t heads, int64_t n, const R *q,                  \
         const linattn_strides *sq, const R *k, const linattn_strides *sk,     \
@@ -1653,18 +1675,22 @@ LINATTN_API int X(batched_attention_backward_ex)(const X(plan) *plan,         \
 /* int linattn_d_batched_causal_backward_ex(plan, layout, batch, heads, n,    \
  *         q, sq, k, sk, v, sv, out, sout, den, g, sg, dq, sdq, dk, sdk, dv,  \
  *         sdv, dw, lddw, db, ex, bad)                                        \
- * linattn_d_batched_causal_backward through linattn_d_batched_causal_ex      \
- * with the parts of ex it takes, each problem as                             \
- * linattn_d_causal_backward_ex with them: key weights and dL/dw as above,    \
- * packed sequences (ex->offsets), their starting states as the forward took  \
- * them (ex->states: batch heads nseq of them, problem p's sequence s at p    \
- * nseq + s; absorb 0; only read) and the gradients of their accumulators     \
- * (ex->dstates: m (e + 1) doubles each, problem p's sequence s at (p nseq +  \
- * s) m (e + 1), as linattn_d_causal_backward_ex writes one).  Errors as      \
+ * linattn_d_batched_causal_backward through linattn_d_batched_causal_ex with \
+ * the parts of ex it takes, each problem as linattn_d_causal_backward_ex     \
+ * with them: key weights and dL/dw as above, packed sequences (ex->offsets), \
+ * their starting states as the forward took them (ex->states: batch heads    \
+ * nseq of them, problem p's sequence s at p nseq + s; absorb 0; only read)   \
+ * and the gradients of their accumulators (ex->dstates: m (e + 1) doubles    \
+ * each, problem p's sequence s at (p nseq + s) m (e + 1), as                 \
+ * linattn_d_causal_backward_ex writes one); the gates (ex->gates, dense as   \
+ * the weights) and a log decay per head (ex->head_decays) as                 \
+ * linattn_d_batched_causal_ex took them, and dL/da in ex->dgates (dense as   \
+ * the gates; problem (b, h)'s n at (b heads + h) n).  Errors as              \
  * linattn_d_batched_causal_backward (an output meeting the offsets or the    \
- * states also its own -i); -26 ex (as above, key_offsets not                 \
- * NULL, absorb not 0, dstates without states or meeting another array,       \
- * states as at linattn_d_causal_ex over every problem's); LINATTN_ESIZE      \
+ * states also its own -i); -26 ex (as above, key_offsets not NULL, absorb    \
+ * not 0, dstates without states or meeting another array, states as at       \
+ * linattn_d_causal_ex over every problem's, a gate above 0, a head's log     \
+ * decay above 0 or not finite, dgates meeting another array); LINATTN_ESIZE  \
  * (also batch heads nseq states, or their gradients' bytes, beyond int64).   \
  * Thread-safe; the states are only read. */                                  \
 LINATTN_API int X(batched_causal_backward_ex)(const X(plan) *plan,            \

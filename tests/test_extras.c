@@ -104,6 +104,9 @@ START_TEST(init_means_absent)
     ck_assert_ptr_null(ex.states);
     ck_assert_ptr_null(ex.dweights);
     ck_assert_ptr_null(ex.dstate_end);
+    ck_assert_ptr_null(ex.gates);
+    ck_assert_ptr_null(ex.head_decays);
+    ck_assert_ptr_null(ex.dgates);
     ck_assert_int_eq(ex.nseq, 0);
     ck_assert_int_eq(ex.absorb, 0);
     for (size_t i = 0; i < sizeof ex.reserved_int / sizeof *ex.reserved_int;

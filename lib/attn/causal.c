@@ -629,9 +629,12 @@ int XI(causal_run)(const XI(problem) *pb, int64_t *bad_row)
             st = XI(state_update_run)(&states[t], &rg, 0);
         }
         /* range t starts from ranges 0 .. t-1 (at the larger shift): the
-         * state before range t - 1, decayed over its rows (B; for the
-         * shifted maps a shift of B: exp(M) scales their sums), and range
-         * t - 1's own keys (whose state decays to its end) */
+         * state before range t - 1, decayed over its rows (a factor
+         * exp(B) <= 1), and range t - 1's own keys (whose state decays to
+         * its end).  The shift stays the running maximum of the key
+         * exponents, as on one thread (B is a factor, not a shift): the
+         * normalizers written carry exp(-m_i) of that maximum whatever
+         * the thread count, which the backward reproduces from them. */
         for (int t = 1; !st && t < nt; t++) {
             acc_t a, b;
             double B = 0;
@@ -639,11 +642,11 @@ int XI(causal_run)(const XI(problem) *pb, int64_t *bad_row)
                 B = XI(decay_total)(pb, linattn_i_range_start(n, nt, t - 1),
                                     linattn_i_range_start(n, nt, t) -
                                         linattn_i_range_start(n, nt, t - 1));
-            ws[t].shift = ws[t - 1].shift + (plan->shifted ? B : 0);
+            ws[t].shift = ws[t - 1].shift;
             XI(shift_factors)(plan, &ws[t].shift, ws[t - 1].has,
                               states[t - 1].shift, states[t - 1].tokens > 0,
                               &a, &b);
-            if (decays && !plan->shifted)
+            if (B != 0)
                 a *= (acc_t)exp(B);
             ws[t].has = ws[t - 1].has || states[t - 1].tokens > 0;
             copy_carried(plan, &ws[t], &ws[t - 1]);

@@ -24,6 +24,7 @@ int X(extras_init)(X(extras) *ex)
     ex->gates = NULL;
     ex->head_decays = NULL;
     ex->dstate_end = NULL;
+    ex->dgates = NULL;
     for (size_t i = 0; i < sizeof ex->reserved_ptr / sizeof *ex->reserved_ptr;
          i++)
         ex->reserved_ptr[i] = NULL;
@@ -73,6 +74,8 @@ int XI(extras_taken)(const X(extras) *ex, unsigned parts)
         return 0;
     if (!(parts & LINATTN_I_X_DSTATE_END) && ex->dstate_end)
         return 0;
+    if (!(parts & LINATTN_I_X_DGATES) && ex->dgates)
+        return 0;
     return 1;
 }
 
@@ -87,6 +90,7 @@ void XI(problem_extras)(XI(problem) *pb, const X(extras) *ex)
     pb->part[LINATTN_I_KW] = XI(part_single)(ex->weights, 1);
     pb->part[LINATTN_I_DKW] = XI(part_single)(ex->dweights, 1);
     pb->part[LINATTN_I_GATE] = XI(part_single)(ex->gates, 1);
+    pb->part[LINATTN_I_DGATE] = XI(part_single)(ex->dgates, 1);
     pb->head_decays = ex->head_decays;
     pb->dstates = ex->dstates;
     pb->dstate_end = ex->dstate_end;

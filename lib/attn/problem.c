@@ -111,15 +111,12 @@ static int decay_taken(const X(plan) *plan, const linattn_i_signature *sig)
 }
 
 /* Nonzero unless the plan has no normalizer (LINATTN_DENOM_NONE) and the
- * call needs one: the backward calls (a dL/dout part, e columns wide)
- * differentiate through phi(q).z, approx_error (its pairs) compares
- * normalized rows with softmax's. */
+ * call needs one: approx_error (its pairs) compares normalized rows with
+ * softmax's.  (The backward calls take such a plan: its den is 1, and
+ * the numerators' adjoints are G itself.) */
 static int denom_served(const X(plan) *plan, const linattn_i_signature *sig)
 {
-    const linattn_i_part_sig *g = &sig->part[LINATTN_I_G];
-    int needs = (g->pos && g->cols == LINATTN_I_E) ||
-                (sig->flags & LINATTN_I_PAIRS);
-    return plan->denom != LINATTN_DENOM_NONE || !needs;
+    return plan->denom != LINATTN_DENOM_NONE || !(sig->flags & LINATTN_I_PAIRS);
 }
 
 static int scalar_bad(const XI(problem) *pb, const linattn_i_signature *sig,

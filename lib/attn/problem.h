@@ -54,6 +54,7 @@ enum {
     LINATTN_I_KW,  /* key weights, one per key row (an _ex call's)      */
     LINATTN_I_DKW, /* dL/d(key weights), one per key row (backward _ex) */
     LINATTN_I_GATE, /* log gates g_t <= 0, one per key row (an _ex call's) */
+    LINATTN_I_DGATE, /* dL/d(log decay a_t), one per key row (backward _ex) */
     LINATTN_I_PARTS
 };
 
@@ -119,8 +120,9 @@ enum {
     LINATTN_I_X_DSTATES = 128, /* dstates: the starting states' gradients */
     LINATTN_I_X_GATES = 256,   /* gates: per-token log decays             */
     LINATTN_I_X_HEAD_DECAYS = 512, /* head_decays: a log decay per head   */
-    LINATTN_I_X_DSTATE_END = 1024 /* dstate_end: the final state's gradient */
-                                  /* from beyond the call (the backward)    */
+    LINATTN_I_X_DSTATE_END = 1024, /* dstate_end: the final state's gradient */
+                                   /* from beyond the call (the backward)   */
+    LINATTN_I_X_DGATES = 2048 /* dgates: dL/d(log decays) out (the backward) */
 };
 
 /* Forms of a call. */
@@ -155,7 +157,7 @@ typedef struct {
 static inline int linattn_i_part_is_vector(int i)
 {
     return i == LINATTN_I_DEN || i == LINATTN_I_KW || i == LINATTN_I_DKW ||
-           i == LINATTN_I_GATE;
+           i == LINATTN_I_GATE || i == LINATTN_I_DGATE;
 }
 
 /* A part of a problem: the caller's pointer (NULL: absent, or no rows)
@@ -279,6 +281,13 @@ int XI(problem_check)(const XI(problem) *pb, const linattn_i_signature *sig,
                        LINATTN_I_OUTPUT | LINATTN_I_OPTIONAL |               \
                            LINATTN_I_VECTOR}
 
+/* dL/d(log decays) out, one per key row (a causal backward _ex call's:
+ * optional). */
+#define LINATTN_I_DGATES_OUT(pos)                                            \
+    [LINATTN_I_DGATE] = {(pos), LINATTN_I_NK, LINATTN_I_ONE,                 \
+                         LINATTN_I_OUTPUT | LINATTN_I_OPTIONAL |             \
+                             LINATTN_I_VECTOR}
+
 /* Normalizers out, one per query row (the forward calls': NULL refused
  * with rows, after the other parts' checks; an _ex call's: optional). */
 #define LINATTN_I_DEN_OUT(pos, required)                                     \
@@ -377,6 +386,7 @@ static inline int linattn_i_part_rows_kind(int i)
     case LINATTN_I_KW:
     case LINATTN_I_DKW:
     case LINATTN_I_GATE:
+    case LINATTN_I_DGATE:
         return LINATTN_I_NK;
     case LINATTN_I_DW:
     case LINATTN_I_DB:

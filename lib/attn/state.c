@@ -835,6 +835,27 @@ static int update_run(X(state) *st, keys a, int strict, const decayed *d)
     return 0;
 }
 
+/* Shifted maps: the largest exponent of the keys a whose own weight is
+ * not 0 (-Inf for none; NaN propagates), block by block into *top;
+ * LINATTN_ENOMEM when the blocks' workspace cannot be had. */
+static int keys_top(const X(plan) *plan, keys a, double *top)
+{
+    int64_t block = XI(block_rows)(plan), rows = a.n < block ? a.n : block;
+    real *phi = linattn_i_alloc(rows * plan->m, sizeof(real));
+    double *rexp = linattn_i_alloc(rows, sizeof(double));
+    *top = -INFINITY;
+    for (int64_t r = 0; phi && rexp && r < a.n; r += block) {
+        keys b = keys_rows(a, r, a.n - r < block ? a.n : r + block);
+        double bmax = XI(phi_pre)(plan, b.k, b.n, phi, rexp);
+        if (b.w)
+            bmax = kept_max(rexp, b.w, b.n);
+        *top = bmax > *top || bmax != bmax ? bmax : *top;
+    }
+    int bad = a.n > 0 && (!phi || !rexp);
+    free(phi), free(rexp);
+    return bad ? LINATTN_ENOMEM : 0;
+}
+
 /* The decayed update as the weighted one: key j's weight times exp(B -
  * b_j) <= 1 (B the keys' total log decay, b_j its running sum up to key
  * j), the state before times exp(B).  One array of n weights. */
@@ -862,14 +883,32 @@ static int decayed_update(X(state) *st, const XI(problem) *pb, keys a,
         return LINATTN_ENOMEM;
     const real *g = pb->part[LINATTN_I_GATE].p;
     double run = 0;
+    int ones = !a.w, lost = 0;
     for (int64_t j = 0; j < a.n; j++) {
         run += XI(log_decay)(pb) + (g ? (double)g[j] : 0);
         real wj = a.w ? a.w[j] : 1;
         w[j] = wj == 0 ? 0 : wj * (real)exp(d.total - run);
+        ones &= w[j] == 1;
+        lost |= wj != 0 && w[j] == 0;
     }
+    /* A key whose decay underflowed to 0 by the end adds nothing, but the
+     * shifted maps' shift is still the largest exponent of every key of
+     * weight not 0, as in the causal chunks (attn/causal.c): the shift a
+     * state holds, and so the normalizers a causal call writes from it,
+     * do not depend on where the keys were cut into updates (threads). */
+    double top = -INFINITY;
+    int status = lost && st->plan->shifted ? keys_top(st->plan, a, &top) : 0;
+    /* keys that have not decayed by the end (gates of 0) take the
+     * unweighted update, whose bits they then are in every layout */
     keys b = a;
-    b.w = w;
-    int status = update_run(st, b, strict, &d);
+    b.w = ones ? NULL : w;
+    if (!status)
+        status = update_run(st, b, strict, &d);
+    if (!status && top > -INFINITY) {
+        XI(raise_shift)(st->acc, state_len(st->plan), &st->shift,
+                        st->tokens > 0, top);
+        publish(st);
+    }
     free(w);
     return status;
 }

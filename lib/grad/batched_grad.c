@@ -103,7 +103,7 @@ static const linattn_i_signature attention_forward_sig = {
     .part = {FORWARD_PARTS(7)}};
 static const linattn_i_signature causal_forward_sig = {
     .form = LINATTN_I_BATCHED, .plan = 1, .layout = 2, .batch = 3,
-    .heads = 4, .nq = 5, .flags = LINATTN_I_SCAN,
+    .heads = 4, .nq = 5, .flags = LINATTN_I_SCAN | LINATTN_I_DECAY,
     .part = {FORWARD_PARTS(6)}};
 static const linattn_i_signature attention_backward_sig = {
     .form = LINATTN_I_BATCHED, .plan = 1, .layout = 2, .batch = 3,
@@ -112,7 +112,8 @@ static const linattn_i_signature attention_backward_sig = {
     .part = {LINATTN_I_BACKWARD(7)}};
 static const linattn_i_signature causal_backward_sig = {
     .form = LINATTN_I_BATCHED, .plan = 1, .layout = 2, .batch = 3,
-    .heads = 4, .nq = 5, .flags = LINATTN_I_SCAN | LINATTN_I_DEN_POLICY,
+    .heads = 4, .nq = 5,
+    .flags = LINATTN_I_SCAN | LINATTN_I_DEN_POLICY | LINATTN_I_DECAY,
     .part = {LINATTN_I_BACKWARD(6)}};
 
 /* The gradients' parts of a batched backward problem. */
@@ -271,7 +272,9 @@ int X(batched_causal_backward_check)(const X(plan) *plan, int layout,
  * extras (27 and 26): every problem's key weights in and dL/dw out
  * (dense, problem after problem), packed sequences (the same offsets in
  * every problem), the causal forward's starting states (problem after
- * problem, as the forward took them) and their gradients out. */
+ * problem, as the forward took them) and their gradients out; causal,
+ * the gates in and dL/da out (dense as the weights) and a log decay per
+ * head, as batched_causal_ex takes them. */
 static const linattn_i_signature attention_backward_ex_sig = {
     .form = LINATTN_I_BATCHED, .plan = 1, .layout = 2, .batch = 3,
     .heads = 4, .nq = 5, .nk = 6, .extras = 27,
@@ -285,10 +288,12 @@ static const linattn_i_signature causal_backward_ex_sig = {
     .heads = 4, .nq = 5, .extras = 26, .absorb = 26,
     .ex_parts = LINATTN_I_X_WEIGHTS | LINATTN_I_X_DWEIGHTS |
                 LINATTN_I_X_OFFSETS | LINATTN_I_X_STATES |
-                LINATTN_I_X_DSTATES,
-    .flags = LINATTN_I_SCAN | LINATTN_I_DEN_POLICY,
+                LINATTN_I_X_DSTATES | LINATTN_I_X_GATES |
+                LINATTN_I_X_DGATES | LINATTN_I_X_HEAD_DECAYS,
+    .flags = LINATTN_I_SCAN | LINATTN_I_DEN_POLICY | LINATTN_I_DECAY,
     .part = {LINATTN_I_BACKWARD(6), LINATTN_I_WEIGHTS_IN(26),
-             LINATTN_I_DWEIGHTS_OUT(26)}};
+             LINATTN_I_DWEIGHTS_OUT(26), LINATTN_I_GATES_IN(26),
+             LINATTN_I_DGATES_OUT(26)}};
 
 int X(batched_attention_backward_ex)(const X(plan) *plan, int layout,
         int64_t batch, int64_t heads, int64_t nq, int64_t nk, const real *q,

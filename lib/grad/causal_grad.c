@@ -45,6 +45,29 @@
  * starts from the state of the ranges before it (built first); its
  * reverse sweep from the suffix sums of the ranges after it, which their
  * forward sweeps computed along the way.
+ *
+ * Decay and gates (attn/decay.h): row i sees key j <= i with weight
+ * exp(B_i - B_j), B the running sum of the log decays a_t.  Every factor
+ * is the forward's, exp of a difference <= 0 composed with the shifts in
+ * one exponent: the triangles' entries (i, j) times exp(b_i - b_j + m_j -
+ * m_i) (b the chunk's sums), the carried state's terms of row i times
+ * exp(b_i + M - m_i), and the state moving past the chunk as in the
+ * forward.  D, the suffix sums, is kept at the boundary after the chunk
+ * it has reached: key j of chunk c reads it times exp(b_C - b_j), and it
+ * moves to the chunk's start as exp(b_C) D + sum_i exp(b_i) phi(q_i)
+ * [g h]_i^T; between ranges, a range's own D and the suffix after it
+ * (times the range's total decay) add up alike.
+ *
+ * The gradient of the log decays: dL/dB_i collects every pair (i, j <
+ * i) as + and every pair (k > i, i) as -, each pair's share being
+ * E_ij = exp(B_i - B_j) P_ij A_ij, so dL/dB_i = phi(q_i) . dphi(q_i) -
+ * phi(k_i) . dphi(k_i) (the pair (i, i) cancels), and dL/da_t =
+ * sum_{i >= t} dL/dB_i: the forward sweep writes the queries' dot
+ * products (before the map's backward overwrites its adjoint), the
+ * reverse sweep subtracts the keys' and sums from the range's end, and a
+ * last pass adds the later ranges' totals and the final state's
+ * <dstate_end, S_end>.  The dot products of features and their adjoints
+ * are shift-free (each row's factor cancels).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -52,6 +75,7 @@
 #include "grad/grad.h"
 #include "attn/paths.h"
 #include "attn/problem.h"
+#include "attn/decay.h"
 #include "kernels/kern.h"
 #include "kernels/kern_grad.h"
 #include "common/simd.h"
@@ -71,6 +95,13 @@ typedef struct {
      * zeroed (those rows are never read) */
     real *kz, *vz;
     double *rexp, *mrun;
+    /* decay: the chunk's running sums of the log decays, its triangle's
+     * factors (C x C), and with the plan's decay alone gamma^k at pwr[C -
+     * k] (else NULL); utot: the range's sum of dL/dB (dL/da at its first
+     * row before the later ranges' are added) */
+    double *bsum;
+    real *fac, *pwr;
+    double utot;
     XI(fgrad_ws) fw;
     /* the carried sums, transposed ((e + 1) x m) for the same reason */
     XI(accum) pre;  /* forward sweep: the state [S z]^T of earlier rows */
@@ -83,14 +114,16 @@ static void free_cws(cws *w)
     free(w->fq), free(w->fk), free(w->gh), free(w->sa), free(w->sp);
     free(w->a), free(w->y), free(w->vt), free(w->kt), free(w->yt);
     free(w->kz), free(w->vz), free(w->rexp), free(w->mrun);
+    free(w->bsum), free(w->fac), free(w->pwr);
     XI(fgrad_free)(&w->fw);
     XI(accum_free)(&w->pre);
     XI(accum_free)(&w->part);
     XI(accum_free)(&w->suf);
 }
 
-static int alloc_cws(cws *w, const X(plan) *plan, int64_t c)
+static int alloc_cws(cws *w, const XI(problem) *pb, int64_t c)
 {
+    const X(plan) *plan = pb->plan;
     int64_t m = plan->m, e = plan->e, ld = e + 1;
     memset(w, 0, sizeof *w);
     w->fq = linattn_i_alloc(c * m, sizeof(real));
@@ -110,6 +143,15 @@ static int alloc_cws(cws *w, const X(plan) *plan, int64_t c)
     int bad = !w->fq || !w->fk || !w->a || !w->gh || !w->sa || !w->sp ||
               !w->y || !w->vt || !w->kt || !w->yt || !w->kz || !w->vz ||
               !w->rexp || !w->mrun;
+    if (XI(decays)(pb)) {
+        int table = !pb->part[LINATTN_I_GATE].p;
+        w->bsum = linattn_i_alloc(c, sizeof(double));
+        w->fac = linattn_i_alloc(c * c, sizeof(real));
+        w->pwr = table ? linattn_i_alloc(c + 1, sizeof(real)) : NULL;
+        bad = bad || !w->bsum || !w->fac || (table && !w->pwr);
+        for (int64_t k = 0; w->pwr && k <= c; k++)
+            w->pwr[c - k] = (real)exp((double)k * XI(log_decay)(pb));
+    }
     bad = bad || XI(fgrad_alloc)(&w->fw, plan, c);
     bad = bad || XI(accum_alloc)(&w->pre, m * ld);
     bad = bad || XI(accum_alloc)(&w->part, m * ld);
@@ -121,10 +163,20 @@ static int alloc_cws(cws *w, const X(plan) *plan, int64_t c)
     return 0;
 }
 
-/* exp(to - from), exactly 1 when they are equal (also both infinite). */
-static double factor(double to, double from)
+/* exp((to - from) + b): a sum at shift `from` brought to shift `to` and
+ * decayed by b (the maps without shifts pass 0, 0), exactly 1 when the
+ * exponent is 0; equal shifts (both infinite among them) differ by 0.
+ * Every caller's exponent is <= 0. */
+static double factor(double to, double from, double b)
 {
-    return to == from ? 1 : exp(to - from);
+    double x = (to == from ? 0 : to - from) + b;
+    return x == 0 ? 1 : exp(x);
+}
+
+/* The shifts a factor compares, 0 for the maps without them. */
+static double shift_of(const X(plan) *plan, double shift)
+{
+    return plan->shifted ? shift : 0;
 }
 
 static void scale_row(real *r, int64_t len, double f)
@@ -252,52 +304,118 @@ static void chunk_inputs(const XI(problem) *rg, cws *w, int64_t r,
                 rg->part[LINATTN_I_DEN].p + r, rows, w->gh);
 }
 
-/* Shifted maps: entries (i, j < i) of the squares times exp(m_j - m_i). */
-static void rescale_squares(const X(plan) *plan, cws *w, int64_t rows,
-                            int64_t c, int both)
+/* Decay: the triangle's factors exp((b_i - b_j) + (m_j - m_i)) of
+ * entries (i, j < i) into w->fac (b the chunk's decay sums in w->bsum, m
+ * the shifted maps' running shifts): without shifts through the
+ * vectorized exponential a row at a time, or with the plan's decay alone
+ * from the table of powers (gamma^(i - j) at pwr[C - i + j]); the shifted
+ * maps by libm's exp of the summed exponent, as the forward. */
+static void decay_square(const X(plan) *plan, cws *w, int64_t rows, int64_t c)
 {
+    const double *b = w->bsum;
+    for (int64_t i = 0; i < rows; i++) {
+        real *f = w->fac + i * c;
+        if (plan->shifted) {
+            for (int64_t j = 0; j < i; j++)
+                f[j] = (real)factor(w->mrun[j], w->mrun[i], b[i] - b[j]);
+        } else if (w->pwr) {
+            memcpy(f, w->pwr + (c - i), (size_t)i * sizeof(real));
+        } else {
+            for (int64_t j = 0; j < i; j++)
+                f[j] = (real)(b[i] - b[j]);
+            XI(kern_now)()->exp(f, f, i);
+        }
+    }
+}
+
+/* Entries (i, j < i) of the squares (sa too when both) times their
+ * factors: decayed, w->fac's; else the shifted maps' exp(m_j - m_i). */
+static void rescale_squares(const X(plan) *plan, cws *w, int64_t rows,
+                            int64_t c, int both, int decayed)
+{
+    if (decayed) {
+        for (int64_t i = 0; i < rows; i++) {
+            const real *f = w->fac + i * c;
+            real *p = w->sp + i * c, *a = w->sa + i * c;
+            LINATTN_SIMD
+            for (int64_t j = 0; j < i; j++)
+                p[j] *= f[j];
+            for (int64_t j = 0; both && j < i; j++)
+                a[j] *= f[j];
+        }
+        return;
+    }
     if (!plan->shifted)
         return;
     for (int64_t i = 0; i < rows; i++)
         for (int64_t j = 0; j < i; j++) {
             if (w->mrun[j] == w->mrun[i])
                 continue;
-            real f = (real)exp(w->mrun[j] - w->mrun[i]);
+            real f = (real)factor(w->mrun[j], w->mrun[i], 0);
             w->sp[i * c + j] *= f;
             if (both)
                 w->sa[i * c + j] *= f;
         }
 }
 
-/* The forward sweep over a range: dQ, and (part) the range's own D;
- * nonzero when a value written to dQ is not finite. */
+/* Row i's dot product of its features f_i and their adjoints a_i (rows
+ * of width m), in double: its share of dL/dB_i. */
+static double row_dot(const real *f, const real *a, int64_t m)
+{
+    double acc = 0;
+    for (int64_t t = 0; t < m; t++)
+        acc += (double)f[t] * (double)a[t];
+    return acc;
+}
+
+/* The chunk's decay sums into w->bsum and its triangle's factors (NULL
+ * when the problem does not decay). */
+static const double *chunk_decay(const XI(problem) *rg, cws *w, int64_t r,
+                                 int64_t rows, int64_t c)
+{
+    if (!XI(decays)(rg))
+        return NULL;
+    XI(decay_sums)(rg, r, rows, w->bsum);
+    decay_square(rg->plan, w, rows, c);
+    return w->bsum;
+}
+
+/* The forward sweep over a range: dQ, and (part) the range's own D at
+ * the range's start; with dL/da asked for, each row's phi(q_i) .
+ * dphi(q_i) there.  Nonzero when a value written to dQ is not finite. */
 static int forward_sweep(const XI(problem) *rg, cws *w, int64_t c, int part,
                          const XI(pgrad) *pg)
 {
     const X(plan) *plan = rg->plan;
-    int cm = rg->layout == LINATTN_COL_MAJOR;
+    int cm = rg->layout == LINATTN_COL_MAJOR, sh = plan->shifted;
     int64_t m = plan->m, e = plan->e, ld = e + 1, n = rg->nq;
     int64_t lddq = rg->part[LINATTN_I_DQ].s.ld;
+    real *dg = XI(part_out)(rg, LINATTN_I_DGATE);
     XI(accum) *s = &w->pre;
     XI(view) fq = {w->fq, m, 0}, fk = {w->fk, m, 0}, ghv = {w->gh, ld, 0};
     XI(view) vt = {w->vt, c, 0};
     const XI(kern) *kn = XI(kern_now)();
     int bad = 0;
+    double bpre = 0; /* the decay of the range's rows before the chunk */
     for (int64_t r = 0; r < n; r += c) {
         int64_t rows = n - r < c ? n - r : c;
         double start = s->has ? s->shift : -INFINITY;
         XI(view) kb, vb;
         chunk_inputs(rg, w, r, rows, c, start, &kb, &vb);
-        if (plan->shifted) /* the reverse sweep's note, exact in real */
+        if (sh) /* the reverse sweep's note, exact in real */
             *XI(part_row)(rg, LINATTN_I_DV, r) = (real)start;
+        const double *bs = chunk_decay(rg, w, r, rows, c);
         XI(lower_square)(ghv, vt, rows, ld, w->sp, c);
-        rescale_squares(plan, w, rows, c, 0);
-        /* dphi(Q_c) = [g h] [S z]^T (row i at exp(M - m_i)) + tril(P) K */
+        rescale_squares(plan, w, rows, c, 0, bs != NULL);
+        /* dphi(Q_c) = [g h] [S z]^T (row i at exp(b_i + M - m_i)) +
+         * tril(P) K */
         if (s->has) {
             XI(gemm)(0, 0, rows, m, ld, 1, ghv, (XI(view)){s->w, m, 0}, 0,
                      w->a, m);
-            for (int64_t i = 0; plan->shifted && i < rows; i++)
-                scale_row(w->a + i * m, m, factor(s->shift, w->mrun[i]));
+            for (int64_t i = 0; (sh || bs) && i < rows; i++)
+                scale_row(w->a + i * m, m,
+                          factor(shift_of(plan, s->shift),
+                                 shift_of(plan, w->mrun[i]), bs ? bs[i] : 0));
         } else {
             memset(w->a, 0, (size_t)(rows * m) * sizeof(real));
         }
@@ -305,6 +423,8 @@ static int forward_sweep(const XI(problem) *rg, cws *w, int64_t c, int part,
             kn->trimm(rows, m, w->sp, c, w->fk, m, w->a, m, w->a, m, NULL);
         else
             XI(tril_times)(w->sp, c, fk, rows, m, w->a, m);
+        for (int64_t i = 0; dg && i < rows; i++)
+            dg[r + i] = (real)row_dot(w->fq + i * m, w->a + i * m, m);
         XI(view) qb = XI(view_rows)(XI(part_view)(rg, LINATTN_I_Q), r);
         bad |= XI(phi_backward)(plan, qb, rows, w->fq, w->a, cm,
                                 XI(part_row)(rg, LINATTN_I_DQ, r), lddq,
@@ -312,20 +432,28 @@ static int forward_sweep(const XI(problem) *rg, cws *w, int64_t c, int part,
         if (part) { /* D of this range at the shift of its first row */
             XI(accum) *d = &w->part;
             if (!d->has)
-                d->shift = plan->shifted ? w->mrun[0] : 0;
-            for (int64_t i = 0; plan->shifted && i < rows; i++)
-                scale_row(w->gh + i * ld, ld, factor(d->shift, w->mrun[i]));
+                d->shift = sh ? w->mrun[0] : 0;
+            for (int64_t i = 0; (sh || bs) && i < rows; i++)
+                scale_row(w->gh + i * ld, ld,
+                          factor(shift_of(plan, d->shift),
+                                 shift_of(plan, w->mrun[i]),
+                                 bs ? bpre + bs[i] : 0));
             XI(accum_gemm)(d, 1, 0, ld, m, rows, ghv, fq);
             d->has = 1;
         }
-        /* the state moves past the chunk, to its last shift */
-        if (plan->shifted) {
-            double to = w->mrun[rows - 1];
+        /* the state moves past the chunk, to its last shift, decayed */
+        if (sh || bs) {
+            double to = shift_of(plan, w->mrun[rows - 1]);
+            double bl = bs ? bs[rows - 1] : 0;
             for (int64_t j = 0; j < rows; j++)
-                scale_row(w->fk + j * m, m, factor(w->mrun[j], to));
+                scale_row(w->fk + j * m, m,
+                          factor(shift_of(plan, w->mrun[j]), to,
+                                 bs ? bl - bs[j] : 0));
             if (s->has)
-                XI(accum_scale)(s, factor(s->shift, to));
-            s->shift = to;
+                XI(accum_scale)(s, factor(shift_of(plan, s->shift), to, bl));
+            if (sh)
+                s->shift = to;
+            bpre += bl;
         }
         XI(accum_gemm)(s, 0, 0, ld, m, rows, vt, fk);
         s->has = 1;
@@ -333,18 +461,21 @@ static int forward_sweep(const XI(problem) *rg, cws *w, int64_t c, int part,
     return bad;
 }
 
-/* The reverse sweep over a range, from the suffix sums in w->suf;
- * nonzero when a value written to dK or dV is not finite. */
+/* The reverse sweep over a range, from the suffix sums in w->suf (at the
+ * range's end); with dL/da asked for, the rows' dL/dB summed from the
+ * range's end (the total in w->utot).  Nonzero when a value written to
+ * dK or dV is not finite. */
 static int reverse_sweep(const XI(problem) *rg, cws *w, int64_t c,
                          const XI(pgrad) *pg)
 {
     const X(plan) *plan = rg->plan;
-    int cm = rg->layout == LINATTN_COL_MAJOR;
+    int cm = rg->layout == LINATTN_COL_MAJOR, sh = plan->shifted;
     int64_t m = plan->m, e = plan->e, ld = e + 1, n = rg->nq;
     int64_t lddk = rg->part[LINATTN_I_DK].s.ld;
     int64_t lddv = rg->part[LINATTN_I_DV].s.ld;
     const real *wt = rg->part[LINATTN_I_KW].p;
     real *dkw = XI(part_out)(rg, LINATTN_I_DKW);
+    real *dg = XI(part_out)(rg, LINATTN_I_DGATE);
     /* the width of the values' adjoints: and the ones' for dL/dw */
     int64_t ey = dkw ? ld : e;
     XI(accum) *d = &w->suf;
@@ -352,26 +483,31 @@ static int reverse_sweep(const XI(problem) *rg, cws *w, int64_t c,
     XI(view) vt = {w->vt, c, 0}, kt = {w->kt, c, 0};
     const XI(kern) *kn = XI(kern_now)();
     int bad = 0;
+    double usum = 0;
     for (int64_t r = (n - 1) / c * c; n > 0 && r >= 0; r -= c) {
         int64_t rows = n - r < c ? n - r : c;
         double start = 0;
-        if (plan->shifted)
+        if (sh)
             start = (double)*XI(part_row)(rg, LINATTN_I_DV, r);
         XI(view) kb, vb;
         chunk_inputs(rg, w, r, rows, c, start, &kb, &vb);
+        const double *bs = chunk_decay(rg, w, r, rows, c);
+        double bl = bs ? bs[rows - 1] : 0;
         kn->transpose(rows, m, w->fk, m, w->kt, c);
         XI(lower_square)(fq, kt, rows, m, w->sa, c);
         XI(lower_square)(ghv, vt, rows, ld, w->sp, c);
-        rescale_squares(plan, w, rows, c, 1);
+        rescale_squares(plan, w, rows, c, 1, bs != NULL);
         /* the later rows: dphi(K_c) = [V 1] D^T, dV_c = phi(K_c) D_S
-         * (as (D_S^T phi(K_c)^T)^T), row j at exp(m_j - R) */
+         * (as (D_S^T phi(K_c)^T)^T), row j at exp(b_C - b_j + m_j - R) */
         if (d->has) {
             XI(view) dt = {d->w, m, 0};
             XI(gemm)(1, 0, rows, m, ld, 1, vt, dt, 0, w->a, m);
             XI(gemm)(0, 0, ey, rows, m, 1, dt, kt, 0, w->yt, c);
             kn->transpose(ey, rows, w->yt, c, w->y, ey);
-            for (int64_t j = 0; plan->shifted && j < rows; j++) {
-                double f = factor(w->mrun[j], d->shift);
+            for (int64_t j = 0; (sh || bs) && j < rows; j++) {
+                double f = factor(shift_of(plan, w->mrun[j]),
+                                  shift_of(plan, d->shift),
+                                  bs ? bl - bs[j] : 0);
                 scale_row(w->a + j * m, m, f);
                 scale_row(w->y + j * ey, ey, f);
             }
@@ -395,21 +531,33 @@ static int reverse_sweep(const XI(problem) *rg, cws *w, int64_t c,
         }
         bad |= XI(put_rows)(XI(part_row)(rg, LINATTN_I_DV, r), cm, lddv, w->y,
                             0, ey, rows, e, wt ? wt + r : NULL);
+        /* dL/dB_j = phi(q_j) . dphi(q_j) (the forward sweep's) - phi(k_j) .
+         * dphi(k_j), summed from the range's end */
+        for (int64_t j = rows - 1; dg && j >= 0; j--) {
+            usum += (double)dg[r + j] - row_dot(w->fk + j * m, w->a + j * m, m);
+            dg[r + j] = (real)usum;
+            bad |= LINATTN_NOT_FINITE(dg[r + j]);
+        }
         bad |= XI(phi_backward)(plan, kb, rows, w->fk, w->a, cm,
                                 XI(part_row)(rg, LINATTN_I_DK, r), lddk,
                                 &w->fw, pg);
-        /* D takes the chunk's rows, at the shift of its first row */
-        if (plan->shifted) {
-            double to = w->mrun[0];
+        /* D takes the chunk's rows and moves to its start (the shift of
+         * its first row) */
+        if (sh || bs) {
+            double to = shift_of(plan, w->mrun[0]);
             if (d->has)
-                XI(accum_scale)(d, factor(to, d->shift));
+                XI(accum_scale)(d, factor(to, shift_of(plan, d->shift), bl));
             for (int64_t i = 0; i < rows; i++)
-                scale_row(w->gh + i * ld, ld, factor(to, w->mrun[i]));
-            d->shift = to;
+                scale_row(w->gh + i * ld, ld,
+                          factor(to, shift_of(plan, w->mrun[i]),
+                                 bs ? bs[i] : 0));
+            if (sh)
+                d->shift = to;
         }
         XI(accum_gemm)(d, 1, 0, ld, m, rows, ghv, fq);
         d->has = 1;
     }
+    w->utot = usum;
     return bad;
 }
 
@@ -429,8 +577,20 @@ static int64_t reverse_range(void *ctx, int t, int64_t lo, int64_t hi)
     return bad ? lo : INT64_MAX;
 }
 
+/* The total log decay of range t's rows (0 without decay). */
+static double range_decay(const XI(problem) *pb, int nt, int t)
+{
+    int64_t n = pb->nq, lo = linattn_i_range_start(n, nt, t);
+    if (!XI(decays)(pb))
+        return 0;
+    return XI(decay_total)(pb, lo, linattn_i_range_start(n, nt, t + 1) - lo);
+}
+
 /* The start states of ranges 1 .. nt-1: the states of the ranges before,
- * built one after another (each update threaded), then added up. */
+ * built one after another (each update threaded), then added up, the
+ * state before range t - 1 decayed over its rows (a factor, the shift
+ * staying the running maximum of the key exponents, as in the forward:
+ * the normalizers carry exp(-m_i) of that maximum). */
 static int prefix_states(const XI(problem) *pb, cws *ws, int nt)
 {
     const X(plan) *plan = pb->plan;
@@ -454,6 +614,9 @@ static int prefix_states(const XI(problem) *pb, cws *ws, int nt)
         to->shift = from->shift;
         XI(shift_factors)(plan, &to->shift, from->has, s.shift, s.tokens > 0,
                           &a, &b);
+        double B = range_decay(pb, nt, t - 1);
+        if (B != 0)
+            a *= (acc_t)exp(B);
         to->has = from->has || s.tokens > 0;
         int64_t m = plan->m, ld = plan->e + 1; /* acc: [S z]^T */
         for (int64_t i = 0; i < ld; i++)
@@ -466,14 +629,17 @@ static int prefix_states(const XI(problem) *pb, cws *ws, int nt)
     return st;
 }
 
-/* Range t's suffix: range t + 1's own D and its suffix, at the shift of
- * range t + 1's first row (the smaller). */
-static void suffix_sums(cws *ws, int nt)
+/* Range t's suffix: range t + 1's own D and its suffix (decayed over
+ * range t + 1's rows), at the shift of range t + 1's first row (the
+ * smaller). */
+static void suffix_sums(const XI(problem) *pb, cws *ws, int nt)
 {
     for (int t = nt - 2; t >= 0; t--) {
         XI(accum) *to = &ws[t].suf, *own = &ws[t + 1].part;
         const XI(accum) *after = &ws[t + 1].suf;
-        acc_t f = after->has ? (acc_t)factor(own->shift, after->shift) : 0;
+        acc_t f = after->has ? (acc_t)factor(own->shift, after->shift,
+                                             range_decay(pb, nt, t + 1))
+                             : 0;
         for (int64_t i = 0; i < to->len; i++)
             to->acc[i] = own->acc[i] + (after->has ? f * after->acc[i] : 0);
         to->shift = own->shift;
@@ -526,7 +692,7 @@ static int write_dstate(const X(plan) *plan, const XI(accum) *d,
 {
     int64_t m = plan->m, ld = plan->e + 1;
     int live = d && d->has && from->tokens > 0, bad = 0;
-    double f = live && plan->shifted ? factor(from->shift, d->shift) : 1;
+    double f = live && plan->shifted ? factor(from->shift, d->shift, 0) : 1;
     for (int64_t j = 0; j < m; j++)
         for (int64_t i = 0; i < ld; i++) {
             double x = live ? (double)d->acc[i * m + j] * f : 0;
@@ -534,6 +700,126 @@ static int write_dstate(const X(plan) *plan, const XI(accum) *d,
             bad |= !isfinite(x);
         }
     return bad;
+}
+
+/* The log decay of key row i (the plan's, the head's and its gate). */
+static double row_decay(const XI(problem) *pb, const real *gates, int64_t i)
+{
+    return XI(log_decay)(pb) + (gates ? (double)gates[i] : 0);
+}
+
+/* dL/da after the sweeps, per range t of the split (off: what the later
+ * ranges add).  Under LINATTN_DENOM_COUNT the normalizer is the decayed
+ * count, den_i = sum_{j <= i} exp(B_i - B_j) w_j + eps, which moves with
+ * the decays although no feature does: with hc_i = dL/dden_i =
+ * -(G_i . out_i) / den_i, dL/dB_i gains hc_i (den_i - eps) - w_i r_i,
+ * r_i = sum_{k >= i} exp(B_k - B_i) hc_k (a decayed suffix sum; within a
+ * range r = hc_i + exp(a_{i+1}) r, and the later ranges' part R reaches
+ * row i as exp(B_end - B_i) R, summed into dL/da_t as kappa_t R with
+ * kappa_t = sum_{t <= i <= end} w_i exp(B_end - B_i)). */
+typedef struct {
+    const XI(problem) *pb;
+    real *dg;
+    int count;
+    double xtot[LINATTN_MAX_THREADS]; /* the count's sum of dL/dB     */
+    double rfirst[LINATTN_MAX_THREADS]; /* its r before the first row */
+    double off[LINATTN_MAX_THREADS];  /* the later ranges' dL/dB sums */
+    double rlater[LINATTN_MAX_THREADS]; /* their hc, at the range end */
+} ujob;
+
+/* hc_i = dL/dden_i of the count normalizer, row i of the range rg. */
+static double count_adjoint(const XI(problem) *rg, int64_t i)
+{
+    XI(view) g = XI(view_rows)(XI(part_view)(rg, LINATTN_I_G), i);
+    XI(view) o = XI(view_rows)(XI(part_view)(rg, LINATTN_I_OUT), i);
+    double dot = 0;
+    for (int64_t c = 0; c < rg->e; c++)
+        dot += (double)(g.colmajor ? g.p[c * g.ld] : g.p[c]) *
+               (double)(o.colmajor ? o.p[c * o.ld] : o.p[c]);
+    return -dot / (double)rg->part[LINATTN_I_DEN].p[i];
+}
+
+/* The count's share within range t, summed from its end into dg. */
+static int64_t count_share(void *ctx, int t, int64_t lo, int64_t hi)
+{
+    ujob *j = ctx;
+    XI(problem) rg = XI(problem_rows)(j->pb, lo, hi);
+    const real *gates = rg.part[LINATTN_I_GATE].p;
+    const real *w = rg.part[LINATTN_I_KW].p, *den = rg.part[LINATTN_I_DEN].p;
+    double eps = (double)rg.plan->eps, r = 0, x = 0, next = 0;
+    for (int64_t i = rg.nq - 1; i >= 0; i--) {
+        double hc = count_adjoint(&rg, i);
+        r = hc + exp(next) * r; /* next: a_{i+1}, 0 at the range's end */
+        x += hc * ((double)den[i] - eps) - (w ? (double)w[i] : 1) * r;
+        j->dg[lo + i] = (real)((double)j->dg[lo + i] + x);
+        next = row_decay(&rg, gates, i);
+    }
+    j->xtot[t] = x;
+    j->rfirst[t] = exp(next) * r; /* at the boundary before the range */
+    return INT64_MAX;
+}
+
+/* The later ranges' share of range t: off[t], and under the count
+ * -kappa_t rlater[t]; nonzero (its first row) when a value written is
+ * not finite. */
+static int64_t add_later(void *ctx, int t, int64_t lo, int64_t hi)
+{
+    ujob *j = ctx;
+    XI(problem) rg = XI(problem_rows)(j->pb, lo, hi);
+    const real *gates = rg.part[LINATTN_I_GATE].p;
+    const real *w = rg.part[LINATTN_I_KW].p;
+    double kappa = 0, decay = 0; /* decay: B_end - B_i */
+    int bad = 0;
+    for (int64_t i = rg.nq - 1; i >= 0; i--) {
+        double add = j->off[t];
+        if (j->count && j->rlater[t] != 0) {
+            kappa += (w ? (double)w[i] : 1) * exp(decay);
+            add -= kappa * j->rlater[t];
+            decay += row_decay(&rg, gates, i);
+        }
+        if (add != 0)
+            j->dg[lo + i] = (real)((double)j->dg[lo + i] + add);
+        bad |= LINATTN_NOT_FINITE(j->dg[lo + i]);
+    }
+    return bad ? lo : INT64_MAX;
+}
+
+/* <dS_end, S_end>: the final state's share of dL/dB at the last row (its
+ * decays scale the whole of S_end), from the forward sweep's final state
+ * (pre, [S z]^T) and the gradient handed in at its shift (the two
+ * factors of the shift cancel). */
+static double end_share(const X(plan) *plan, const XI(accum) *pre,
+                        const double *dend)
+{
+    int64_t m = plan->m, ld = plan->e + 1;
+    double acc = 0;
+    for (int64_t i = 0; dend && pre->has && i < ld; i++)
+        for (int64_t j = 0; j < m; j++)
+            acc += (double)pre->acc[i * m + j] * dend[j * ld + i];
+    return acc;
+}
+
+/* The dL/da pass after the reverse sweeps (which left each range's sums
+ * from its end in dg, their totals in ws[t].utot): nonzero when a value
+ * written is not finite. */
+static int finish_dgates(const XI(problem) *pb, const cws *ws, int nt)
+{
+    ujob job;
+    memset(&job, 0, sizeof job);
+    job.pb = pb;
+    job.dg = XI(part_out)(pb, LINATTN_I_DGATE);
+    job.count = pb->plan->denom == LINATTN_DENOM_COUNT;
+    if (job.count)
+        linattn_i_parallel_ranges(nt, pb->nq, count_share, &job);
+    job.off[nt - 1] = end_share(pb->plan, &ws[nt - 1].pre, pb->dstate_end);
+    for (int t = nt - 2; t >= 0; t--) {
+        job.off[t] = job.off[t + 1] + ws[t + 1].utot + job.xtot[t + 1];
+        job.rlater[t] = job.count ? job.rfirst[t + 1] +
+                                        exp(range_decay(pb, nt, t + 1)) *
+                                            job.rlater[t + 1]
+                                  : 0;
+    }
+    return linattn_i_parallel_ranges(nt, pb->nq, add_later, &job) != INT64_MAX;
 }
 
 int XI(causal_backward_run)(const XI(problem) *pb, const XI(pgrad) *pg,
@@ -555,7 +841,7 @@ int XI(causal_backward_run)(const XI(problem) *pb, const XI(pgrad) *pg,
     const XI(pgrad) *pgv = pg ? pg : &none;
     int split = nt > 1 && (pgv->dw || pgv->db);
     int have = 0, st = 0;
-    while (have < nt && !alloc_cws(&ws[have], plan, c))
+    while (have < nt && !alloc_cws(&ws[have], pb, c))
         have++;
     if (have < nt || (split && XI(pgrad_alloc)(parts, nt, plan, pgv)))
         st = LINATTN_ENOMEM;
@@ -571,9 +857,11 @@ int XI(causal_backward_run)(const XI(problem) *pb, const XI(pgrad) *pg,
         if (pb->dstate_end) /* at the final running shift, the last pre's */
             seed_suffix(plan, &ws[nt - 1].suf, pb->dstate_end,
                         ws[nt - 1].pre.shift);
-        suffix_sums(ws, nt);
+        suffix_sums(pb, ws, nt);
         int64_t kbad = linattn_i_parallel_ranges(nt, n, reverse_range, &job);
         *nonfinite = qbad != INT64_MAX || kbad != INT64_MAX;
+        if (pb->part[LINATTN_I_DGATE].p)
+            *nonfinite |= finish_dgates(pb, ws, nt);
         if (pb->dstates)
             *nonfinite |= write_dstate(plan, &ws[0].suf, pb->state,
                                        pb->dstates);
@@ -593,7 +881,7 @@ int XI(causal_backward_run)(const XI(problem) *pb, const XI(pgrad) *pg,
  * dV out; dW and db (optional) against the map, after the others. */
 static const linattn_i_signature backward_sig = {
     .plan = 1, .layout = 2, .nq = 3,
-    .flags = LINATTN_I_SCAN | LINATTN_I_DEN_POLICY,
+    .flags = LINATTN_I_SCAN | LINATTN_I_DEN_POLICY | LINATTN_I_DECAY,
     .part = {LINATTN_I_BACKWARD(4)}};
 
 int X(causal_backward)(const X(plan) *plan, int layout, int64_t n,
@@ -614,16 +902,18 @@ int X(causal_backward)(const X(plan) *plan, int layout, int64_t n,
 
 /* linattn_d_causal_backward_ex: and the extras (24): key weights in,
  * dL/dw out, packed sequences, the forward's starting state (or states)
- * and their gradients out. */
+ * and their gradients out, gates in and dL/da out. */
 static const linattn_i_signature backward_ex_sig = {
     .plan = 1, .layout = 2, .nq = 3, .extras = 24, .given = 24, .absorb = 24,
     .ex_parts = LINATTN_I_X_WEIGHTS | LINATTN_I_X_DWEIGHTS |
                 LINATTN_I_X_OFFSETS | LINATTN_I_X_STATE |
                 LINATTN_I_X_STATES | LINATTN_I_X_DSTATES |
-                LINATTN_I_X_DSTATE_END,
-    .flags = LINATTN_I_SCAN | LINATTN_I_DEN_POLICY,
+                LINATTN_I_X_DSTATE_END | LINATTN_I_X_GATES |
+                LINATTN_I_X_DGATES,
+    .flags = LINATTN_I_SCAN | LINATTN_I_DEN_POLICY | LINATTN_I_DECAY,
     .part = {LINATTN_I_BACKWARD(4), LINATTN_I_WEIGHTS_IN(24),
-             LINATTN_I_DWEIGHTS_OUT(24)}};
+             LINATTN_I_DWEIGHTS_OUT(24), LINATTN_I_GATES_IN(24),
+             LINATTN_I_DGATES_OUT(24)}};
 
 /* The problem of linattn_d_causal_backward_ex from its arguments. */
 static XI(problem) backward_ex_problem(const X(plan) *plan, int layout,
@@ -713,8 +1003,8 @@ static int64_t key_top(void *ctx, int t, int64_t lo, int64_t hi)
 }
 
 /* Range t's D (sum_i phi(q_i) [g h]_i^T, transposed, in w->part at the
- * running shift of its first row); the keys are read only for the
- * running shifts. */
+ * running shift of its first row; decayed, row i times exp(B_i) from the
+ * range's start); the keys are read only for the running shifts. */
 static int64_t dstate_range(void *ctx, int t, int64_t lo, int64_t hi)
 {
     djob *j = ctx;
@@ -726,6 +1016,10 @@ static int64_t dstate_range(void *ctx, int t, int64_t lo, int64_t hi)
     XI(accum) *d = &w->part;
     XI(view) fq = {w->fq, m, 0}, ghv = {w->gh, ld, 0};
     double run = plan->shifted ? j->start[t] : 0;
+    int decays = XI(decays)(&rg);
+    double bpre = 0; /* the decay of the range's rows before the chunk */
+    if (!plan->shifted)
+        d->shift = 0;
     for (int64_t r = 0; r < rg.nq; r += j->c) {
         int64_t rows = rg.nq - r < j->c ? rg.nq - r : j->c;
         XI(phi_rows)(plan, XI(view_rows)(XI(part_view)(&rg, LINATTN_I_Q), r),
@@ -733,6 +1027,8 @@ static int64_t dstate_range(void *ctx, int t, int64_t lo, int64_t hi)
         XI(gh_rows)(plan, XI(view_rows)(XI(part_view)(&rg, LINATTN_I_G), r),
                     XI(view_rows)(XI(part_view)(&rg, LINATTN_I_OUT), r),
                     rg.part[LINATTN_I_DEN].p + r, rows, w->gh);
+        if (decays)
+            XI(decay_sums)(&rg, r, rows, w->bsum);
         if (plan->shifted) {
             XI(view) kb, vb;
             chunk_keys(&rg, w, r, rows, &kb, &vb);
@@ -744,9 +1040,14 @@ static int64_t dstate_range(void *ctx, int t, int64_t lo, int64_t hi)
             }
             if (!d->has)
                 d->shift = w->mrun[0];
-            for (int64_t i = 0; i < rows; i++)
-                scale_row(w->gh + i * ld, ld, factor(d->shift, w->mrun[i]));
         }
+        for (int64_t i = 0; (plan->shifted || decays) && i < rows; i++)
+            scale_row(w->gh + i * ld, ld,
+                      factor(shift_of(plan, d->shift),
+                             shift_of(plan, w->mrun[i]),
+                             decays ? bpre + w->bsum[i] : 0));
+        if (decays)
+            bpre += w->bsum[rows - 1];
         XI(accum_gemm)(d, 1, 0, ld, m, rows, ghv, fq);
         d->has = 1;
     }
@@ -755,8 +1056,9 @@ static int64_t dstate_range(void *ctx, int t, int64_t lo, int64_t hi)
 
 /* ex->dstates of causal_backward_ex without its sweeps: the ranges' D at
  * the shifts of their first rows, added at the first's (the smallest),
- * then brought to the state's shift by write_dstate; with dstate_end,
- * that gradient too (at the final running shift, the largest). */
+ * each decayed over the rows before its range, then brought to the
+ * state's shift by write_dstate; with dstate_end, that gradient too (at
+ * the final running shift, the largest; decayed over every row). */
 static int dstates_run(const XI(problem) *pb, int *nonfinite)
 {
     const X(plan) *plan = pb->plan;
@@ -766,7 +1068,7 @@ static int dstates_run(const XI(problem) *pb, int *nonfinite)
     cws ws[LINATTN_MAX_THREADS];
     double top[LINATTN_MAX_THREADS], start[LINATTN_MAX_THREADS];
     int have = 0, st = 0;
-    while (have < nt && !alloc_cws(&ws[have], plan, c > 0 ? c : 1))
+    while (have < nt && !alloc_cws(&ws[have], pb, c > 0 ? c : 1))
         have++;
     if (have < nt)
         st = LINATTN_ENOMEM;
@@ -785,8 +1087,10 @@ static int dstates_run(const XI(problem) *pb, int *nonfinite)
             linattn_i_parallel_ranges(nt, n, dstate_range, &job);
         XI(accum) *d = &ws[0].part;
         d->has = n > 0;
+        double before = 0; /* the decay of the rows before range t */
         for (int t = 1; t < nt; t++) {
-            acc_t f = (acc_t)factor(d->shift, ws[t].part.shift);
+            before += range_decay(pb, nt, t - 1);
+            acc_t f = (acc_t)factor(d->shift, ws[t].part.shift, before);
             for (int64_t i = 0; i < d->len; i++)
                 d->acc[i] += f * ws[t].part.acc[i];
         }
@@ -796,7 +1100,8 @@ static int dstates_run(const XI(problem) *pb, int *nonfinite)
             double fin = plan->shifted ? run : 0;
             if (!d->has)
                 d->shift = fin;
-            acc_t f = (acc_t)factor(d->shift, fin);
+            acc_t f = (acc_t)factor(d->shift, fin,
+                                    before + range_decay(pb, nt, nt - 1));
             for (int64_t i = 0; i < ld; i++)
                 for (int64_t jj = 0; jj < m; jj++)
                     d->acc[i * m + jj] += f * (acc_t)pb->dstate_end[jj * ld + i];
@@ -814,8 +1119,9 @@ static int dstates_run(const XI(problem) *pb, int *nonfinite)
 static const linattn_i_signature dstates_sig = {
     .plan = 1, .layout = 2, .nq = 3, .extras = 13, .given = 13, .absorb = 13,
     .ex_parts = LINATTN_I_X_WEIGHTS | LINATTN_I_X_STATE |
-                LINATTN_I_X_DSTATES | LINATTN_I_X_DSTATE_END,
-    .flags = LINATTN_I_SCAN | LINATTN_I_DEN_POLICY,
+                LINATTN_I_X_DSTATES | LINATTN_I_X_DSTATE_END |
+                LINATTN_I_X_GATES,
+    .flags = LINATTN_I_SCAN | LINATTN_I_DEN_POLICY | LINATTN_I_DECAY,
     .part = {[LINATTN_I_Q] = {4, LINATTN_I_NQ, LINATTN_I_D, LINATTN_I_INPUT},
              [LINATTN_I_K] = {6, LINATTN_I_NK, LINATTN_I_D, LINATTN_I_INPUT},
              [LINATTN_I_OUT] = {8, LINATTN_I_NQ, LINATTN_I_E,
@@ -823,7 +1129,7 @@ static const linattn_i_signature dstates_sig = {
              [LINATTN_I_DEN] = {10, LINATTN_I_NQ, LINATTN_I_ONE,
                                 LINATTN_I_INPUT | LINATTN_I_VECTOR},
              [LINATTN_I_G] = {11, LINATTN_I_NQ, LINATTN_I_E, LINATTN_I_INPUT},
-             LINATTN_I_WEIGHTS_IN(13)}};
+             LINATTN_I_WEIGHTS_IN(13), LINATTN_I_GATES_IN(13)}};
 
 int X(causal_backward_dstates)(const X(plan) *plan, int layout, int64_t n,
                                const real *q, int64_t ldq, const real *k,

@@ -19,7 +19,10 @@ void XI(gh_rows)(const X(plan) *plan, XI(view) g, XI(view) out,
                  const real *den, int64_t rows, real *gh)
 {
     int64_t e = plan->e, ld = e + 1;
-    int count = plan->denom == LINATTN_DENOM_COUNT;
+    /* the count, and no normalizer at all (den 1), do not depend on the
+     * features: no adjoint for it, h = 0 */
+    int count = plan->denom == LINATTN_DENOM_COUNT ||
+                plan->denom == LINATTN_DENOM_NONE;
     if (!g.colmajor && !out.colmajor) {
         XI(gkern_now)()->gh(gh, g.p, g.ld, out.p, out.ld, den, rows, e,
                             count);
@@ -238,6 +241,9 @@ int XI(bwd_inputs_finite)(const XI(problem) *pb)
                     : XI(all_finite)(XI(part_view)(pb, LINATTN_I_K), nk, d) &&
                           XI(all_finite)(XI(part_view)(pb, LINATTN_I_V), nk,
                                          e);
+    const real *gates = pb->part[LINATTN_I_GATE].p;
+    if (gates && !XI(all_finite)((XI(view)){gates, nk, 0}, 1, nk))
+        return 0;
     return XI(all_finite)(XI(part_view)(pb, LINATTN_I_Q), nq, d) && keys_ok &&
            XI(all_finite)(XI(part_view)(pb, LINATTN_I_OUT), nq, e) &&
            XI(all_finite)(XI(part_view)(pb, LINATTN_I_G), nq, e) &&

@@ -4,7 +4,9 @@
 ! differences of the module's own forward calls (real64), non-causal and
 ! causal, in both orders, dw and db of a custom map, features_backward
 ! against differences of linattn_features; real32 against real64; a
-! wrong extent refused with stat and nothing written.
+! wrong extent refused with stat and nothing written; decay: dgates
+! against differences of the gated forward, the batched backward with a
+! log decay per head against single calls.
 program test_f_grad
   use, intrinsic :: iso_fortran_env, only: int64, real32, real64
   use linattn
@@ -34,6 +36,8 @@ program test_f_grad
   ! the causal backward's extras: weights, dweights, a starting state
   ! and its gradient, against differences; packed states against pieces
   call ex_check()
+  ! a decayed plan, gates and their gradient
+  call decay_check()
   ! real32 follows real64
   call single_check()
   ! a wrong extent: refused, nothing written
@@ -300,6 +304,100 @@ contains
     call linattn_state_destroy(pair(1))
     call linattn_state_destroy(pair(2))
   end subroutine ex_check
+
+  ! sum(g * out) of the gated causal forward of plan p.
+  function loss_g(p, q, k, v, g, gt) result(l)
+    type(linattn_plan), intent(in) :: p
+    real(real64), intent(in) :: q(:, :), k(:, :), v(:, :), g(:, :), gt(:)
+    real(real64) :: l
+    real(real64) :: out(e, n)
+    call linattn_causal_ex(p, q, k, v, out, gates=gt)
+    l = sum(g * out)
+  end function loss_g
+
+  subroutine decay_check()
+    integer, parameter :: hh = 3
+    real(real64) :: q(d, n), k(d, n), v(e, n), g(e, n), out(e, n), den(n)
+    real(real64) :: dq(d, n), dk(d, n), dv(e, n), gt(n), dg(n)
+    real(real64) :: bq(d, n, hh), bk(d, n, hh), bv(e, n, hh), bg(e, n, hh)
+    real(real64) :: bo(e, n, hh), bden(n, hh), bgt(n, hh), bdg(n, hh)
+    real(real64) :: bdq(d, n, hh), bdk(d, n, hh), bdv(e, n, hh), sdg(n)
+    real(real64) :: sq(d, n), sk(d, n), sv(e, n)
+    real(real64), parameter :: hd(hh) = [-0.1_real64, 0.0_real64, -0.7_real64]
+    real(real64) :: lp, lm, h, worst, total
+    type(linattn_plan) :: p, ph
+    type(linattn_opts) :: o
+    integer :: i
+    logical :: same
+    o%log_decay = -0.05_real64
+    call linattn_plan_create(p, LINATTN_MAP_ELU1, d, e, opts=o)
+    call fill(q, 41, -1.0_real64, 1.0_real64)
+    call fill(k, 42, -1.0_real64, 1.0_real64)
+    call fill(v, 43, -1.0_real64, 1.0_real64)
+    call fill(g, 44, -1.0_real64, 1.0_real64)
+    gt = [(-0.03_real64 * i, i = 1, n)]
+    call linattn_causal_ex(p, q, k, v, out, den=den, gates=gt)
+    call linattn_causal_backward(p, q, k, v, out, den, g, dq, dk, dv, &
+        gates=gt, dgates=dg, stat=st)
+    call check(st == 0, 'gated causal backward')
+    h = 1d-6
+    worst = 0
+    do i = 1, n
+      gt(i) = gt(i) + h
+      lp = loss_g(p, q, k, v, g, gt)
+      gt(i) = gt(i) - 2 * h
+      lm = loss_g(p, q, k, v, g, gt)
+      gt(i) = gt(i) + h
+      worst = max(worst, abs(dg(i) - (lp - lm) / (2 * h)))
+    end do
+    call check(worst < 1d-7, 'dgates against differences')
+    ! dL/d ln gamma: the sum of dgates
+    total = sum(dg)
+    o%log_decay = -0.05_real64 + h
+    call linattn_plan_create(ph, LINATTN_MAP_ELU1, d, e, opts=o)
+    lp = loss_g(ph, q, k, v, g, gt)
+    call linattn_plan_destroy(ph)
+    o%log_decay = -0.05_real64 - h
+    call linattn_plan_create(ph, LINATTN_MAP_ELU1, d, e, opts=o)
+    lm = loss_g(ph, q, k, v, g, gt)
+    call linattn_plan_destroy(ph)
+    call check(abs(total - (lp - lm) / (2 * h)) < 1d-7, &
+        'dL/d ln gamma: the sum of dgates')
+    ! the batched backward, (feature, token, head), a log decay per head:
+    ! each head as a single call from a plan of its decay, bit for bit
+    do i = 1, hh
+      call fill(bq(:, :, i), 51 + 10 * i, -1.0_real64, 1.0_real64)
+      call fill(bk(:, :, i), 52 + 10 * i, -1.0_real64, 1.0_real64)
+      call fill(bv(:, :, i), 53 + 10 * i, -1.0_real64, 1.0_real64)
+      call fill(bg(:, :, i), 54 + 10 * i, -1.0_real64, 1.0_real64)
+    end do
+    call fill(bgt, 55, -0.2_real64, 0.0_real64)
+    call linattn_batched_causal(p, bq, bk, bv, bo, den=bden, gates=bgt, &
+        head_decays=hd, stat=st)
+    call check(st == 0, 'batched gated forward')
+    call linattn_batched_causal_backward(p, bq, bk, bv, bo, bden, bg, bdq, &
+        bdk, bdv, gates=bgt, dgates=bdg, head_decays=hd, stat=st)
+    call check(st == 0, 'batched gated backward')
+    same = .true.
+    do i = 1, hh
+      o%log_decay = -0.05_real64 + hd(i)
+      call linattn_plan_create(ph, LINATTN_MAP_ELU1, d, e, opts=o)
+      call linattn_causal_backward(ph, bq(:, :, i), bk(:, :, i), &
+          bv(:, :, i), bo(:, :, i), bden(:, i), bg(:, :, i), sq, sk, sv, &
+          gates=bgt(:, i), dgates=sdg)
+      call linattn_plan_destroy(ph)
+      same = same .and. all(sq == bdq(:, :, i)) .and. &
+          all(sk == bdk(:, :, i)) .and. all(sv == bdv(:, :, i)) .and. &
+          all(sdg == bdg(:, i))
+    end do
+    call check(same, 'batched gated backward: each head''s single call')
+    ! dgates of the wrong size: refused, nothing written
+    dg = 7
+    call linattn_causal_backward(p, q, k, v, out, den, g, dq, dk, dv, &
+        gates=gt, dgates=dg(1:n - 1), stat=st, errmsg=msg)
+    call check(st == -24 .and. all(dg == 7), 'dgates short: ' // trim(msg))
+    call linattn_plan_destroy(p)
+  end subroutine decay_check
 
   subroutine state_check()
     real(real64) :: q(d, n), k(d, n), v(e, n), g(e, n), out(e, n), den(n)
