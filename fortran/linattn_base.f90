@@ -51,6 +51,7 @@ module linattn_base
     integer :: draw = LINATTN_DRAW_ORTHO
     real(real64) :: input_scale = 0
     real(real64) :: log_decay = 0
+    real(real64) :: query_scale = 0
   end type linattn_opts
 
   ! linattn_approx_error's statistics (struct linattn_approx_stats).
@@ -611,6 +612,7 @@ contains
     co%draw = o%draw
     co%input_scale = o%input_scale
     co%log_decay = o%log_decay
+    co%query_scale = o%query_scale
     co%reserved = 0
   end function opts_to_c
 
@@ -627,6 +629,7 @@ contains
     o%draw = co%draw
     o%input_scale = co%input_scale
     o%log_decay = co%log_decay
+    o%query_scale = co%query_scale
   end function opts_from_c
 
   function platform_from_c(cp) result(p)

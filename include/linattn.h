@@ -277,6 +277,15 @@ enum linattn_status {
  *          plan argument (-1, or the state's), liblinattn_mpi's too.  Part
  *          of the plan's fingerprint and of a checkpoint's map
  *          (doc/decay.md).
+ *   query_scale
+ *          s > 0, finite: every call reads the query features s phi(q)
+ *          (flash-linear-attention's default scale 1/sqrt(d) on q), so
+ *          out_i = s phi(q_i)^T S / (s phi(q_i)^T z + eps): the
+ *          normalizer policies cancel it but for eps, LINATTN_DENOM_COUNT
+ *          and LINATTN_DENOM_NONE scale out by s; the backward calls
+ *          differentiate that.  0 (default) = 1.  Only the exact maps
+ *          (IDENTITY, ELU1, RELU) take another value.  Not part of the
+ *          fingerprint: a state holds keys only, whatever reads it.
  */
 typedef struct linattn_opts {
     int64_t m;
@@ -289,13 +298,15 @@ typedef struct linattn_opts {
     int draw;
     double input_scale;
     double log_decay;
-    int64_t reserved[6];
+    double query_scale;
+    int64_t reserved[5];
 } linattn_opts;
 
 /* int linattn_opts_init(linattn_opts *opts)
  * Fills *opts with the defaults: m = 0, block = 0, chunk = 0, POSITIVE,
  * eps = 0, seed = 0, check_finite = 0, draw = LINATTN_DRAW_ORTHO,
- * input_scale = 0, log_decay = 0.  Errors: -1 opts NULL.  Thread-safe. */
+ * input_scale = 0, log_decay = 0, query_scale = 0.  Errors: -1 opts NULL.
+ * Thread-safe. */
 LINATTN_API int linattn_opts_init(linattn_opts *opts);
 
 /* int linattn_version(void) -- LINATTN_VERSION_NUMBER of the library that

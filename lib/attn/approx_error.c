@@ -140,6 +140,8 @@ static int run_block(job *jb, int64_t nq, int64_t r, int64_t rows, sums *t)
     int st = X(features)(plan, LINATTN_ROW_MAJOR, rows, b[QB], d, b[PHIQ], m);
     if (st)
         return st;
+    for (int64_t i = 0; plan->qscale != 1 && i < rows * m; i++)
+        b[PHIQ][i] *= plan->qscale; /* the queries' features, as read */
     XI(gemm)(0, 1, rows, cols, d, jb->scale, (XI(view)){b[QB], d, 0},
              (XI(view)){b[KC], d, 0}, 0, b[SC], cols);
     XI(gemm)(0, 1, rows, cols, m, 1, (XI(view)){b[PHIQ], m, 0},

@@ -415,7 +415,7 @@ static int64_t causal_serial(const XI(problem) *rg, causal_ws *w, int64_t c,
     int decays = XI(decays)(rg);
     for (int64_t r = 0; r < n; r += c) {
         int64_t rows = n - r < c ? n - r : c;
-        XI(phi_rows)(plan, XI(view_rows)(q, r), rows, w->phiq, NULL);
+        XI(phi_query)(plan, XI(view_rows)(q, r), rows, w->phiq, NULL);
         XI(view) vc = XI(view_rows)(v, r);
         int keys_here = 1; /* a key of this chunk enters the state */
         if (kw) {

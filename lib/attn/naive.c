@@ -185,7 +185,7 @@ static int64_t naive_range(void *ctx, int t, int64_t lo, int64_t hi)
         int64_t nk = causal ? r + rows : pb->nk;
         XI(view) pq = XI(view_rows)(XI(part_view)(pb, LINATTN_I_Q), r);
         if (w->phiq) {
-            XI(phi_rows)(plan, pq, rows, w->phiq, NULL);
+            XI(phi_query)(plan, pq, rows, w->phiq, NULL);
             pq = (XI(view)){w->phiq, m, 0};
         }
         if (nk)
@@ -254,7 +254,8 @@ int XI(naive_run)(const XI(problem) *pb, int64_t *bad_row)
      * identity too when a leading dimension is beyond BLAS (a copy). */
     const real *kw = pb->part[LINATTN_I_KW].p;
     int phi_k = nk && (kw || !identity || !linattn_i_ld_fits(kv.ld));
-    int phi_q = !identity || !linattn_i_ld_fits(pb->part[LINATTN_I_Q].s.ld);
+    int phi_q = !XI(query_is_raw)(plan) ||
+                !linattn_i_ld_fits(pb->part[LINATTN_I_Q].s.ld);
     int copy_v = nk && (kw || !linattn_i_ld_fits(vv.ld));
     /* All workspace before any output is written. */
     score_ws ws[LINATTN_MAX_THREADS];

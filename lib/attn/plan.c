@@ -89,12 +89,18 @@ static uint64_t fingerprint(const X(plan) *p)
 }
 
 /* The option checks both constructors share (block, chunk, denom, eps,
- * draw, input_scale, log_decay): nonzero when one is out of range. */
+ * draw, input_scale, log_decay, query_scale): nonzero when one is out of
+ * range. */
 static int opts_bad(const linattn_opts *o)
 {
-    /* eps and s must survive the conversion to the working precision:
-     * finite, and not flushed to zero when they were asked for. */
+    /* eps and the scales must survive the conversion to the working
+     * precision: finite, and not flushed to zero when they were asked
+     * for. */
     real eps = (real)o->eps, s = (real)o->input_scale;
+    real qs = (real)o->query_scale;
+    if (!isfinite(o->query_scale) || o->query_scale < 0 || !isfinite(qs) ||
+        (o->query_scale > 0 && qs == 0))
+        return 1;
     return o->block < 0 || o->chunk < 0 || !isfinite(o->eps) || o->eps < 0 ||
            !isfinite(eps) || (o->eps > 0 && eps == 0) ||
            (o->denom != LINATTN_DENOM_POSITIVE &&
@@ -174,6 +180,7 @@ static X(plan) *plan_new(const linattn_opts *o, int map, int act, int64_t d,
     p->draw = o->draw;
     p->input_scale = s;
     p->log_decay = o->log_decay;
+    p->qscale = o->query_scale ? (real)o->query_scale : 1;
     p->half_s2 = (real)(0.5 * s * s);
     p->wrows = wrows;
     p->shifted = map_shifted(map, act);
@@ -230,7 +237,10 @@ int X(plan_create)(X(plan) **plan, int map, int64_t d, int64_t e,
             wrows = map == LINATTN_MAP_FAVOR ? m : m / 2;
         }
     }
-    if (opts_bad(o) || denom_bad_for(o, map, 0))
+    /* the query scale: the exact maps' (the others' features carry their
+     * own scaling, input_scale) */
+    if (opts_bad(o) || denom_bad_for(o, map, 0) ||
+        (!map_exact(map) && o->query_scale != 0 && o->query_scale != 1))
         return -5;
     if (sizes_bad(d, m, e, block_of(o), chunk_of(o)))
         return LINATTN_ESIZE;
@@ -281,7 +291,8 @@ int X(plan_create_custom)(X(plan) **plan, int act, int64_t d, int64_t m,
     if (st)
         return st;
     if (opts_bad(o) || (o->m != 0 && o->m != m) ||
-        denom_bad_for(o, LINATTN_MAP_CUSTOM, act))
+        denom_bad_for(o, LINATTN_MAP_CUSTOM, act) ||
+        (o->query_scale != 0 && o->query_scale != 1))
         return -10;
     if (linattn_i_matrix_fits(layout, rows, d, ldw) ||
         sizes_bad(d, m, e, block_of(o), chunk_of(o)))

@@ -60,6 +60,7 @@ struct X(plan_s) {
     real log_norm;      /* ln of the features' constant factor's inverse: */
                         /* ln sqrt(m) (FAVOR*), ln sqrt(m/2) (TRIG)       */
     double log_decay;   /* ln gamma <= 0 per token (0: no decay)          */
+    real qscale;        /* s of the query features s phi(q) (1: none)     */
 };
 
 /* Rows per block for a plan. */

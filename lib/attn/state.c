@@ -973,7 +973,7 @@ static int query_serial(const X(state) *st, query_ws *w,
         XI(view) pq = XI(view_rows)(q, r);
         /* phi and the normalizers phi . z in one pass, before anything is
          * written, so that a bad normalizer stops the block cleanly. */
-        XI(phi_rows)(plan, pq, rows, w->phi, &ds);
+        XI(phi_query)(plan, pq, rows, w->phi, &ds);
         if (w->phi)
             pq = (XI(view)){w->phi, m, 0};
         int64_t good = XI(good_rows)(plan, w->dd, rows, want_out, st->mass,
@@ -1024,7 +1024,7 @@ int XI(state_query_run)(const X(state) *st, const XI(problem) *pb,
     query_ws ws[LINATTN_MAX_THREADS];
     int64_t per = (n + nt - 1) / nt;
     int have = 0;
-    int need_phi = !XI(map_is_identity)(st->plan) ||
+    int need_phi = !XI(query_is_raw)(st->plan) ||
                    !linattn_i_ld_fits(pb->part[LINATTN_I_Q].s.ld);
     int need_y = XI(write_needs_y)(pb);
     while (have < nt && !alloc_query_ws(&ws[have], st, per < block ? per : block,

@@ -111,7 +111,7 @@ int XI(state_query_small)(const X(state) *st, const XI(problem) *pb,
     int64_t ldnum = pb->part[LINATTN_I_NUM].s.ld;
     real phi[SMALL_ROWS * SMALL_WIDTH], y[SMALL_WIDTH + 1];
     XI(origin) origin = {pb, st, -1};
-    XI(phi_rows)(plan, XI(part_view)(pb, LINATTN_I_Q), n, phi, NULL);
+    XI(phi_query)(plan, XI(part_view)(pb, LINATTN_I_Q), n, phi, NULL);
     const XI(kern) *kn = XI(kern_now)();
     for (int64_t r = 0; r < n; r++) {
         kn->row_times(y, st->sz, m, e, phi + r * m);

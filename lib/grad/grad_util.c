@@ -15,8 +15,9 @@
 #include "common/simd.h"
 #include "common/validate.h"
 
-void XI(gh_rows)(const X(plan) *plan, XI(view) g, XI(view) out,
-                 const real *den, int64_t rows, real *gh)
+/* [g h] of gh_rows before the query scale. */
+static void gh_unscaled(const X(plan) *plan, XI(view) g, XI(view) out,
+                        const real *den, int64_t rows, real *gh)
 {
     int64_t e = plan->e, ld = e + 1;
     /* the count, and no normalizer at all (den 1), do not depend on the
@@ -42,6 +43,19 @@ void XI(gh_rows)(const X(plan) *plan, XI(view) g, XI(view) out,
             row[c] = isnormal(inv) ? row[c] * inv : row[c] / den[i];
         row[e] = isnormal(inv) ? -acc * inv : -acc / den[i];
     }
+}
+
+/* With a query scale s the forward read s phi(q): the adjoint of the
+ * unscaled phi(q) is s times the scaled one's, and the keys' adjoints and
+ * the states' gradients read s phi(q) where they read phi(q).  Scaling
+ * [g h] by s gives all of them from the unscaled features, and leaves
+ * phi(q) . dphi(q) (the decays' share) as it is. */
+void XI(gh_rows)(const X(plan) *plan, XI(view) g, XI(view) out,
+                 const real *den, int64_t rows, real *gh)
+{
+    gh_unscaled(plan, g, out, den, rows, gh);
+    for (int64_t i = 0; plan->qscale != 1 && i < rows * (plan->e + 1); i++)
+        gh[i] *= plan->qscale;
 }
 
 XI(view) XI(fit_view)(XI(view) v, int64_t rows, int64_t cols, real *buf)

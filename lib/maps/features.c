@@ -228,6 +228,25 @@ void XI(phi_rows)(const X(plan) *plan, XI(view) x, int64_t rows, real *out,
     XI(over_chunks)(rows, plan->d, phi_chunk, &ctx, st);
 }
 
+int XI(query_is_raw)(const X(plan) *plan)
+{
+    return XI(map_is_identity)(plan) && plan->qscale == 1;
+}
+
+void XI(phi_query)(const X(plan) *plan, XI(view) x, int64_t rows, real *out,
+                   const XI(stats) *st)
+{
+    XI(phi_rows)(plan, x, rows, out, st);
+    real s = plan->qscale;
+    if (s == 1)
+        return;
+    /* (phi . z is linear in phi: scaled after, as the features are) */
+    for (int64_t i = 0; out && i < rows * plan->m; i++)
+        out[i] *= s;
+    for (int64_t i = 0; st && st->den && i < rows; i++)
+        st->den[i] *= s;
+}
+
 int XI(all_finite)(XI(view) x, int64_t rows, int64_t cols)
 {
     if (rows == 0 || cols == 0)

@@ -18,6 +18,10 @@
 /* Nonzero when phi(x) = x, so callers may hand x to BLAS directly. */
 int XI(map_is_identity)(const X(plan) *plan);
 
+/* Nonzero when the queries' features are the queries themselves: the
+ * identity map without a query scale (callers may hand Q to BLAS). */
+int XI(query_is_raw)(const X(plan) *plan);
+
 /* Nonzero for the elementwise maps (identity, elu+1, ReLU): m = d. */
 int XI(map_is_elementwise)(const X(plan) *plan);
 
@@ -52,6 +56,12 @@ void XI(over_chunks)(int64_t rows, int64_t width, XI(chunk_fn) f,
  * largest exponent: the query form, whose factor cancels in out_i. */
 void XI(phi_rows)(const X(plan) *plan, XI(view) x, int64_t rows, real *out,
                   const XI(stats) *st);
+
+/* phi_rows of query rows, times the plan's query scale s (its statistics
+ * too: den = s phi . z).  For the identity map out must not be NULL
+ * unless query_is_raw. */
+void XI(phi_query)(const X(plan) *plan, XI(view) x, int64_t rows, real *out,
+                   const XI(stats) *st);
 
 /* The shifted maps in two steps, for keys, whose shift must be chosen
  * across rows.  phi_pre leaves an intermediate form of rows [0, rows) in

@@ -38,6 +38,8 @@ program test_f_grad
   call ex_check()
   ! a decayed plan, gates and their gradient
   call decay_check()
+  ! opts%query_scale reaches C: without normalizer, out scales by it
+  call qscale_check()
   ! real32 follows real64
   call single_check()
   ! a wrong extent: refused, nothing written
@@ -398,6 +400,25 @@ contains
     call check(st == -24 .and. all(dg == 7), 'dgates short: ' // trim(msg))
     call linattn_plan_destroy(p)
   end subroutine decay_check
+
+  subroutine qscale_check()
+    real(real64) :: q(d, n), k(d, n), v(e, n), o1(e, n), o2(e, n)
+    type(linattn_plan) :: p1, p2
+    type(linattn_opts) :: o
+    call fill(q, 61, -1.0_real64, 1.0_real64)
+    call fill(k, 62, -1.0_real64, 1.0_real64)
+    call fill(v, 63, -1.0_real64, 1.0_real64)
+    o%denom = LINATTN_DENOM_NONE
+    call linattn_plan_create(p1, LINATTN_MAP_ELU1, d, e, opts=o)
+    o%query_scale = 0.25_real64
+    call linattn_plan_create(p2, LINATTN_MAP_ELU1, d, e, opts=o)
+    call linattn_causal(p1, q, k, v, o1)
+    call linattn_causal(p2, q, k, v, o2)
+    call check(maxval(abs(o2 - 0.25_real64 * o1)) < 1d-12 * maxval(abs(o1)), &
+        'query_scale: out scaled')
+    call linattn_plan_destroy(p1)
+    call linattn_plan_destroy(p2)
+  end subroutine qscale_check
 
   subroutine state_check()
     real(real64) :: q(d, n), k(d, n), v(e, n), g(e, n), out(e, n), den(n)
