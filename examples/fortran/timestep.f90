@@ -1,12 +1,16 @@
 ! SPDX-License-Identifier: BSD-3-Clause
-! timestep.f90 -- a time-stepping code with an attention memory, which
-! checkpoints itself every k steps and, killed and started again,
-! continues bit for bit.
+! timestep.f90 -- a time-stepping code with an attention memory that
+! forgets, which checkpoints itself every k steps and, killed and started
+! again, continues bit for bit.
 !
 ! A field u on a periodic 1-D grid is advected and diffused; every grid
 ! point of every step is a token streamed into a linattn state (key: the
 ! point's value and slope, value: u), so the state remembers the whole
-! history at a fixed size.  Each step queries the state with the current
+! history at a fixed size.  The memory forgets: a gate of ln(forget) on
+! each step's first token decays everything before it by that factor
+! (S = forget S + this step's keys), the step's own points age together
+! (gates of 0), so recent steps weigh more and the state stays bounded
+! however long the run.  Each step queries the state with the current
 ! tokens and relaxes u towards what the history says (a memory term, as
 ! closure models learned from data have).
 !
@@ -30,7 +34,7 @@ program timestep
   implicit none
   integer, parameter :: n = 64, d = 2, e = 1
   real(real64), parameter :: dt = 0.005_real64, speed = 1, nu = 1e-3_real64, &
-      relax = 0.5_real64, dx = 1 / real(n, real64)
+      relax = 0.5_real64, dx = 1 / real(n, real64), forget = 0.9_real64
   interface
     ! C's rename(): atomic within a file system
     function c_rename(from, to) bind(C, name='rename') result(status)
@@ -41,7 +45,7 @@ program timestep
   end interface
   type(linattn_plan) :: plan
   type(linattn_state) :: state
-  real(real64) :: u(n), unew(n), k(d, n), v(e, n), mem(e, n)
+  real(real64) :: u(n), unew(n), k(d, n), v(e, n), mem(e, n), gates(n)
   character(1024) :: dir, arg
   integer :: nsteps, every, delay_ms, step, first, p, left, right
 
@@ -82,7 +86,10 @@ program timestep
       k(:, p) = [u(p), (u(right) - u(left)) / 2]
       v(1, p) = u(p)
     end do
-    call linattn_state_update(state, k, v)
+    ! the history decays once per step, before this step's points enter
+    gates = 0
+    gates(1) = log(forget)
+    call linattn_state_update(state, k, v, gates=gates)
     call linattn_state_query(state, k, mem)
     ! advection, diffusion, and relaxation towards the memory
     do p = 1, n
