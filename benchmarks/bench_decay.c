@@ -10,10 +10,13 @@
  * the plan's decay (gamma = exp(-0.01)) and per-token gates (log gates
  * uniform in [-0.1, 0], the plan undecayed), timed back to back in each
  * repetition; times are medians, ratios medians of the per-repetition
- * ratios.  Then decoding (one head on one thread: state_update of one
- * token, state_query of one) with and without the decay, and the
- * quadratic decayed reference (naive_causal_ex with gates) against the
- * chunked call at n = 16384.
+ * ratios.  Then the training step with gates: the forward that hands back
+ * the normalizers (causal_ex with den) and the backward with dL/da
+ * (causal_backward_ex with gates and dgates), backward / forward, beside
+ * the undecayed pair.  Then decoding (one head on one thread:
+ * state_update of one token, state_query of one) with and without the
+ * decay, and the quadratic decayed reference (naive_causal_ex with gates)
+ * against the chunked call at n = 16384.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +66,37 @@ static double causal_time(const LX(plan) *p, int64_t n, const breal *q,
                         &ex, NULL),
           "causal_ex");
     return bench_now() - t0;
+}
+
+/* The forward with its normalizers (ftime) and the backward with dL/da
+ * (gates: NULL none, dgates then not asked for) of one training step. */
+typedef struct {
+    breal *g, *dq, *dk, *dv, *den, *dg;
+} train_bufs;
+
+static void train_step(const LX(plan) *p, int64_t n, const breal *q,
+                       const breal *k, const breal *v, breal *out, int64_t d,
+                       int64_t e, const breal *gates, const train_bufs *b,
+                       double *ftime, double *btime)
+{
+    LX(extras) ex;
+    LX(extras_init)(&ex);
+    ex.gates = gates;
+    ex.den = b->den;
+    double t0 = bench_now();
+    check(LX(causal_ex)(p, LINATTN_ROW_MAJOR, n, q, d, k, d, v, e, out, e,
+                        &ex, NULL),
+          "causal_ex with den");
+    *ftime = bench_now() - t0;
+    LX(extras_init)(&ex);
+    ex.gates = gates;
+    ex.dgates = gates ? b->dg : NULL;
+    t0 = bench_now();
+    check(LX(causal_backward_ex)(p, LINATTN_ROW_MAJOR, n, q, d, k, d, v, e,
+                                 out, e, b->den, b->g, e, b->dq, d, b->dk, d,
+                                 b->dv, e, NULL, 0, NULL, &ex, NULL),
+          "causal_backward_ex");
+    *btime = bench_now() - t0;
 }
 
 /* Tokens per second of steps decoding steps of one head. */
@@ -131,6 +165,30 @@ int main(int argc, char **argv)
     printf("%-12s %10.4f %9.3f\n", "gates", bench_median(t2, reps),
            bench_median(r2, reps));
     printf("targets: gamma / undecayed <= 1.15, gates / undecayed <= 1.25\n\n");
+
+    /* the training step, with gates and without */
+    train_bufs tb = {random_of(n * e, &seed, -1, 1),
+                     malloc((size_t)(n * d) * sizeof(breal)),
+                     malloc((size_t)(n * d) * sizeof(breal)),
+                     malloc((size_t)(n * e) * sizeof(breal)),
+                     malloc((size_t)n * sizeof(breal)),
+                     malloc((size_t)n * sizeof(breal))};
+    double fu[99], bu[99], fg[99], bgt[99], ru[99], rg[99];
+    for (int i = 0; i < reps; i++) {
+        train_step(plain, n, q, k, v, out, d, e, NULL, &tb, &fu[i], &bu[i]);
+        train_step(plain, n, q, k, v, out, d, e, g, &tb, &fg[i], &bgt[i]);
+        ru[i] = bu[i] / fu[i];
+        rg[i] = bgt[i] / fg[i];
+    }
+    printf("training step: forward with den, backward (gates: with dL/da)\n");
+    printf("%-12s %10s %10s %9s\n", "path", "fwd_s", "bwd_s", "bwd/fwd");
+    printf("%-12s %10.4f %10.4f %9.3f\n", "undecayed", bench_median(fu, reps),
+           bench_median(bu, reps), bench_median(ru, reps));
+    printf("%-12s %10.4f %10.4f %9.3f\n", "gates", bench_median(fg, reps),
+           bench_median(bgt, reps), bench_median(rg, reps));
+    printf("target: backward / forward with gates <= 2.5\n\n");
+    free(tb.g), free(tb.dq), free(tb.dk), free(tb.dv), free(tb.den);
+    free(tb.dg);
 
     /* decoding, one head, one thread */
     int threads = bench_max_threads();
