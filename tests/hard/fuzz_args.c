@@ -777,9 +777,10 @@ static int boverlaps(const bshape *m, int layout, int64_t batch, int64_t heads,
     /* The batched backward _ex calls (entries 4, 5): out given, G, dq, dk, \
      * dv with strides of their own, den dense, and extras: key weights     \
      * (sometimes negative or NaN), dL/dw, offsets (sometimes short or      \
-     * falling); the shapes in layout, the call in call_layout (maybe     \
-     * invalid).  Oracle: what the extras get wrong is refused (-27 / -26), \
-     * and a refusal writes nothing (dq, dk, dv, dL/dw, dW). */              \
+     * falling), causal: gates (sometimes above 0 or NaN) and dL/da; the  \
+     * shapes in layout, the call in call_layout (maybe invalid).  Oracle:  \
+     * what the extras get wrong is refused (-27 / -26), and a refusal     \
+     * writes nothing (dq, dk, dv, dL/dw, dL/da, dW). */                    \
     static void P##_batched_grad(reader *r, const linattn_##P##_plan *plan,   \
                                  int causal, int layout, int call_layout,     \
                                  int64_t batch,                               \
@@ -803,6 +804,8 @@ static int boverlaps(const bshape *m, int layout, int64_t batch, int64_t heads,
         R *den = malloc((size_t)vq * sizeof(R));                              \
         R *w = malloc((size_t)vk * sizeof(R));                                \
         R *dwt = malloc((size_t)vk * sizeof(R));                              \
+        R *gt = malloc((size_t)vk * sizeof(R));                               \
+        R *dgt = malloc((size_t)vk * sizeof(R));                              \
         R dw[64 * 8], db[64];                                                 \
         for (int64_t i = 0; i < vq; i++)                                      \
             den[i] = (R)(take(r) % 8 ? 0.5 + take(r) : take_value(r));        \
@@ -813,6 +816,15 @@ static int boverlaps(const bshape *m, int layout, int64_t batch, int64_t heads,
                                             : (R)(0.25 + take(r) % 4);       \
             weights_ok &= i == vk - 1 || (c != 1 && c != 2);                  \
             dwt[i] = (R)SENTINEL;                                             \
+        }                                                                     \
+        /* the causal call's gates: above 0 refused, NaN propagates */        \
+        int gates_ok = 1;                                                     \
+        for (int64_t i = 0; i < vk; i++) {                                    \
+            int c = (int)(take(r) % 16);                                      \
+            gt[i] = c == 0 ? (R)0.5 : c == 1 ? (R)NAN                         \
+                                  : (R)(-0.25 * (double)(take(r) % 4));       \
+            gates_ok &= i == vk - 1 || c != 0;                                \
+            dgt[i] = (R)SENTINEL;                                             \
         }                                                                     \
         for (int i = 0; i < 64 * 8; i++)                                      \
             dw[i] = (R)SENTINEL;                                              \
@@ -831,6 +843,9 @@ static int boverlaps(const bshape *m, int layout, int64_t batch, int64_t heads,
         int use_w = np > 0 && take(r) % 2;                                    \
         ex.weights = use_w ? w : NULL;                                        \
         ex.dweights = use_w && take(r) % 2 ? dwt : NULL;                      \
+        int use_g = causal && np > 0 && take(r) % 2;                          \
+        ex.gates = use_g ? gt : NULL;                                         \
+        ex.dgates = causal && np > 0 && take(r) % 2 ? dgt : NULL;             \
         if (offs) {                                                           \
             ex.offsets = off;                                                 \
             ex.nseq = 3;                                                      \
@@ -856,7 +871,8 @@ static int boverlaps(const bshape *m, int layout, int64_t batch, int64_t heads,
         if (st >= 0 && !ok)                                                   \
             abort(); /* a bad argument got through */                         \
         if (ok && st >= 0 && st != LINATTN_ESIZE && some &&                   \
-            ((use_w && !weights_ok && nk > 0) || (offs && !offsets_ok)))      \
+            ((use_w && !weights_ok && nk > 0) || (offs && !offsets_ok) ||     \
+             (use_g && !gates_ok && nk > 0)))                                 \
             abort(); /* a bad extra got through */                            \
         int refused = st < 0 || st == LINATTN_ESIZE ||                        \
                       st == LINATTN_ENONFINITE || st == LINATTN_EDENOM;       \
@@ -867,14 +883,14 @@ static int boverlaps(const bshape *m, int layout, int64_t batch, int64_t heads,
                     abort(); /* a gradient written on a refusal */            \
         }                                                                     \
         for (int64_t i = 0; refused && i < vk; i++)                           \
-            if (dwt[i] != (R)SENTINEL)                                        \
-                abort(); /* dL/dw written on a refusal */                     \
+            if (dwt[i] != (R)SENTINEL || dgt[i] != (R)SENTINEL)               \
+                abort(); /* dL/dw or dL/da written on a refusal */            \
         for (int i = 0; st && i < 64 * 8; i++)                                \
             if (dw[i] != (R)SENTINEL)                                         \
                 abort(); /* dW written on a failure */                        \
         for (int i = 0; i < 4; i++)                                           \
             free(g[i]);                                                       \
-        free(den), free(w), free(dwt);                                        \
+        free(den), free(w), free(dwt), free(gt), free(dgt);                   \
     }                                                                         \
                                                                               \
     static void P##_batched_run(reader *r)                                    \
@@ -895,6 +911,7 @@ static int boverlaps(const bshape *m, int layout, int64_t batch, int64_t heads,
         o.chunk = 1 + take(r) % 8;                                            \
         o.denom = (int)(take(r) % 2);                                         \
         o.check_finite = take(r) % 2;                                         \
+        o.log_decay = entry == 5 && take(r) % 2 ? -0.1 : 0; /* causal's */    \
         linattn_##P##_plan *plan = NULL;                                      \
         if (linattn_##P##_plan_create(&plan, 1 + (int)(take(r) % 3), d, e,    \
                                       &o))                                    \
