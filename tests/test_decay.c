@@ -794,6 +794,89 @@ START_TEST(bad_decay_refused)
 }
 END_TEST
 
+/* The bidirectional decayed attention doc/decay.md composes from two
+ * causal calls (non-causal attention refuses decay): w_ij = exp(-|B_i -
+ * B_j|) as the causal call on the sequence plus the causal call on the
+ * reversed one with each gate moved to the token before it, minus the
+ * diagonal, numerators and normalizers through LINATTN_DENOM_NONE with a
+ * column of ones among the values; against the quadratic formula. */
+START_TEST(bidirectional_from_two_causal_calls)
+{
+    int map = _i ? LINATTN_MAP_ELU1 : LINATTN_MAP_IDENTITY;
+    int64_t n = 41;
+    uint64_t seed = 5;
+    double lo = map == LINATTN_MAP_IDENTITY ? 0.2 : -1;
+    tmat q = tmat_rand(ROW, n, D, 0, lo, 1, &seed);
+    tmat k = tmat_rand(ROW, n, D, 0, lo, 1, &seed);
+    tmat v = tmat_rand(ROW, n, E, 0, -1, 1, &seed);
+    real *g = make_gates(n, seed, 0);
+    /* [V 1], and the reversed sequence with the gates moved by one */
+    tmat v1 = tmat_rand(ROW, n, E + 1, 0, 1, 1, &seed);
+    tmat qr = tmat_like(&q, n, D, 0), kr = tmat_like(&q, n, D, 0);
+    tmat vr = tmat_like(&q, n, E + 1, 0);
+    real *gr = calloc((size_t)n, sizeof *gr);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t j = n - 1 - i;
+        for (int64_t c = 0; c < D; c++) {
+            *tmat_at(&qr, j, c) = *tmat_at(&q, i, c);
+            *tmat_at(&kr, j, c) = *tmat_at(&k, i, c);
+        }
+        for (int64_t c = 0; c < E; c++)
+            *tmat_at(&v1, i, c) = *tmat_at(&v, i, c);
+        for (int64_t c = 0; c <= E; c++)
+            *tmat_at(&vr, j, c) = *tmat_at(&v1, i, c);
+        gr[j] = i + 1 < n ? g[i + 1] : 0;
+    }
+    linattn_opts o;
+    linattn_opts_init(&o);
+    o.denom = LINATTN_DENOM_NONE;
+    o.chunk = 7;
+    P(plan) *p = NULL;
+    ck_assert_int_eq(P(plan_create)(&p, map, D, E + 1, &o), 0);
+    tmat fw = tmat_like(&q, n, E + 1, 0), bw = tmat_like(&q, n, E + 1, 0);
+    P(extras) ex;
+    P(extras_init)(&ex);
+    ex.gates = g;
+    ck_assert_int_eq(causal_into(p, &q, &k, &v1, &fw, &ex), 0);
+    ex.gates = gr;
+    ck_assert_int_eq(causal_into(p, &qr, &kr, &vr, &bw, &ex), 0);
+    long double *fq = ref_phi_rows(map, &q), *fk = ref_phi_rows(map, &k);
+    long double *bsum = malloc((size_t)n * sizeof *bsum), run = 0;
+    for (int64_t i = 0; i < n; i++)
+        bsum[i] = run += g[i];
+    double worst = 0;
+    for (int64_t i = 0; i < n; i++) {
+        long double num[E] = {0}, den = 0, diag = 0;
+        for (int64_t j = 0; j < n; j++) {
+            long double a = 0;
+            for (int64_t t = 0; t < D; t++)
+                a += fq[i * D + t] * fk[j * D + t];
+            a *= expl(-fabsl(bsum[i] - bsum[j]));
+            den += a;
+            for (int64_t c = 0; c < E; c++)
+                num[c] += a * *tmat_at(&v, j, c);
+        }
+        for (int64_t t = 0; t < D; t++)
+            diag += fq[i * D + t] * fk[i * D + t];
+        int64_t j = n - 1 - i;
+        long double dn = (long double)*tmat_at(&fw, i, E) + *tmat_at(&bw, j, E) -
+                         diag;
+        for (int64_t c = 0; c < E; c++) {
+            long double nm = (long double)*tmat_at(&fw, i, c) +
+                             *tmat_at(&bw, j, c) - diag * *tmat_at(&v, i, c);
+            double err = (double)fabsl(nm / dn - num[c] / den);
+            worst = err > worst ? err : worst;
+        }
+    }
+    ck_assert_msg(worst < tol_for(n), "bidirectional: %g", worst);
+    free(fq), free(fk), free(bsum), free(g), free(gr);
+    tmat_free(&q), tmat_free(&k), tmat_free(&v), tmat_free(&v1);
+    tmat_free(&qr), tmat_free(&kr), tmat_free(&vr);
+    tmat_free(&fw), tmat_free(&bw);
+    P(plan_destroy)(p);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("decay " PREC);
@@ -808,6 +891,7 @@ int main(void)
     tcase_add_loop_test(tc, no_normalizer, 0, 4);
     tcase_add_test(tc, checkpoint_of_a_decayed_stream);
     tcase_add_test(tc, bad_decay_refused);
+    tcase_add_loop_test(tc, bidirectional_from_two_causal_calls, 0, 2);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
