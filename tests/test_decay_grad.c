@@ -84,7 +84,9 @@ static dref dref_run(const dref_in *in)
     long double *fk = ref_feature_rows(r, in->k);
     long double *dfq = zeros(nq * m), *dfk = zeros(nk * m);
     /* db: dL/dB of each row (causal: nq = nk; non-causal: unused) */
-    long double *bsum = zeros(nk), *db = zeros(nq > nk ? nq : nk);
+    /* bsum: running log decay of each row, read at query rows too (0 beyond
+     * nk when non-causal: nq may exceed nk) */
+    long double *bsum = zeros(nq > nk ? nq : nk), *db = zeros(nq > nk ? nq : nk);
     long double *gh = zeros(nq * ld);
     long double *hc = zeros(nq), run = 0;
     for (int64_t i = 0; i < nk; i++)
