@@ -783,7 +783,6 @@ static int update_run(X(state) *st, keys a, int strict, const decayed *d,
         XI(state_publish)(st);
         return 0;
     }
-    int nt = linattn_i_threads(a.n, XI(block_rows)(plan));
     if (!d && !a.w && XI(small_ok)(plan, a.n) &&
         XI(state_update_small)(st, a.k, a.v, a.n, NULL, fq)) {
         /* taken in place (its sums could not leave the range), and
@@ -791,7 +790,9 @@ static int update_run(X(state) *st, keys a, int strict, const decayed *d,
         st->tokens += count;
         st->mass += mass;
         return 0;
-    } else if (nt == 1 && st->bound == 0 && !st->poisoned) {
+    }
+    int nt = linattn_i_threads(a.n, XI(block_rows)(plan));
+    if (nt == 1 && st->bound == 0 && !st->poisoned) {
         /* acc holds zeros (a new state, the one-call paths): accumulate in
          * place, and a refusal puts the zeros back.  Workspace comes first
          * inside: ENOMEM leaves acc unchanged. */
