@@ -9,6 +9,7 @@
  *   bench_packed               n = 2^18, 5 repetitions
  *   bench_packed --lg L        n = 2^L (12 .. 22)
  *   bench_packed --reps R      R repetitions
+ *   bench_packed --cpu-time    timed by the process's CPU time (one thread)
  *
  * The lengths are log-uniform on [1, 65536] (floor(65536^u), u uniform
  * in [0, 1)), the last one cut so that they sum to n: most sequences are
@@ -167,10 +168,14 @@ int main(int argc, char **argv)
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--reps") && a + 1 < argc)
             reps = atoi(argv[++a]);
+        else if (!strcmp(argv[a], "--cpu-time"))
+            bench_use_cpu_time();
         else if (!strcmp(argv[a], "--lg") && a + 1 < argc)
             lg = atoi(argv[++a]);
         else {
-            fprintf(stderr, "usage: bench_packed [--reps R] [--lg L]\n");
+            fprintf(stderr, "usage: bench_packed [--reps R] [--lg L] "
+                    "[--cpu-time]\n  --cpu-time: time by the process's "
+                    "CPU time (for one thread on a shared machine)\n");
             return 2;
         }
     }
