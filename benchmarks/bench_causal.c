@@ -7,6 +7,7 @@
  *
  *   bench_causal                  n = 2^12 .. 2^16, C = default, 16 .. 128
  *   bench_causal --full           n up to 2^20
+ *   bench_causal --decode-only    the decoding table alone
  *
  * then decoding at contexts 1K, 4K, 16K, 64K.
  *
@@ -294,18 +295,33 @@ static void heads_table(void)
     free(qd), free(kd), free(vd), free(q), free(k), free(v), free(out);
 }
 
+/* The decoding line of the targets block. */
+static void print_decoding_target(void)
+{
+    printf("  decoding, one head, double, one thread: update + query %.2f M "
+           "tokens/s = %.2f x the target (>= 2); one-call step %.2f M = %.2f "
+           "x the target; the roofline ceiling %.2f M (x %.2f, x %.2f of it)\n",
+           decode_rate / 1e6, decode_rate / 2e6, decode_step_rate / 1e6,
+           decode_step_rate / 2e6, decode_ceiling / 1e6,
+           decode_rate / decode_ceiling, decode_step_rate / decode_ceiling);
+}
+
 int main(int argc, char **argv)
 {
-    int full = 0;
+    int full = 0, decode_only = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--full")) {
             full = 1;
+        } else if (!strcmp(argv[i], "--decode-only")) {
+            decode_only = 1;
         } else if (!strcmp(argv[i], "--cpu-time")) {
             bench_use_cpu_time();
         } else {
-            fprintf(stderr, "usage: %s [--full] [--cpu-time]\n"
+            fprintf(stderr, "usage: %s [--full] [--cpu-time] [--decode-only]\n"
                     "  --cpu-time: time by the process's CPU time (for one "
-                    "thread on a shared machine)\n", argv[0]);
+                    "thread on a shared machine)\n"
+                    "  --decode-only: the decoding table alone (and its "
+                    "target)\n", argv[0]);
             return 2;
         }
     }
@@ -313,6 +329,13 @@ int main(int argc, char **argv)
            linattn_version_string(), REPS);
     bench_print_circumstances(stdout, argc, argv);
     bench_platform_print(stdout, NULL);
+    if (decode_only) {
+        decoding_table(16);
+        printf("\nperformance target:\n");
+        print_decoding_target();
+        printf("  load average at the end: %.2f\n", bench_load_average());
+        return 0;
+    }
     roof = bench_roofline_measure(sizeof(double), REPS);
     bench_roofline_print(stdout, &roof);
     printf("\n");
@@ -331,12 +354,7 @@ int main(int argc, char **argv)
     printf("  causal time / roofline floor, n = 2^%d, double, default chunk: "
            "%.2f (target <= 1.4); non-causal: %.2f (target <= 1.3)\n", lg_max,
            default_floor_ratio, nonc_floor_ratio);
-    printf("  decoding, one head, double, one thread: update + query %.2f M "
-           "tokens/s = %.2f x the target (>= 2); one-call step %.2f M = %.2f "
-           "x the target; the roofline ceiling %.2f M (x %.2f, x %.2f of it)\n",
-           decode_rate / 1e6, decode_rate / 2e6, decode_step_rate / 1e6,
-           decode_step_rate / 2e6, decode_ceiling / 1e6,
-           decode_rate / decode_ceiling, decode_step_rate / decode_ceiling);
+    print_decoding_target();
     printf("  load average at the end: %.2f\n", bench_load_average());
     return 0;
 }
