@@ -10,10 +10,10 @@
  * (attn/state_small.c: stack workspace, no BLAS), so that a step
  * allocates nothing when the plans allow it, fused into one pass over
  * the state (the query summed from each row as the update leaves it:
- * the state read once a step instead of twice, the same bits).  Rows are independent: the
- * threads split them (each row on one thread, so a row's result is the
- * same whatever the count), and a row that fails does not stop the
- * others.
+ * the state read once a step instead of twice, the same bits).  Rows
+ * are independent: the threads split them (each row on one thread, so a
+ * row's result is the same whatever the count), and a row that fails
+ * does not stop the others.
  */
 #include "attn/paths.h"
 #include "attn/problem.h"
