@@ -7,6 +7,7 @@
  *
  *   bench_causal                  n = 2^12 .. 2^16, C = default, 16 .. 128
  *   bench_causal --full           n up to 2^20
+ *   bench_causal --decode-only    the decoding table alone
  *
  * then decoding at contexts 1K, 4K, 16K, 64K.
  *
@@ -41,7 +42,9 @@ static void check(int st, const char *what)
  * and the causal and non-causal times over their floors there (for the
  * targets block). */
 static double default_ratio, default_floor_ratio, nonc_floor_ratio;
-static double decode_rate, decode_ceiling; /* tokens/s, the last context */
+/* tokens/s at the last context: update + query, and the one-call step
+ * (linattn_d_states_step of one stream: one pass over the state) */
+static double decode_rate, decode_step_rate, decode_ceiling;
 static bench_roofline roof;
 
 /* Causal against non-causal (and naive causal while it is affordable). */
@@ -174,12 +177,15 @@ static void decoding_table(int lg_max)
            "rate %.1f GFLOP/s = %.2f M tokens/s\n", tok_flops, one.gemm / 1e9,
            ceiling / 1e6);
     decode_ceiling = ceiling;
-    printf("%8s %14s %14s %9s %12s %12s %10s %9s\n", "context",
-           "linear_tok/s", "softmax_tok/s", "ratio", "state_bytes",
-           "cache_bytes", "rss_grow_kB", "x_ceiling");
+    printf("linear: linattn_d_state_update of the token then "
+           "linattn_d_state_query of it; step: linattn_d_states_step of the "
+           "one stream (both in one pass over the state, the same bits)\n");
+    printf("%8s %14s %14s %14s %9s %12s %12s %10s %9s\n", "context",
+           "linear_tok/s", "step_tok/s", "softmax_tok/s", "ratio",
+           "state_bytes", "cache_bytes", "rss_grow_kB", "x_ceiling");
     for (int lg = 10; lg <= lg_max; lg += 2) {
         int64_t ctx = (int64_t)1 << lg;
-        double tl[DREPS], ts[DREPS], ratio[DREPS];
+        double tl[DREPS], tp[DREPS], ts[DREPS], ratio[DREPS];
         /* the context so far, absorbed at once */
         check(linattn_d_state_reset(st), "reset");
         check(linattn_d_state_update(st, LINATTN_ROW_MAJOR, ctx, k, d, v, e), "update");
@@ -194,19 +200,29 @@ static void decoding_table(int lg_max)
                                             out, e, NULL, 0, NULL, NULL), "query");
             }
             double t1 = bench_now();
+            for (int64_t s = 0; s < LIN_STEPS; s++) { /* the same tokens again */
+                int64_t i = ctx + r * LIN_STEPS + s;
+                check(linattn_d_states_step(&st, 1, LINATTN_ROW_MAJOR, q + i * d,
+                                            d, k + i * d, d, v + i * e, e, out,
+                                            e, NULL), "states_step");
+            }
+            double t2 = bench_now();
             for (int64_t s = 0; s < SOFT_STEPS; s++) /* the cache: keys 0..i */
                 softmax_step(ctx + s + 1, d, e, q + (ctx + s) * d, k, v, scores, out);
-            double t2 = bench_now();
-            tl[r] = LIN_STEPS / (t1 - t0), ts[r] = SOFT_STEPS / (t2 - t1);
+            double t3 = bench_now();
+            tl[r] = LIN_STEPS / (t1 - t0), tp[r] = LIN_STEPS / (t2 - t1);
+            ts[r] = SOFT_STEPS / (t3 - t2);
             ratio[r] = tl[r] / ts[r];
         }
         long grown = max_rss_kb() - rss0;
-        printf("%8lld %14.0f %14.0f %9.0f %12lld %12lld %10ld %9.2f\n",
-               (long long)ctx, bench_median(tl, DREPS), bench_median(ts, DREPS),
+        printf("%8lld %14.0f %14.0f %14.0f %9.0f %12lld %12lld %10ld %9.2f\n",
+               (long long)ctx, bench_median(tl, DREPS), bench_median(tp, DREPS),
+               bench_median(ts, DREPS),
                bench_median(ratio, DREPS), (long long)(d * (e + 1) * 8),
                (long long)(ctx * (d + e) * 8), grown,
                ceiling / bench_median(tl, DREPS));
         decode_rate = bench_median(tl, DREPS);
+        decode_step_rate = bench_median(tp, DREPS);
         fflush(stdout);
     }
     linattn_d_state_destroy(st);
@@ -279,18 +295,33 @@ static void heads_table(void)
     free(qd), free(kd), free(vd), free(q), free(k), free(v), free(out);
 }
 
+/* The decoding line of the targets block. */
+static void print_decoding_target(void)
+{
+    printf("  decoding, one head, double, one thread: update + query %.2f M "
+           "tokens/s = %.2f x the target (>= 2); one-call step %.2f M = %.2f "
+           "x the target; the roofline ceiling %.2f M (x %.2f, x %.2f of it)\n",
+           decode_rate / 1e6, decode_rate / 2e6, decode_step_rate / 1e6,
+           decode_step_rate / 2e6, decode_ceiling / 1e6,
+           decode_rate / decode_ceiling, decode_step_rate / decode_ceiling);
+}
+
 int main(int argc, char **argv)
 {
-    int full = 0;
+    int full = 0, decode_only = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--full")) {
             full = 1;
+        } else if (!strcmp(argv[i], "--decode-only")) {
+            decode_only = 1;
         } else if (!strcmp(argv[i], "--cpu-time")) {
             bench_use_cpu_time();
         } else {
-            fprintf(stderr, "usage: %s [--full] [--cpu-time]\n"
+            fprintf(stderr, "usage: %s [--full] [--cpu-time] [--decode-only]\n"
                     "  --cpu-time: time by the process's CPU time (for one "
-                    "thread on a shared machine)\n", argv[0]);
+                    "thread on a shared machine)\n"
+                    "  --decode-only: the decoding table alone (and its "
+                    "target)\n", argv[0]);
             return 2;
         }
     }
@@ -298,6 +329,13 @@ int main(int argc, char **argv)
            linattn_version_string(), REPS);
     bench_print_circumstances(stdout, argc, argv);
     bench_platform_print(stdout, NULL);
+    if (decode_only) {
+        decoding_table(16);
+        printf("\nperformance target:\n");
+        print_decoding_target();
+        printf("  load average at the end: %.2f\n", bench_load_average());
+        return 0;
+    }
     roof = bench_roofline_measure(sizeof(double), REPS);
     bench_roofline_print(stdout, &roof);
     printf("\n");
@@ -316,9 +354,7 @@ int main(int argc, char **argv)
     printf("  causal time / roofline floor, n = 2^%d, double, default chunk: "
            "%.2f (target <= 1.4); non-causal: %.2f (target <= 1.3)\n", lg_max,
            default_floor_ratio, nonc_floor_ratio);
-    printf("  decoding, one head, double, one thread: %.2f M tokens/s "
-           "(target >= 2; the roofline ceiling %.2f M)\n", decode_rate / 1e6,
-           decode_ceiling / 1e6);
+    print_decoding_target();
     printf("  load average at the end: %.2f\n", bench_load_average());
     return 0;
 }

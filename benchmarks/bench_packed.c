@@ -9,6 +9,7 @@
  *   bench_packed               n = 2^18, 5 repetitions
  *   bench_packed --lg L        n = 2^L (12 .. 22)
  *   bench_packed --reps R      R repetitions
+ *   bench_packed --cpu-time    timed by the process's CPU time (one thread)
  *
  * The lengths are log-uniform on [1, 65536] (floor(65536^u), u uniform
  * in [0, 1)), the last one cut so that they sum to n: most sequences are
@@ -17,6 +18,12 @@
  * back to back; the ratio quoted is the median of the per-repetition
  * ratios, the times medians.  The threads (OMP_NUM_THREADS) must balance
  * the long sequences against the many short ones.
+ *
+ * Then the decoding step of 64 sequences x 8 heads (linattn_d_states_step
+ * against separate update and query calls), its rate per core against
+ * the target and against the memory roofline (each state read and
+ * written once a step), and its rate by the count of streams (states in
+ * L2, in L3, in memory).
  */
 #include <math.h>
 #include <stdio.h>
@@ -24,6 +31,7 @@
 #include <string.h>
 #include "linattn.h"
 #include "machine.h"
+#include "roofline.h"
 #include "timing.h"
 
 static void check(int st, const char *what)
@@ -71,38 +79,86 @@ static void step(linattn_d_state **st, int64_t count, int one_call,
     }
 }
 
-/* Tokens per second of the decoding step, one call against separate
- * ones. */
+/* Head-tokens per second of count streams stepped steps times (one
+ * call a step, or separate calls), the median of reps runs; the states
+ * start empty and are destroyed after. */
+static double step_rate(const linattn_d_plan *p, int64_t count, int steps,
+                        int one_call, int reps, const double *q,
+                        const double *k, const double *v, double *out,
+                        int64_t d, int64_t e)
+{
+    linattn_d_state **st = malloc((size_t)count * sizeof *st);
+    double rate[99];
+    for (int64_t r = 0; r < count; r++)
+        check(linattn_d_state_create(&st[r], p), "state_create");
+    step(st, count, one_call, q, k, v, out, d, e); /* first touch */
+    for (int i = 0; i < reps; i++) {
+        double t0 = bench_now();
+        for (int s = 0; s < steps; s++)
+            step(st, count, one_call, q, k, v, out, d, e);
+        rate[i] = (double)count * steps / (bench_now() - t0);
+    }
+    for (int64_t r = 0; r < count; r++)
+        linattn_d_state_destroy(st[r]);
+    free(st);
+    return bench_median(rate, reps);
+}
+
+/* The decoding step of 64 sequences x 8 heads: one call against separate
+ * ones, per core against the target, against the memory roofline (each
+ * state read and written once a step: the step is bound by moving the
+ * states when they do not stay in cache), and by the count of streams,
+ * to show where the states leave the caches. */
 static void decode(const linattn_d_plan *p, int64_t d, int64_t e, int reps,
                    uint64_t *seed)
 {
-    enum { SEQS = 64, HEADS = 8, COUNT = SEQS * HEADS, STEPS = 200 };
-    linattn_d_state *st[COUNT];
-    double *q = bench_random(COUNT * d, seed), *k = bench_random(COUNT * d, seed);
-    double *v = bench_random(COUNT * e, seed);
-    double *out = malloc((size_t)(COUNT * e) * sizeof(double));
-    for (int r = 0; r < COUNT; r++)
-        check(linattn_d_state_create(&st[r], p), "state_create");
+    enum { SEQS = 64, HEADS = 8, COUNT = SEQS * HEADS, STEPS = 200,
+           MOST = 4096 };
+    double *q = bench_random(MOST * d, seed), *k = bench_random(MOST * d, seed);
+    double *v = bench_random(MOST * e, seed);
+    double *out = malloc((size_t)(MOST * e) * sizeof(double));
+    int threads = bench_max_threads();
+    int64_t m;
+    check(linattn_d_plan_dims(p, NULL, &m, NULL), "plan_dims");
+    /* a head-token moves its state in and out (m (e + 1) doubles each way)
+     * and its rows of Q, K, V and out */
+    double bytes = 2.0 * (double)(m * (e + 1)) * sizeof(double) +
+                   (double)(2 * d + 2 * e) * sizeof(double);
+    bench_roofline roof;
+    bench_roofline_stream(&roof, 3);
+    double bw = bench_roofline_bandwidth(&roof);
     printf("decoding: %d sequences x %d heads, one token each per step, %d "
-           "steps, d = %lld, e = %lld, double, elu+1\n", SEQS, HEADS, STEPS,
-           (long long)d, (long long)e);
+           "steps, d = %lld, e = %lld, double, elu+1, %d thread(s)\n", SEQS,
+           HEADS, STEPS, (long long)d, (long long)e, threads);
     printf("%-16s %14s\n", "calls", "tokens_per_s");
     double rate[2][99], r2[99];
     for (int i = 0; i < reps; i++)
         for (int one = 1; one >= 0; one--) {
-            double t0 = bench_now();
-            for (int s = 0; s < STEPS; s++)
-                step(st, COUNT, one, q, k, v, out, d, e);
-            rate[one][i] = (double)COUNT * STEPS / (bench_now() - t0);
+            rate[one][i] = step_rate(p, COUNT, STEPS, one, 1, q, k, v, out, d,
+                                     e);
             if (!one)
                 r2[i] = rate[1][i] / rate[0][i];
         }
-    printf("%-16s %14.0f\n", "states_step", bench_median(rate[1], reps));
+    double one_call = bench_median(rate[1], reps);
+    printf("%-16s %14.0f\n", "states_step", one_call);
     printf("%-16s %14.0f\n", "update+query", bench_median(rate[0], reps));
     printf("one call / separate calls: %.3f (tokens per second, median of "
            "the repetitions' ratios)\n", bench_median(r2, reps));
-    for (int r = 0; r < COUNT; r++)
-        linattn_d_state_destroy(st[r]);
+    double ceiling = bw / bytes;
+    printf("states_step per core: %.3f M head-tokens/s = %.2f x the target "
+           "(>= 3 M per core); memory roofline %.0f bytes a head-token at "
+           "%.1f GB/s (stream, %d thread(s)) = %.3f M/s, x %.2f of it\n",
+           one_call / threads / 1e6, one_call / threads / 3e6, bytes, bw / 1e9,
+           threads, ceiling / 1e6, one_call / ceiling);
+    printf("states_step by streams (the states' bytes: in L2, L3, memory):\n");
+    printf("%8s %12s %16s\n", "streams", "state_MB", "tokens_per_s");
+    static const int64_t counts[] = {8, 64, 512, 4096};
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+        int steps = (int)(STEPS * COUNT / counts[c]);
+        double r = step_rate(p, counts[c], steps, 1, reps, q, k, v, out, d, e);
+        printf("%8lld %12.2f %16.0f\n", (long long)counts[c],
+               counts[c] * bytes / 2 / 1e6, r);
+    }
     free(q), free(k), free(v), free(out);
 }
 
@@ -112,10 +168,14 @@ int main(int argc, char **argv)
     for (int a = 1; a < argc; a++) {
         if (!strcmp(argv[a], "--reps") && a + 1 < argc)
             reps = atoi(argv[++a]);
+        else if (!strcmp(argv[a], "--cpu-time"))
+            bench_use_cpu_time();
         else if (!strcmp(argv[a], "--lg") && a + 1 < argc)
             lg = atoi(argv[++a]);
         else {
-            fprintf(stderr, "usage: bench_packed [--reps R] [--lg L]\n");
+            fprintf(stderr, "usage: bench_packed [--reps R] [--lg L] "
+                    "[--cpu-time]\n  --cpu-time: time by the process's "
+                    "CPU time (for one thread on a shared machine)\n");
             return 2;
         }
     }

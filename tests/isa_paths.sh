@@ -7,13 +7,15 @@
 # all (tests/test_kernels tests each kernel build directly): every suite
 # whose calls reach the dispatched kernels.  test_finite:
 # the invariant "finite inputs, finite outputs" on each path, whose fused kernels
-# note non-finite values in their own stores.
+# note non-finite values in their own stores; test_step and test_decay: the
+# decoding step's one pass over the state (kern.h's step) against the
+# update and the query made apart, bit for bit, on each path.
 status=0
 for isa in generic avx2; do
     for t in test_math_d test_math_s test_maps_d test_maps_s test_finite_d \
         test_finite_s test_batched_d test_batched_s test_approx_d \
         test_approx_s test_count_d test_count_s test_distrib_d \
-        test_distrib_s; do
+        test_distrib_s test_step_d test_step_s test_decay_d test_decay_s; do
         if LINATTN_ISA=$isa ./tests/$t > "tests/isa_paths_$isa.$t.out" 2>&1; then
             echo "PASS: LINATTN_ISA=$isa tests/$t"
         else

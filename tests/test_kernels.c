@@ -267,29 +267,49 @@ START_TEST(every_build_small_loops)
         acc0[i] = small_value(&s), sz[i] = small_value(&s);
     FOR_EACH_BUILD(kn)
     {
+        /* the update; in float with the working copy written in the
+         * pass */
         memcpy(acc, acc0, sizeof acc);
-        kn->rank1(acc, M, E, p, v, 1);
+        kn->step(acc, sz, M, E, p, v, 1, NULL, NULL);
         for (int i = 0; i < M; i++)
-            for (int j = 0; j <= E; j++)
+            for (int j = 0; j <= E; j++) {
                 ck_assert(acc[i * LD + j] ==
                           acc0[i * LD + j] + (acc_t)p[i] * (j < E ? v[j] : 1));
+                if (sizeof(real) != sizeof(acc_t)) /* float's copy */
+                    ck_assert(sz[i * LD + j] == (real)acc[i * LD + j]);
+            }
         /* with the state before scaled in the same pass (a decay) */
         memcpy(acc, acc0, sizeof acc);
         acc_t f = (acc_t)0.625;
-        kn->rank1(acc, M, E, p, v, f);
+        kn->step(acc, sz, M, E, p, v, f, NULL, NULL);
         for (int i = 0; i < M; i++)
             for (int j = 0; j <= E; j++) {
                 long double want = (long double)f * acc0[i * LD + j] +
                                    (long double)p[i] * (j < E ? v[j] : 1);
                 ck_assert(fabsl(acc[i * LD + j] - want) <= 4 * DBL_EPSILON * (1 + fabsl(want)));
             }
-        kn->row_times(y, sz, M, E, p);
+        kn->step(acc, sz, M, E, NULL, NULL, 1, p, y);
         for (int j = 0; j <= E; j++) {
             long double w = 0;
             for (int i = 0; i < M; i++)
                 w += (long double)p[i] * sz[i * LD + j];
             ck_assert(y[j] == (real)w);
         }
+        /* the largest magnitude: of none 0, NaN and Inf above all */
+        real xs[37];
+        for (int i = 0; i < 37; i++)
+            xs[i] = small_value(&s);
+        xs[23] = (real)-3.5;
+        ck_assert(kn->amax(xs, 0) == 0);
+        ck_assert(kn->amax(xs, 23) < 3.5 && kn->amax(xs, 37) == 3.5);
+        ck_assert(kn->amax(xs + 23, 1) == 3.5);
+        xs[30] = (real)-INFINITY;
+        ck_assert(kn->amax(xs, 37) == INFINITY);
+        xs[30] = (real)NAN;
+        ck_assert(kn->amax(xs, 37) == INFINITY);
+        for (int i = 0; i < 37; i++)
+            xs[i] = i % 2 ? (real)-0.0 : 0;
+        ck_assert(kn->amax(xs, 37) == 0);
         real part[M * LD], work[M * LD];
         for (int i = 0; i < M * LD; i++)
             part[i] = small_value(&s);
@@ -321,6 +341,82 @@ START_TEST(every_build_small_loops)
                     w += (long double)a[i * R + j] * vv[j * LDV + c];
                 ck_assert(yy[i * L + c] == (real)w);
             }
+    }
+}
+END_TEST
+
+/* The decoding step over states of every width class (narrower than a
+ * vector, whole groups, a partial last group, one panel and several,
+ * rows not a multiple of four), with a decay factor and without: the
+ * update is exact (f = 1) or within rounding of f acc + p v; the float
+ * copy is the rounded accumulator; the query is the plain loop's sum
+ * over the rows in order (the long-double sum rounded, within the
+ * terms' rounding); the fused step gives the bits of the update then the
+ * query, and leaves y's entries past e alone. */
+START_TEST(every_build_step_widths)
+{
+    static const int64_t widths[][2] = {{3, 2},   {5, 6},   {13, 7},  {6, 8},
+                                        {4, 15},  {64, 64}, {64, 71},
+                                        {9, 72},  {30, 79}, {7, 150}};
+    uint64_t s = 41;
+    for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++) {
+        int64_t m = widths[w][0], e = widths[w][1], ld = e + 1;
+        real *p = malloc((size_t)m * sizeof *p), *q = malloc((size_t)m * sizeof *q);
+        real *v = malloc((size_t)e * sizeof *v);
+        real *y = malloc((size_t)(ld + 3) * sizeof *y), *y2 = malloc((size_t)(ld + 3) * sizeof *y2);
+        acc_t *acc0 = malloc((size_t)(m * ld) * sizeof *acc0);
+        acc_t *a1 = malloc((size_t)(m * ld) * sizeof *a1), *a2 = malloc((size_t)(m * ld) * sizeof *a2);
+        real *s1 = malloc((size_t)(m * ld) * sizeof *s1), *s2 = malloc((size_t)(m * ld) * sizeof *s2);
+        for (int64_t i = 0; i < m; i++)
+            p[i] = small_value(&s), q[i] = small_value(&s);
+        for (int64_t j = 0; j < e; j++)
+            v[j] = small_value(&s);
+        for (int64_t i = 0; i < m * ld; i++)
+            acc0[i] = small_value(&s);
+        FOR_EACH_BUILD(kn)
+        for (int fi = 0; fi < 2; fi++) {
+            acc_t f = fi ? (acc_t)0.625 : 1;
+            /* a state's working copy: acc itself in double */
+            real *c1 = sizeof(real) == sizeof(acc_t) ? (real *)a1 : s1;
+            real *c2 = sizeof(real) == sizeof(acc_t) ? (real *)a2 : s2;
+            memcpy(a1, acc0, (size_t)(m * ld) * sizeof *a1);
+            memcpy(a2, acc0, (size_t)(m * ld) * sizeof *a2);
+            kn->step(a1, c1, m, e, p, v, f, NULL, NULL);
+            for (int64_t i = 0; i < m; i++)
+                for (int64_t j = 0; j < ld; j++) {
+                    acc_t got = a1[i * ld + j], vj = j < e ? (acc_t)v[j] : 1;
+                    if (f == 1)
+                        ck_assert(got == acc0[i * ld + j] + (acc_t)p[i] * vj);
+                    long double want = (long double)f * acc0[i * ld + j] +
+                                       (long double)p[i] * vj;
+                    ck_assert_msg(fabsl(got - want) <= 4 * DBL_EPSILON * (1 + fabsl(want)),
+                                  "%s %s step %lld x %lld", PREC, kn->name,
+                                  (long long)m, (long long)e);
+                    ck_assert(c1[i * ld + j] == (real)got);
+                }
+            for (int64_t j = 0; j < ld + 3; j++)
+                y[j] = y2[j] = (real)-7;
+            kn->step(a1, c1, m, e, NULL, NULL, 1, q, y);
+            for (int64_t j = 0; j < ld; j++) {
+                long double want = 0, mag = 0;
+                for (int64_t i = 0; i < m; i++) {
+                    want += (long double)q[i] * c1[i * ld + j];
+                    mag += fabsl((long double)q[i] * c1[i * ld + j]);
+                }
+                ck_assert_msg(fabsl(y[j] - want) <= 2 * m * REAL_EPSILON * (mag + 1e-30L),
+                              "%s %s query %lld x %lld col %lld", PREC,
+                              kn->name, (long long)m, (long long)e, (long long)j);
+            }
+            kn->step(a2, c2, m, e, p, v, f, q, y2);
+            ck_assert_msg(!memcmp(a1, a2, (size_t)(m * ld) * sizeof *a1) &&
+                              !memcmp(c1, c2, (size_t)(m * ld) * sizeof *c1) &&
+                              !memcmp(y, y2, (size_t)(ld + 3) * sizeof *y),
+                          "%s %s fused step %lld x %lld f %g", PREC, kn->name,
+                          (long long)m, (long long)e, (double)f);
+            ck_assert(y2[ld] == (real)-7 && y2[ld + 2] == (real)-7);
+        }
+        free(p), free(q), free(v), free(y), free(y2);
+        free(acc0), free(a1), free(a2), free(s1), free(s2);
     }
 }
 END_TEST
@@ -637,6 +733,7 @@ int main(void)
     tcase_add_test(tc, every_build_row_stats);
     tcase_add_test(tc, every_build_mm);
     tcase_add_test(tc, every_build_small_loops);
+    tcase_add_test(tc, every_build_step_widths);
     tcase_add_test(tc, every_build_trimm);
     tcase_add_test(tc, every_build_nonfinite_flags);
     tcase_add_test(tc, every_build_transpose);

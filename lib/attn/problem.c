@@ -46,6 +46,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include "attn/problem.h"
 #include "attn/state.h"
 #include "attn/output_rows.h"
@@ -55,19 +56,12 @@
 XI(problem) XI(problem_init)(const X(plan) *plan, int layout, int64_t nq,
                              int64_t nk)
 {
-    XI(problem) pb;
-    memset(&pb, 0, sizeof pb);
-    pb.plan = plan;
-    pb.layout = layout;
-    pb.batch = pb.heads = 1;
-    pb.nq = nq;
-    pb.nk = nk;
-    if (plan) {
-        pb.d = plan->d;
-        pb.m = plan->m;
-        pb.e = plan->e;
-    }
-    return pb;
+    /* built in the caller's object (a zeroed local and its copy out cost
+     * a one-row call about what its checks cost) */
+    return (XI(problem)){.plan = plan, .layout = layout, .batch = 1,
+                         .heads = 1, .nq = nq, .nk = nk,
+                         .d = plan ? plan->d : 0, .m = plan ? plan->m : 0,
+                         .e = plan ? plan->e : 0};
 }
 
 /* Rows and columns of part i under the signature's shape. */
@@ -235,9 +229,86 @@ static int parts_in_order(const linattn_i_signature *sig, int secondary,
     return n;
 }
 
+/* What problem_check derives from the signature alone: the checks and
+ * parts in position order.  Sorting them anew cost a one-row call (a
+ * decoding step's update or query) about as much as its arithmetic, so
+ * each signature's order is derived once and kept (order_of). */
+typedef struct {
+    int first;       /* position of the first primary part (1 << 30: none) */
+    int npre, npost; /* the checks of stage 1, of stage 5                  */
+    int nprim, nsec;
+    check pre[C_COUNT + LINATTN_I_PARTS];
+    /* stage 5: the scalar checks after the parts and the secondary parts
+     * (kind C_COUNT, part: the part's index), merged in position order,
+     * a check before a part at the same position */
+    check post[C_COUNT + 2 * LINATTN_I_PARTS];
+    int prim[LINATTN_I_PARTS], sec[LINATTN_I_PARTS];
+} sig_order;
+
+static void derive_order(const linattn_i_signature *sig, sig_order *o)
+{
+    o->nprim = parts_in_order(sig, 0, o->prim);
+    o->nsec = parts_in_order(sig, 1, o->sec);
+    o->first = o->nprim ? sig->part[o->prim[0]].pos : 1 << 30;
+    o->npre = scalar_checks(sig, 1, o->first, o->pre);
+    check after[C_COUNT + LINATTN_I_PARTS];
+    int n = scalar_checks(sig, o->first, 1 << 30, after);
+    o->npost = 0;
+    for (int a = 0, b = 0; a < n || b < o->nsec;) {
+        int pos = b < o->nsec ? sig->part[o->sec[b]].pos : 0;
+        if (b < o->nsec && (a == n || pos < after[a].pos))
+            o->post[o->npost++] = (check){pos, C_COUNT, o->sec[b++]};
+        else
+            o->post[o->npost++] = after[a++];
+    }
+}
+
+/* The orders derived so far, one slot a signature (found by its address,
+ * and used only while the signature there holds what it held: a table on
+ * the stack would not be taken for another).  A slot is claimed by one
+ * thread, written, then published (ready); the others meanwhile derive
+ * their own copy. */
+#define ORDER_SLOTS 128
+#define ORDER_PROBES 8
+static struct {
+    const linattn_i_signature *key; /* atomic: the slot's claimant      */
+    int ready;                      /* atomic: sig and order written    */
+    linattn_i_signature sig;
+    sig_order order;
+} orders[ORDER_SLOTS];
+
+/* sig's order: the kept one, else derived into *local. */
+static const sig_order *order_of(const linattn_i_signature *sig,
+                                 sig_order *local)
+{
+    size_t h = (size_t)((uintptr_t)sig / sizeof(void *)) % ORDER_SLOTS;
+    for (int probe = 0; probe < ORDER_PROBES; probe++) {
+        const linattn_i_signature *key =
+            __atomic_load_n(&orders[h].key, __ATOMIC_ACQUIRE);
+        if (!key && __atomic_compare_exchange_n(&orders[h].key, &key, sig, 0,
+                                                __ATOMIC_ACQ_REL,
+                                                __ATOMIC_ACQUIRE)) {
+            memcpy(&orders[h].sig, sig, sizeof *sig);
+            derive_order(sig, &orders[h].order);
+            __atomic_store_n(&orders[h].ready, 1, __ATOMIC_RELEASE);
+            return &orders[h].order;
+        }
+        if (key == sig) {
+            if (__atomic_load_n(&orders[h].ready, __ATOMIC_ACQUIRE) &&
+                !memcmp(&orders[h].sig, sig, sizeof *sig))
+                return &orders[h].order;
+            break;
+        }
+        h = (h + 1) % ORDER_SLOTS;
+    }
+    derive_order(sig, local);
+    return local;
+}
+
 /* Part i as a single call's matrix argument (a vector's leading dimension
- * is implied). */
-static linattn_i_mat single_mat(const XI(problem) *pb,
+ * is implied).  Inlined: its result read back from memory stalled the
+ * validator of a one-row call (a store forwarded to a wider load). */
+static inline __attribute__((always_inline)) linattn_i_mat single_mat(const XI(problem) *pb,
                                 const linattn_i_signature *sig, int i)
 {
     const linattn_i_part_sig *ps = &sig->part[i];
@@ -261,10 +332,10 @@ static linattn_strides dense_strides(const XI(problem) *pb, int64_t rows)
 /* Stages 2 to 4 of the primary parts, and in idx/n what stage 8 needs:
  * the first failure, negative, or LINATTN_ESIZE (stage 3), or 0. */
 static int primary_parts(const XI(problem) *pb, const linattn_i_signature *sig,
-                         const linattn_strides *vec)
+                         const sig_order *o, const linattn_strides *vec)
 {
-    int idx[LINATTN_I_PARTS];
-    int n = parts_in_order(sig, 0, idx);
+    const int *idx = o->prim;
+    int n = o->nprim;
     if (sig->form == LINATTN_I_SINGLE) {
         /* In position order, except the key weights (an _ex call's,
          * after the outputs in position): before the first output, so
@@ -337,11 +408,11 @@ static int secondary_part(const XI(problem) *pb,
 /* Stage 8: the secondary parts apart from every other matrix and from
  * each other (the later one's -pos). */
 static int secondary_apart(const XI(problem) *pb,
-                           const linattn_i_signature *sig,
+                           const linattn_i_signature *sig, const sig_order *o,
                            const linattn_strides *vec)
 {
-    int sec[LINATTN_I_PARTS], prim[LINATTN_I_PARTS];
-    int ns = parts_in_order(sig, 1, sec), np = parts_in_order(sig, 0, prim);
+    const int *sec = o->sec, *prim = o->prim;
+    int ns = o->nsec, np = o->nprim;
     uintptr_t lo[LINATTN_I_PARTS], hi[LINATTN_I_PARTS];
     for (int a = 0; a < ns; a++) {
         linattn_i_mat m = single_mat(pb, sig, sec[a]);
@@ -487,15 +558,12 @@ static void part_range(const XI(problem) *pb, const linattn_i_signature *sig,
  * must be (-pos of the extras), a state's tokens beyond int64
  * (LINATTN_ESIZE). */
 static int packed_check(const XI(problem) *pb, const linattn_i_signature *sig,
-                        const linattn_strides *vec)
+                        const sig_order *o, const linattn_strides *vec)
 {
     /* every output, dW and db among them (written even when there are no
      * problems: the sums over none), in position order */
-    int idx[2 * LINATTN_I_PARTS];
-    int n = parts_in_order(sig, 0, idx);
-    n += parts_in_order(sig, 1, idx + n);
-    for (int a = 0; a < n; a++) {
-        int i = idx[a];
+    for (int a = 0; a < o->nprim + o->nsec; a++) {
+        int i = a < o->nprim ? o->prim[a] : o->sec[a - o->nprim];
         const linattn_i_part_sig *ps = &sig->part[i];
         if (!(ps->role & LINATTN_I_OUTPUT) || !pb->part[i].p)
             continue;
@@ -602,11 +670,10 @@ static int den_policy(const XI(problem) *pb, linattn_where *bad)
 int XI(problem_check)(const XI(problem) *pb, const linattn_i_signature *sig,
                       linattn_where *bad)
 {
-    check list[C_COUNT + LINATTN_I_PARTS];
-    int idx[LINATTN_I_PARTS];
-    int first = parts_in_order(sig, 0, idx) ? sig->part[idx[0]].pos : 1 << 30;
+    sig_order local;
+    const sig_order *o = order_of(sig, &local);
     /* 1. the scalar arguments before the parts */
-    int st = run_checks(pb, sig, list, scalar_checks(sig, 1, first, list));
+    int st = run_checks(pb, sig, o->pre, o->npre);
     if (st)
         return st;
     /* a batched call's vectors (normalizers, key weights) are described
@@ -625,23 +692,19 @@ int XI(problem_check)(const XI(problem) *pb, const linattn_i_signature *sig,
         vec[i] = dense_strides(pb, rows);
     }
     /* 2. to 4. */
-    int size = primary_parts(pb, sig, vec);
+    int size = primary_parts(pb, sig, o, vec);
     if (size < 0)
         return size;
     /* 5. the arguments after the parts, dW and db among them */
-    int sec[LINATTN_I_PARTS];
-    int ns = parts_in_order(sig, 1, sec), n = scalar_checks(sig, first,
-                                                            1 << 30, list);
-    for (int a = 0, b = 0; a < n || b < ns;) {
-        if (b < ns && (a == n || sig->part[sec[b]].pos < list[a].pos)) {
-            int s = secondary_part(pb, sig, sec[b++]);
+    for (int a = 0; a < o->npost; a++) {
+        const check *c = &o->post[a];
+        if (c->kind == C_COUNT) {
+            int s = secondary_part(pb, sig, c->part);
             if (s < 0)
                 return s;
             size = size ? size : s;
-        } else if (scalar_bad(pb, sig, list[a].kind, list[a].part)) {
-            return -list[a].pos;
-        } else {
-            a++;
+        } else if (scalar_bad(pb, sig, c->kind, c->part)) {
+            return -c->pos;
         }
     }
     /* 6. and 7. */
@@ -649,8 +712,8 @@ int XI(problem_check)(const XI(problem) *pb, const linattn_i_signature *sig,
         return size;
     st = size_conditions(pb, sig);
     /* 8. */
-    if (!st && ns)
-        st = secondary_apart(pb, sig, vec);
+    if (!st && o->nsec)
+        st = secondary_apart(pb, sig, o, vec);
     if (!st && weights_bad(pb))
         st = -sig->part[LINATTN_I_KW].pos;
     if (!st && gates_bad(pb))
@@ -658,7 +721,7 @@ int XI(problem_check)(const XI(problem) *pb, const linattn_i_signature *sig,
     if (!st && head_decays_bad(pb))
         st = -sig->extras;
     if (!st && pb->qoff)
-        st = packed_check(pb, sig, vec);
+        st = packed_check(pb, sig, o, vec);
     if (!st && pb->dstates)
         st = dstates_check(pb, sig, vec);
     if (st)

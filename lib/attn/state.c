@@ -757,7 +757,8 @@ typedef struct {
  * with LINATTN_EOVERFLOW and st is unchanged; otherwise it is kept (the
  * one-call paths, whose queries then report the rows it reaches).  Keys
  * of weight 0 are as if absent: they are not counted in tokens. */
-static int update_run(X(state) *st, keys a, int strict, const decayed *d)
+static int update_run(X(state) *st, keys a, int strict, const decayed *d,
+                      XI(fused) *fq)
 {
     const X(plan) *plan = st->plan;
     int64_t len = state_len(plan);
@@ -782,11 +783,16 @@ static int update_run(X(state) *st, keys a, int strict, const decayed *d)
         XI(state_publish)(st);
         return 0;
     }
-    int nt = linattn_i_threads(a.n, XI(block_rows)(plan));
     if (!d && !a.w && XI(small_ok)(plan, a.n) &&
-        XI(state_update_small)(st, a.k, a.v, a.n, NULL)) {
-        /* taken in place: its sums could not leave the range */
-    } else if (nt == 1 && st->bound == 0 && !st->poisoned) {
+        XI(state_update_small)(st, a.k, a.v, a.n, NULL, fq)) {
+        /* taken in place (its sums could not leave the range), and
+         * published in its pass */
+        st->tokens += count;
+        st->mass += mass;
+        return 0;
+    }
+    int nt = linattn_i_threads(a.n, XI(block_rows)(plan));
+    if (nt == 1 && st->bound == 0 && !st->poisoned) {
         /* acc holds zeros (a new state, the one-call paths): accumulate in
          * place, and a refusal puts the zeros back.  Workspace comes first
          * inside: ENOMEM leaves acc unchanged. */
@@ -860,7 +866,7 @@ static int keys_top(const X(plan) *plan, keys a, double *top)
  * b_j) <= 1 (B the keys' total log decay, b_j its running sum up to key
  * j), the state before times exp(B).  One array of n weights. */
 static int decayed_update(X(state) *st, const XI(problem) *pb, keys a,
-                          int strict)
+                          int strict, XI(fused) *fq)
 {
     decayed d;
     double mass, sums[8];
@@ -871,10 +877,9 @@ static int decayed_update(X(state) *st, const XI(problem) *pb, keys a,
      * into the few-row path's own rescaling */
     if (!a.w && a.n > 0 && a.n <= 8 && XI(small_ok)(st->plan, a.n)) {
         XI(decay_sums)(pb, 0, a.n, sums);
-        if (XI(state_update_small)(st, a.k, a.v, a.n, sums)) {
+        if (XI(state_update_small)(st, a.k, a.v, a.n, sums, fq)) {
             st->tokens += d.tokens;
             st->mass = d.mass;
-            publish(st);
             return 0;
         }
     }
@@ -903,7 +908,7 @@ static int decayed_update(X(state) *st, const XI(problem) *pb, keys a,
     keys b = a;
     b.w = ones ? NULL : w;
     if (!status)
-        status = update_run(st, b, strict, &d);
+        status = update_run(st, b, strict, &d, NULL);
     if (!status && top > -INFINITY) {
         XI(raise_shift)(st->acc, state_len(st->plan), &st->shift,
                         st->tokens > 0, top);
@@ -913,13 +918,19 @@ static int decayed_update(X(state) *st, const XI(problem) *pb, keys a,
     return status;
 }
 
-int XI(state_update_run)(X(state) *st, const XI(problem) *pb, int strict)
+int XI(state_update_fused)(X(state) *st, const XI(problem) *pb, int strict,
+                           XI(fused) *fq)
 {
     keys a = {XI(part_view)(pb, LINATTN_I_K), XI(part_view)(pb, LINATTN_I_V),
               pb->part[LINATTN_I_KW].p, pb->nk};
     if (XI(decays)(pb))
-        return decayed_update(st, pb, a, strict);
-    return update_run(st, a, strict, NULL);
+        return decayed_update(st, pb, a, strict, fq);
+    return update_run(st, a, strict, NULL, fq);
+}
+
+int XI(state_update_run)(X(state) *st, const XI(problem) *pb, int strict)
+{
+    return XI(state_update_fused)(st, pb, strict, NULL);
 }
 
 /* Workspace of a query on one thread: phi of one block (none for the

@@ -85,12 +85,27 @@ void XI(state_publish)(X(state) *st);
 XI(view) XI(masked_values)(XI(view) v, int64_t e, const real *w, int64_t n,
                            int direct, real *buf);
 
+/* A query that one row of keys answers in its update's own pass (a
+ * decoding step, kern.h's step): phi, its features; y (e + 1 entries) its
+ * numerators and normalizer, once done is set (the update took the
+ * few-row path). */
+typedef struct {
+    const real *phi;
+    real *y;
+    int done;
+} XI(fused);
+
 /* st += the state of pb's keys and values (its nk rows of K and V),
  * after the call's checks: 0 or LINATTN_ENOMEM (st unchanged).  Sums that
  * finite inputs push beyond the range are LINATTN_EOVERFLOW, st
  * unchanged, when strict (linattn_d_state_update); else they are kept
  * (the one-call paths, whose queries then report the rows they reach). */
 int XI(state_update_run)(X(state) *st, const XI(problem) *pb, int strict);
+
+/* As state_update_run, answering fq's query in the update's pass when
+ * it can (fq->done then set; fq NULL: none). */
+int XI(state_update_fused)(X(state) *st, const XI(problem) *pb, int strict,
+                           XI(fused) *fq);
 
 /* st = the sums of its keys and rows [0, n) of pb's keys and values,
  * built elsewhere (a causal call's carried state): S m x e with leading
@@ -122,13 +137,21 @@ int XI(state_fits_plan)(const X(state) *st, const X(plan) *plan);
  * loops on stack workspace, no allocation, no BLAS. */
 int XI(small_ok)(const X(plan) *plan, int64_t n);
 /* As state_update_run / state_query_run, for small_ok sizes.  The
- * update does not count the tokens nor publish; it returns 1 when done, 0
- * (state unchanged) when its sums could leave the range or the inputs are
- * not finite: the blocked path then decides.  b: a decayed update's
- * running sums of the rows' log decays (attn/decay.h), NULL without. */
+ * update does not count the tokens; it publishes (the float copy in the
+ * same pass) and returns 1 when done, 0 (state unchanged) when its sums
+ * could leave the range or the inputs are not finite: the blocked path
+ * then decides.  b: a decayed update's running sums of the rows' log
+ * decays (attn/decay.h), NULL without; fq: a query its last row's pass
+ * answers (NULL: none). */
 int XI(state_update_small)(X(state) *st, XI(view) k, XI(view) v, int64_t n,
-                           const double *b);
+                           const double *b, XI(fused) *fq);
 int XI(state_query_small)(const X(state) *st, const XI(problem) *pb,
                           int64_t *bad_row);
+
+/* linattn_d_state_update of pb's one row of keys then
+ * linattn_d_state_query of its one query, after the call's checks, with
+ * their statuses, in one pass over the state when the update takes the
+ * few-row path (the same bits). */
+int XI(state_step_run)(X(state) *st, const XI(problem) *pb, int64_t *bad_row);
 
 #endif

@@ -8,10 +8,12 @@
  * belongs to states[r]; the row's work is linattn_d_state_update of one
  * row then linattn_d_state_query of one row, the few-row paths
  * (attn/state_small.c: stack workspace, no BLAS), so that a step
- * allocates nothing when the plans allow it.  Rows are independent: the
- * threads split them (each row on one thread, so a row's result is the
- * same whatever the count), and a row that fails does not stop the
- * others.
+ * allocates nothing when the plans allow it, fused into one pass over
+ * the state (the query summed from each row as the update leaves it:
+ * the state read once a step instead of twice, the same bits).  Rows
+ * are independent: the threads split them (each row on one thread, so a
+ * row's result is the same whatever the count), and a row that fails
+ * does not stop the others.
  */
 #include "attn/paths.h"
 #include "attn/problem.h"
@@ -46,27 +48,44 @@ static int states_bad(X(state) *const *states, int64_t count)
 
 typedef struct {
     X(state) *const *states;
-    const XI(problem) *pb;
+    XI(problem) *pb;
+    int nt;
+    /* range t's first failing row and its status (only those of the
+     * ranges run are written and read: zeroing them all cost a step of
+     * one stream a twentieth of its time) */
     int status[LINATTN_MAX_THREADS];
     int64_t first[LINATTN_MAX_THREADS];
 } step_job;
 
-/* Row r of the step: its state's update, then its query. */
-static int step_row(const XI(problem) *pb, X(state) *st, int64_t r)
-{
-    XI(problem) row = XI(problem_span)(pb, r, r + 1, r, r + 1);
-    row.plan = st->plan;
-    row.m = st->plan->m;
-    int status = XI(state_update_run)(st, &row, 1);
-    return status ? status : XI(state_query_run)(st, &row, NULL);
-}
-
+/* Rows [lo, hi) of the step, each its state's update then its query:
+ * row r is the one-row problem of its Q, K, V and out rows and its
+ * state's plan, one descriptor moved from row to row: the call's own on
+ * one thread, a copy per range on several (a copy per row cost a step
+ * of one stream a tenth of its time). */
 static int64_t step_range(void *ctx, int t, int64_t lo, int64_t hi)
 {
+    static const int parts[4] = {LINATTN_I_Q, LINATTN_I_K, LINATTN_I_V,
+                                 LINATTN_I_OUT};
     step_job *j = ctx;
+    XI(problem) own, *row = j->pb;
+    if (j->nt > 1) {
+        own = *j->pb;
+        row = &own;
+    }
+    real *base[4];
+    for (int i = 0; i < 4; i++)
+        base[i] = XI(part_out)(j->pb, parts[i]);
+    int cm = j->pb->layout == LINATTN_COL_MAJOR;
+    row->nq = row->nk = 1;
     j->first[t] = INT64_MAX;
     for (int64_t r = lo; r < hi; r++) {
-        int st = step_row(j->pb, j->states[r], r);
+        X(state) *state = j->states[r];
+        for (int i = 0; i < 4; i++)
+            row->part[parts[i]].p =
+                base[i] + (cm ? r : r * row->part[parts[i]].s.ld);
+        row->plan = state->plan;
+        row->m = state->plan->m;
+        int st = XI(state_step_run)(state, row, NULL);
         if (st && j->first[t] == INT64_MAX) {
             j->first[t] = r;
             j->status[t] = st;
@@ -114,8 +133,10 @@ int X(states_step)(X(state) *const *states, int64_t count, int layout,
             return LINATTN_ESIZE;
     if (!rows_finite(states, &pb))
         return LINATTN_ENONFINITE;
-    step_job job = {states, &pb, {0}, {0}};
-    int nt = linattn_i_threads(count, STEP_MIN_ROWS);
+    step_job job;
+    job.states = states;
+    job.pb = &pb;
+    int nt = job.nt = linattn_i_threads(count, STEP_MIN_ROWS);
     linattn_i_parallel_ranges(nt, count, step_range, &job);
     for (int t = 0; t < nt; t++) /* ranges in row order: the first fails first */
         if (job.first[t] != INT64_MAX) {

@@ -93,41 +93,102 @@ static void k_row_stats(const real *f, int64_t ldf, int64_t rows, int64_t m,
 
 /* ---- small loops of decoding and of the causal chunks ---- */
 
-static void k_rank1(acc_t *acc, int64_t m, int64_t e, const real *p,
-                    const real *v, acc_t f)
+/* Row i of a step's update: acc = f acc + p_i [v 1], and its copy in the
+ * working precision when that is not acc itself. */
+static inline void step_row(acc_t *row, real *srow, int64_t e, acc_t pi,
+                            const real *v, acc_t f)
+{
+    if (f == 1) {
+        LINATTN_SIMD
+        for (int64_t j = 0; j < e; j++)
+            row[j] += pi * v[j];
+        row[e] += pi;
+    } else {
+        LINATTN_SIMD
+        for (int64_t j = 0; j < e; j++)
+            row[j] = f * row[j] + pi * v[j];
+        row[e] = f * row[e] + pi;
+    }
+#if LINATTN_ACC_WIDER
+    LINATTN_SIMD
+    for (int64_t j = 0; j <= e; j++)
+        srow[j] = (real)row[j];
+#else
+    (void)srow;
+#endif
+}
+
+/* kern.h's step in plain loops.  The query takes the rows four at a
+ * time, so that y goes through memory once per four terms (row by row,
+ * each term waited for the store of the one before: half the time of a
+ * decoding step), each column still summed over the rows in order. */
+static void k_step_c(acc_t *acc, real *s, int64_t m, int64_t e, const real *p,
+                     const real *v, acc_t f, const real *q, real *y)
 {
     int64_t ld = e + 1;
-    for (int64_t i = 0; i < m; i++) {
-        acc_t pi = p[i];
-        acc_t *row = acc + i * ld;
-        if (f == 1) {
+    for (int64_t j = 0; q && j < ld; j++)
+        y[j] = 0;
+    for (int64_t i = 0; i < m; i += 4) {
+        int64_t rows = m - i < 4 ? m - i : 4;
+        for (int64_t r = 0; p && r < rows; r++)
+            step_row(acc + (i + r) * ld, s + (i + r) * ld, e, p[i + r], v, f);
+        if (!q)
+            continue;
+        const real *r0 = s + i * ld;
+        if (rows == 4) {
+            real q0 = q[i], q1 = q[i + 1], q2 = q[i + 2], q3 = q[i + 3];
             LINATTN_SIMD
-            for (int64_t j = 0; j < e; j++)
-                row[j] += pi * v[j];
-            row[e] += pi;
+            for (int64_t j = 0; j < ld; j++) {
+                real t = y[j];
+                t += q0 * r0[j];
+                t += q1 * r0[ld + j];
+                t += q2 * r0[2 * ld + j];
+                t += q3 * r0[3 * ld + j];
+                y[j] = t;
+            }
         } else {
-            LINATTN_SIMD
-            for (int64_t j = 0; j < e; j++)
-                row[j] = f * row[j] + pi * v[j];
-            row[e] = f * row[e] + pi;
+            for (int64_t r = 0; r < rows; r++) {
+                real qr = q[i + r];
+                LINATTN_SIMD
+                for (int64_t j = 0; j < ld; j++)
+                    y[j] += qr * r0[r * ld + j];
+            }
         }
     }
 }
 
-static void k_row_times(real *y, const real *s, int64_t m, int64_t e,
-                        const real *p)
+/* The bits of |x| (sign cleared) order as the values do, and NaN and
+ * Inf (exponent all ones) above every finite value: one integer maximum,
+ * exact in any order, so it vectorizes (a floating-point maximum may
+ * not be reordered: its serial chain cost a decoding step a tenth of
+ * its time).  Signed, for the vector compares every build has: the
+ * largest |x| of these bits, +Inf for NaN and Inf. */
+typedef int64_t amax_bits; /* wide enough for either precision's bits */
+
+static inline double amax_of(amax_bits top)
 {
-    int64_t ld = e + 1;
-    for (int64_t j = 0; j < ld; j++)
-        y[j] = 0;
-    for (int64_t i = 0; i < m; i++) {
-        real pi = p[i];
-        const real *row = s + i * ld;
-        LINATTN_SIMD
-        for (int64_t j = 0; j < ld; j++)
-            y[j] += pi * row[j];
-    }
+    if (top >= (amax_bits)REAL_EXP_BITS)
+        return INFINITY;
+    real_bits b = (real_bits)top;
+    real mx;
+    memcpy(&mx, &b, sizeof mx);
+    return mx;
 }
+
+#if LINATTN_KERN_LEVEL != 2
+static double k_amax(const real *x, int64_t n)
+{
+    amax_bits top = 0;
+    LINATTN_SIMD_REDUCE(max, top)
+    for (int64_t i = 0; i < n; i++) {
+        real_bits u;
+        memcpy(&u, x + i, sizeof u);
+        amax_bits a = (amax_bits)(u & ~REAL_SIGN_BIT);
+        top = a > top ? a : top;
+    }
+    return amax_of(top);
+}
+#endif
 
 static void k_fold(acc_t *acc, real *part, real *s, int64_t len)
 {
@@ -170,13 +231,18 @@ static void k_transpose(int64_t rows, int64_t cols, const real *src,
 
 #if LINATTN_KERN_LEVEL == 2
 #include "kernels/mm_avx512.h"
+#include "kernels/step_avx512.h"
 #define K_MM k_mm
 #define K_TRIMM k_trimm
 #define K_TRANSPOSE k_transpose512
+#define K_STEP k_step
+#define K_AMAX k_amax512
 #else
 #define K_MM NULL
 #define K_TRIMM NULL
 #define K_TRANSPOSE k_transpose
+#define K_STEP k_step_c
+#define K_AMAX k_amax
 #endif
 
 #if LINATTN_KERN_LEVEL == 2
@@ -193,6 +259,6 @@ static void k_transpose(int64_t rows, int64_t cols, const real *src,
 extern const XI(kern) KERN_TABLE;
 const XI(kern) KERN_TABLE = {KERN_NAME,   k_exp,   k_elu1,
                              k_exp_shift, k_row_stats, K_MM,
-                             k_rank1,     k_row_times, k_fold,
+                             K_STEP,      K_AMAX,      k_fold,
                              k_tri_diag,  K_TRIMM,
                              K_TRANSPOSE};

@@ -43,16 +43,24 @@ typedef struct {
     int (*mm)(int64_t M, int64_t N, int64_t K, const real *a, int64_t ars,
               int64_t aks, const real *b, int64_t ldb, real *c, int64_t ldc,
               int add, const real *s);
-    /* acc[i][j] = f acc[i][j] + p[i] v[j] over an m x (e + 1) state with
-     * v[e] = 1: a rank-one update (token-by-token decoding), the state
-     * before it scaled by f in the same pass (a decay or a shift's move;
-     * f = 1: acc += p v^T exactly). */
-    void (*rank1)(acc_t *acc, int64_t m, int64_t e, const real *p,
-                  const real *v, acc_t f);
-    /* y[j] = sum_i p[i] s[i][j], j <= e, over an m x (e + 1) state:
-     * numerators and, in y[e], the normalizer of one query. */
-    void (*row_times)(real *y, const real *s, int64_t m, int64_t e,
-                      const real *p);
+    /* One pass over an m x (e + 1) state [S | z] (row major, ld e + 1),
+     * row by row: token-by-token decoding reads the state once a step.
+     * With p: acc[i][j] = f acc[i][j] + p[i] v[j], v[e] = 1 (a rank-one
+     * update, the state before scaled by f in the same pass: a decay or
+     * a shift's move; f = 1: acc += p v^T exactly), and, when s is not
+     * acc itself (float), s[i][j] = acc[i][j] in the working precision
+     * (the publish, in the same pass).  With q: y[j] = sum_i q[i]
+     * s[i][j], j <= e (numerators and, in y[e], the normalizer of one
+     * query), from the rows as the update left them, while they are in
+     * registers.  p NULL: s is only read (a query); q NULL: no query.
+     * Every build sums each column over i in order, one rounding a term
+     * (the FMA where the build has one): a step's query has the bits of
+     * the same query made after the update, in any build. */
+    void (*step)(acc_t *acc, real *s, int64_t m, int64_t e, const real *p,
+                 const real *v, acc_t f, const real *q, real *y);
+    /* The largest |x_i| over n values (0 for none), +Inf when one is
+     * NaN or Inf. */
+    double (*amax)(const real *x, int64_t n);
     /* acc += part (in double), s = acc (working precision), part = 0,
      * over len entries. */
     void (*fold)(acc_t *acc, real *part, real *s, int64_t len);

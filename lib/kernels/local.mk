@@ -7,8 +7,8 @@
 KERN_SOURCES = lib/kernels/kern.c lib/kernels/kern.h \
 	lib/kernels/kern_grad.c lib/kernels/kern_grad.h \
 	lib/kernels/exp_avx2.h lib/kernels/exp_avx512.h lib/kernels/exp2_table.h \
-	lib/kernels/mm_avx512.h lib/kernels/vexp.h lib/common/prec.h \
-	lib/common/simd.h lib/common/cpu.h
+	lib/kernels/mm_avx512.h lib/kernels/step_avx512.h lib/kernels/vexp.h \
+	lib/common/prec.h lib/common/simd.h lib/common/cpu.h
 INTERNAL_H += lib/kernels/kern.h lib/kernels/kern_grad.h lib/kernels/vexp.h
 KERN_CFLAGS = $(AM_CFLAGS) $(CODEGEN_FLAGS)
 noinst_LTLIBRARIES += lib/libkern_d0.la lib/libkern_s0.la
