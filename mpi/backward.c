@@ -559,12 +559,17 @@ static void single_grads(XI(problem) *j, const real *den, const real *g,
 }
 
 /* The extras a distributed backward takes: key weights and dL/dw (one
- * sequence: no offsets, states or handed gradients). */
+ * sequence: no offsets, states or handed gradients).  Gates and a head's
+ * decay are refused here whatever the serial checks say of them: the
+ * scans would carry them (their elements hold a log decay), but the
+ * decayed serial backward each rank would run is not this library's to
+ * assume. */
 static int ex_taken(const X(extras) *ex)
 {
     return !ex || (!ex->offsets && !ex->key_offsets && !ex->nseq &&
                    !ex->states && !ex->state && !ex->dstates &&
-                   !ex->dstate_end && !ex->den && !ex->absorb);
+                   !ex->dstate_end && !ex->den && !ex->absorb &&
+                   !ex->gates && !ex->head_decays);
 }
 
 /* A single call's problem after its local checks st (the extras at

@@ -99,8 +99,31 @@ int MI(overflowed)(const double *el);
  * more, those about to be added) exceed int64. */
 int MI(unpack)(X(state) *state, const double *el, int64_t more);
 
+/* The log decays of rows [lo, hi) of problem one (a single problem, or
+ * one of a batched call's: its head's decay added to the plan's), summed
+ * in double as the serial library sums them: the total a scan element of
+ * those rows carries. */
+double MI(decay_total)(const XI(problem) *one, int64_t lo, int64_t hi);
+
+/* A causal scan's element of problem one's keys [lo, hi) (one problem
+ * of this rank's rows) into el: the state of seed (NULL: none) aged over
+ * those rows and their keys, weighted by the problem's key weights and
+ * decayed as the serial causal path decays them (the plan's decay, the
+ * problem's head's and its gates) to row hi - 1, with their total log
+ * decay.  Built as the scans compose: the seed's element, then the keys'
+ * state from zero (one serial update; a head's decay, which the serial
+ * update does not take, as a gate of every row a block of rows at a time,
+ * each block's element composed in turn: no copy that grows with the
+ * rows), so that its shift is the largest key exponent, as the serial
+ * causal path's.  w->state is scratch, and tmp (an element) too when
+ * there is a seed or a head's decay.  0, or the update's status (el then
+ * not built). */
+int MI(keys_element)(MI(work) *w, const XI(problem) *one, const X(state) *seed,
+                     int64_t lo, int64_t hi, double *el, double *tmp);
+
 /* Each problem's state of this rank's keys (with skip, an empty one)
- * into its element, then one reduction of them all: the sum into
+ * into its element (with its weights and decay: MI(keys_element)), then
+ * one reduction of them all: the sum into
  * w->elems, or with exscan the exclusive prefix into w->prefix (w->elems
  * then overwritten).  A problem whose sums overflow here
  * (LINATTN_EOVERFLOW from the update) goes as an empty element marked
@@ -119,7 +142,9 @@ typedef int (*MI(work_fn))(const XI(problem) *j, MPI_Comm comm, MI(work) *w,
 /* A whole distributed call of a kind (LINATTN_MPI_CALL_*): readiness
  * (without communication: -1 when the plan is NULL, else LINATTN_EMPIUSE,
  * LINATTN_EMPI or -2 for comm), then with status, the serial _check's (its positions
- * shifted past the communicator), MI(begin), f, MI(end); then
+ * shifted past the communicator; a decayed plan -1 unless the kind is
+ * the causal forward's, the only one whose scans decay), MI(begin), f,
+ * MI(end); then
  * the failure's place: the global row into *bad_row on LINATTN_EDENOM
  * and LINATTN_EOVERFLOW (the single calls), the problem and row into
  * *bad (the batched ones); either may be NULL. */
@@ -135,6 +160,13 @@ XI(problem) MI(batched_problem)(int status, const X(plan) *plan, int layout,
                                 const linattn_strides *sk, const real *v,
                                 const linattn_strides *sv, real *out,
                                 const linattn_strides *sout);
+
+/* Nonzero when the byte ranges [a, a + na) and [b, b + nb) meet. */
+int MI(meet)(const void *a, size_t na, const void *b, size_t nb);
+
+/* The bytes of an n x e matrix in layout with leading dimension ld (one
+ * that passed the serial checks: addressable). */
+size_t MI(mat_bytes)(int layout, int64_t n, int64_t e, int64_t ld);
 
 /* The number of problems of a call whose checks passed (0 when they
  * did not: batch and heads are not read then). */

@@ -13,7 +13,10 @@
  * per rank: the keys after the rank's last sequence boundary, marked as a
  * segment's start when the rank has a boundary (the combination (a, fa) +
  * (b, fb) = (fb ? b : a + b, fa | fb) is associative), in the ceil(log2
- * P) exchanges of the plain scan (mpi/reduce.c).
+ * P) exchanges of the plain scan (mpi/reduce.c).  With decay (a decayed
+ * plan, gates) the element also carries those rows' total log decay and
+ * the composition ages what comes before it: (A_b, fb ? S_b : e^{A_b} S_a
+ * + S_b).
  *
  * Non-causal: a boundary sequence's queries need all of its keys: those
  * of earlier ranks (the forward scan above), this rank's, and those of
@@ -103,14 +106,15 @@ static int rows_before(MPI_Comm scan_comm, MPI_Comm comm, int64_t n,
 }
 
 /* The extras of one serial call on rows [lo, lo + rows) of this rank: the
- * weights and normalizers from row lo, and a packed range's offsets. */
+ * weights, gates and normalizers from row lo. */
 static X(extras) part_extras(const XI(problem) *j, int64_t lo)
 {
     X(extras) ex;
     X(extras_init)(&ex);
-    const real *w = j->part[LINATTN_I_KW].p;
+    const real *w = j->part[LINATTN_I_KW].p, *g = j->part[LINATTN_I_GATE].p;
     real *den = XI(part_out)(j, LINATTN_I_DEN);
     ex.weights = w ? w + lo : NULL;
+    ex.gates = g ? g + lo : NULL;
     ex.den = den ? den + lo : NULL;
     return ex;
 }
@@ -122,7 +126,7 @@ static X(state) *seed_of(const XI(problem) *j, int64_t s)
 }
 
 /* The state of seed (NULL: none) and the keys [lo, hi) into s; 0 or the
- * update's status. */
+ * update's status.  (Non-causal: nothing decays.) */
 static int keys_state(const XI(problem) *j, X(state) *s, const X(state) *seed,
                       int64_t lo, int64_t hi)
 {
@@ -158,6 +162,19 @@ static void pack_element(MI(work) *w, const X(state) *s, int st, int start,
     }
     MI(pack)(s, w->len, flags, el);
     if (start)
+        el[LINATTN_MPI_E_FLAGS] =
+            (double)(linattn_mpi_i_flags(el) | LINATTN_MPI_F_START);
+}
+
+/* A causal scan's element built by MI(keys_element) into el (st: its
+ * status), or with empty an empty one, marked as pack_element marks
+ * it. */
+static void mark_element(MI(work) *w, int empty, int st, int start,
+                         double *el, int *status)
+{
+    if (empty || st || *status)
+        pack_element(w, NULL, st, start, el, status);
+    else if (start)
         el[LINATTN_MPI_E_FLAGS] =
             (double)(linattn_mpi_i_flags(el) | LINATTN_MPI_F_START);
 }
@@ -340,11 +357,11 @@ static int causal_ex_work(const XI(problem) *j, MPI_Comm comm, MI(work) *w,
     int empty = p.at_end || rank == size - 1 || status;
     int starts = p.inner > 0 || p.at_start;
     if (!empty)
-        st = keys_state(j, w->state,
-                        starts ? seed_of(j, p.lo + p.inner - 1) : NULL,
-                        p.inner > 0 ? p.last_start : 0, n);
-    pack_element(w, empty ? NULL : w->state, st, p.at_end || starts,
-                 w->elems, &status);
+        st = MI(keys_element)(w, j, starts ? seed_of(j, p.lo + p.inner - 1)
+                                           : NULL,
+                              p.inner > 0 ? p.last_start : 0, n, w->elems,
+                              w->recv);
+    mark_element(w, empty, st, p.at_end || starts, w->elems, &status);
     if (linattn_mpi_i_segmented_exscan(w->scan_comm, 0, w->elems, w->prefix,
                                        w->recv, 1, w->len)) {
         finals_free(&f);
@@ -514,23 +531,6 @@ static int attention_ex_work(const XI(problem) *j, MPI_Comm comm, MI(work) *w,
     return finals_commit(j, &f, f.count, w->first, w->last, st);
 }
 
-/* Nonzero when a and b (byte ranges) meet. */
-static int meet(const void *a, size_t na, const void *b, size_t nb)
-{
-    const char *x = a, *y = b;
-    return na && nb && x < y + nb && y < x + na;
-}
-
-/* The bytes of an n x e output in layout with leading dimension ld. */
-static size_t out_bytes(int layout, int64_t n, int64_t e, int64_t ld)
-{
-    if (n == 0 || e == 0)
-        return 0;
-    int64_t elems = layout == LINATTN_ROW_MAJOR ? (n - 1) * ld + e
-                                                : (e - 1) * ld + n;
-    return (size_t)elems * sizeof(real);
-}
-
 static int by_address(const void *a, const void *b)
 {
     uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
@@ -593,11 +593,11 @@ static int ex_fields(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
     X(plan_dims)(plan, NULL, NULL, &e);
     size_t ob = (size_t)(ex->nseq + 1) * sizeof(int64_t);
     size_t sb = ex->states ? (size_t)ex->nseq * sizeof *ex->states : 0;
-    size_t outb = out_bytes(layout, nq, e, ldout);
+    size_t outb = MI(mat_bytes)(layout, nq, e, ldout);
     size_t denb = ex->den ? (size_t)nq * sizeof(real) : 0;
-    if (meet(out, outb, ex->offsets, ob) ||
-        meet(ex->den, denb, ex->offsets, ob) ||
-        meet(out, outb, ex->states, sb) || meet(ex->den, denb, ex->states, sb))
+    if (MI(meet)(out, outb, ex->offsets, ob) ||
+        MI(meet)(ex->den, denb, ex->offsets, ob) ||
+        MI(meet)(out, outb, ex->states, sb) || MI(meet)(ex->den, denb, ex->states, sb))
         return -arg;
     return ex->states ? states_ok(plan, ex, arg) : 0;
 }
@@ -613,6 +613,7 @@ static XI(problem) ex_problem(int st, const X(plan) *plan, int layout,
     XI(problem_qkvo)(&j, q, ldq, k, ldk, v, ldv, out, ldout);
     if (!st && ex) {
         j.part[LINATTN_I_KW] = XI(part_single)(ex->weights, 1);
+        j.part[LINATTN_I_GATE] = XI(part_single)(ex->gates, 1);
         j.part[LINATTN_I_DEN] = XI(part_single)(ex->den, 1);
         j.nseq = ex->offsets ? ex->nseq : 0;
         j.qoff = j.koff = ex->offsets;
