@@ -470,7 +470,8 @@ LINATTN_MPI_API int MX(causal_ex)(const X(plan) *plan, MPI_Comm comm,         \
  * nothing written); bad_row (EDENOM, EOVERFLOW) the global query row, or     \
  * -1 when only a key's gradient or dw, db left the range.  An EDENOM found   \
  * by a rank's checks is agreed after the state reduction: nothing written    \
- * anywhere.  Errors: -1 plan; -2 comm; -3 .. -25 as the serial call's -2     \
+ * anywhere.  Errors: -1 plan (NULL, or decayed: the decayed backward is not \
+ * across ranks yet); -2 comm; -3 .. -25 as the serial call's -2             \
  * .. -24 (each rank's rows); -26 state of another map or sizes, or (on       \
  * every rank) not holding every rank's keys; LINATTN_ESIZE;                  \
  * LINATTN_ENONFINITE; LINATTN_EMISMATCH (also dw, db or state given on       \
@@ -489,10 +490,28 @@ LINATTN_MPI_API int MX(attention_backward)(const X(plan) *plan,               \
  *         bad_row)                                                           \
  * linattn_mpi_d_attention_backward with the parts of ex it takes: this       \
  * rank's key weights (ex->weights, as linattn_mpi_d_attention_ex took them)  \
- * and dL/dw of its keys (ex->dweights), as linattn_d_attention_backward_ex.  \
- * Errors as linattn_mpi_d_attention_backward; -27 ex: as at                  \
- * linattn_d_attention_backward_ex, and any other part (offsets, states,      \
- * dstate_end).  Collective. */                                               \
+ * and dL/dw of its keys (ex->dweights), as linattn_d_attention_backward_ex;  \
+ * and a packed stream (ex->offsets, ex->nseq) as linattn_mpi_d_attention_ex  \
+ * takes it (the global offsets, the same on every rank; nq == nk, this       \
+ * rank's rows its block of the stream): each sequence's gradients as the     \
+ * serial packed backward's on the concatenated stream, sequences starting,   \
+ * ending and lying inside ranks or crossing several.  A sequence within the  \
+ * rank is that rank's serial packed backward; the two open at the rank's     \
+ * ends take the keys other ranks hold of them from the forward's two         \
+ * segmented scans of the states, run their queries' pass                     \
+ * (linattn_d_state_query_backward), and their d[S z] summed over every rank  \
+ * holding their queries reaches their keys through two more segmented scans  \
+ * (forward and reverse, one element each: 4 ceil(log2 P) exchanges of 8 (m   \
+ * (e + 1) + 7) bytes in all, however many sequences).  No handed state with  \
+ * offsets.  On a failure after the agreement the rows of the sequences that  \
+ * ran are written (as the serial packed call leaves them).  Errors as        \
+ * linattn_mpi_d_attention_backward; -27 ex: as at                            \
+ * linattn_d_attention_backward_ex (checked on this rank's rows), and any     \
+ * other part (key_offsets, state, states, dstates, den, absorb, dstate_end,  \
+ * gates, head_decays), offsets with nq != nk, not starting at 0, decreasing, \
+ * meeting an output or not ending at every rank's rows in all (agreed: every \
+ * rank returns -27), offsets with state; LINATTN_EMISMATCH also for offsets  \
+ * that differ across ranks.  Collective. */                                  \
 LINATTN_MPI_API int MX(attention_backward_ex)(const X(plan) *plan,            \
         MPI_Comm comm, int layout, int64_t nq, int64_t nk, const R *q,        \
         int64_t ldq, const R *k, int64_t ldk, const R *v, int64_t ldv,        \
@@ -521,7 +540,8 @@ LINATTN_MPI_API int MX(attention_backward_ex)(const X(plan) *plan,            \
  * (linattn_d_causal_backward_ex with ex.state and ex.dstate_end); dw, db as  \
  * at linattn_mpi_d_attention_backward.  Collective.  bad_row (EDENOM,        \
  * EOVERFLOW) the global row (later ranks' sums beyond the range: this        \
- * rank's first row; only dw, db: -1).  Errors: -1 plan; -2 comm; -3 ..       \
+ * rank's first row; only dw, db: -1).  Errors: -1 plan (NULL, or decayed,   \
+ * as linattn_mpi_d_attention_backward); -2 comm; -3 ..                      \
  * -24 as the                                                                 \
  * serial call's -2 .. -23; LINATTN_ESIZE; LINATTN_ENONFINITE;                \
  * LINATTN_EMISMATCH; LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW;      \
@@ -537,10 +557,35 @@ LINATTN_MPI_API int MX(causal_backward)(const X(plan) *plan, MPI_Comm comm,   \
  *         ldk, v, ldv, out, ldout, den, g, ldg, dq, lddq, dk, lddk, dv,      \
  *         lddv, dw, lddw, db, const linattn_d_extras *ex, bad_row)           \
  * linattn_mpi_d_causal_backward with this rank's key weights and dL/dw       \
- * (ex->weights, ex->dweights) as linattn_d_causal_backward_ex takes them.    \
- * Errors as linattn_mpi_d_causal_backward; -25 ex: as at                     \
- * linattn_d_causal_backward_ex, and any other part (offsets, state, states,  \
- * dstates, dstate_end).  Collective. */                                      \
+ * (ex->weights, ex->dweights) as linattn_d_causal_backward_ex takes them;    \
+ * and a packed stream (ex->offsets, global, as linattn_mpi_d_causal_ex takes \
+ * them) with the sequences' starting states (ex->states: nseq on every rank, \
+ * the forward's, each read on the rank holding its sequence's first row;     \
+ * absorb 0) and their gradients (ex->dstates: nseq m (e + 1) doubles,        \
+ * sequence s's at s m (e + 1) as linattn_d_causal_backward_ex writes them;   \
+ * with states): each sequence's gradients as the serial packed backward's on \
+ * the concatenated stream.  The reverse scan is a segmented one, a           \
+ * sequence's suffix sums stopping at its start: the prefix of the rank's     \
+ * first sequence as the forward scans it, that sequence's D over its rows    \
+ * here for the earlier ranks that hold it                                    \
+ * (linattn_d_causal_backward_dstates; none when it starts here), one reverse \
+ * segmented scan (ceil(log2 P) exchanges) giving the gradient of the final   \
+ * state of the rank's last sequence from the later ranks; then the rank's    \
+ * rows as three serial calls on them, no copy: its first sequence from its   \
+ * prefix (or starting state), the sequences wholly inside (one serial packed \
+ * call), its last from its starting state, the first or the last with        \
+ * ex.dstate_end when it runs on past the rank.  dstates[s] is written on the \
+ * rank holding sequence s's first row (with every later rank's part of it),  \
+ * an empty sequence's (0: its state reaches no row) on every rank, every     \
+ * other entry left as it was.  Errors as linattn_mpi_d_causal_backward; -25  \
+ * ex: as at linattn_d_causal_backward_ex (checked on this rank's rows), and  \
+ * any other part (key_offsets, state, den, absorb, dstate_end, gates,        \
+ * head_decays), offsets as at linattn_mpi_d_attention_backward_ex, states    \
+ * without offsets, an entry NULL or of another plan, dstates without states, \
+ * meeting another array or beyond addressing, the offsets or states array    \
+ * meeting an output; LINATTN_EMISMATCH also for offsets that differ across   \
+ * ranks, or states or dstates given on some ranks and not on others.         \
+ * Collective. */                                                             \
 LINATTN_MPI_API int MX(causal_backward_ex)(const X(plan) *plan,               \
         MPI_Comm comm, int layout, int64_t n, const R *q, int64_t ldq,        \
         const R *k, int64_t ldk, const R *v, int64_t ldv, const R *out,       \
@@ -587,7 +632,8 @@ LINATTN_MPI_API int MX(batched_causal_forward)(const X(plan) *plan,           \
  * every problem), each reduction carrying all problems' elements at once     \
  * (8 batch heads (m (e + 1) + 7) bytes); dw, db summed over every problem    \
  * and rank.  *bad (if not NULL, on a failure): the first failing problem     \
- * and its global query row.  Errors: -1 plan; -2 comm; -3 .. -27 as the      \
+ * and its global query row.  Errors: -1 plan (NULL, or decayed); -2 comm;  \
+ * -3 .. -27 as the                                                          \
  * serial call's -2 .. -26 (-27 db); LINATTN_ESIZE; LINATTN_ENONFINITE;       \
  * LINATTN_EMISMATCH; LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW;      \
  * LINATTN_EMPIUSE; LINATTN_EMPI.  Collective. */                             \
@@ -606,7 +652,8 @@ LINATTN_MPI_API int MX(batched_attention_backward)(const X(plan) *plan,       \
  * The causal backward across ranks on batch x heads problems: each one       \
  * as linattn_mpi_d_causal_backward, the rest as                              \
  * linattn_mpi_d_batched_attention_backward (each scan carries every          \
- * problem's element).  Errors: -1 plan; -2 comm; -3 .. -26 as the serial     \
+ * problem's element).  Errors: -1 plan (NULL, or decayed); -2 comm; -3 ..  \
+ * -26 as the serial                                                         \
  * call's -2 .. -25; as linattn_mpi_d_batched_attention_backward otherwise.   \
  * Collective. */                                                             \
 LINATTN_MPI_API int MX(batched_causal_backward)(const X(plan) *plan,          \

@@ -83,6 +83,17 @@ static inline double *MI(elem)(const MI(work) *w, double *set, int64_t i)
     return set + i * (LINATTN_MPI_HEAD + w->len);
 }
 
+/* Nonzero when an element of the set (count of them) says a rank
+ * failed. */
+static inline int MI(any_failed)(const MI(work) *w, double *set,
+                                 int64_t count)
+{
+    for (int64_t i = 0; i < count; i++)
+        if (linattn_mpi_i_flags(MI(elem)(w, set, i)) & LINATTN_MPI_F_FAIL)
+            return 1;
+    return 0;
+}
+
 /* The state into element el, marked LINATTN_MPI_F_POISON when its sums
  * hold NaN or Inf; or with flags (LINATTN_MPI_F_FAIL, _OVER) an empty
  * element marked so. */
