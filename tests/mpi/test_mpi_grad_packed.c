@@ -18,6 +18,7 @@
  * as they were.  Then the collective refusals: the same status on every
  * rank, nothing written anywhere.
  */
+#include <float.h>
 #include <math.h>
 #include "testutil.h"
 #include "linattn_mpi.h"
@@ -38,7 +39,7 @@
 static int serial(const P(plan) *p, int causal, const tmat *q, const tmat *k,
                   const tmat *v, const tmat *g, const real *w, int trained,
                   const int64_t *off, P(state) *const *states, tmat *out,
-                  real *den, grads *r, double *dstates)
+                  real *den, grads *r, double *dstates, int64_t *bad)
 {
     P(extras) ex;
     P(extras_init)(&ex);
@@ -60,12 +61,12 @@ static int serial(const P(plan) *p, int causal, const tmat *q, const tmat *k,
             p, q->layout, NTOK, q->a, q->ld, k->a, k->ld, v->a, v->ld, out->a,
             out->ld, den, g->a, g->ld, r->dq.a, r->dq.ld, r->dk.a, r->dk.ld,
             r->dv.a, r->dv.ld, trained ? r->dw : NULL, ldw,
-            trained ? r->db : NULL, &ex, NULL);
+            trained ? r->db : NULL, &ex, bad);
     return P(attention_backward_ex)(
         p, q->layout, NTOK, NTOK, q->a, q->ld, k->a, k->ld, v->a, v->ld,
         out->a, out->ld, den, g->a, g->ld, r->dq.a, r->dq.ld, r->dk.a,
         r->dk.ld, r->dv.a, r->dv.ld, trained ? r->dw : NULL, ldw,
-        trained ? r->db : NULL, NULL, &ex, NULL);
+        trained ? r->db : NULL, NULL, &ex, bad);
 }
 
 /* The same, distributed: this rank's rows [o, o + c) of the stream. */
@@ -181,7 +182,7 @@ static void packed_grad_equals_serial(void)
                     int64_t o, c, bad = -5;
                     block_of(NTOK, split, &o, &c);
                     int sts = serial(p, causal, &q, &k, &v, &g, w, trained, off, states, &ro,
-                                     rden, &ref, rds);
+                                     rden, &ref, rds, NULL);
                     int st = distributed(p, causal, &q, &k, &v, &g, w, trained, off, states,
                                          o, c, &mo, mden, &mine, ds, &bad);
                     double eq = rows_diff(&mine.dq, &ref.dq, o, c);
@@ -407,11 +408,52 @@ static void packed_grad_refusals(void)
     P(plan_destroy)(p), P(plan_destroy)(other);
 }
 
+/* Gradients beyond the range from finite inputs (identity, queries of
+ * 1e-6 with dL/dout a quarter of the largest value: g / den overflows):
+ * LINATTN_EOVERFLOW, as the serial packed backward's, on every rank (the
+ * agreement makes it one status) at the serial call's first row. */
+static void packed_grad_overflow(void)
+{
+    int64_t off[NSEQ + 1];
+    offsets_of(off);
+    const gcase *gc = &cases[0];
+    for (int split = 0; split < SPLITS; split++)
+        for (int causal = 0; causal < 2; causal++) {
+            P(plan) *p = plan_of(gc, 5);
+            uint64_t seed = 77 + (uint64_t)split;
+            tmat q = tmat_rand(ROW, NTOK, D, 0, gc->lo, gc->hi, &seed);
+            tmat k = tmat_rand(ROW, NTOK, D, 0, gc->lo, gc->hi, &seed);
+            tmat v = tmat_rand(ROW, NTOK, E, 0, -1, 1, &seed);
+            tmat g = tmat_rand(ROW, NTOK, E, 0, 0.5, 1, &seed);
+            for (int64_t i = 0; i < NTOK * D; i++)
+                q.a[i] *= (real)1e-6;
+            for (int64_t i = 0; i < NTOK * E; i++)
+                g.a[i] *= (real)((sizeof(real) == 4 ? FLT_MAX : DBL_MAX) / 4);
+            tmat ro = tmat_like(&q, NTOK, E, 0), mo = tmat_like(&q, NTOK, E, 0);
+            real rden[NTOK], mden[NTOK];
+            grads ref = grads_new(&q, NTOK, NTOK), mine = grads_new(&q, NTOK, NTOK);
+            int64_t o, c, bad = -5, sbad = -5;
+            block_of(NTOK, split, &o, &c);
+            int sts = serial(p, causal, &q, &k, &v, &g, NULL, 0, off, NULL, &ro, rden, &ref,
+                             NULL, &sbad);
+            int st = distributed(p, causal, &q, &k, &v, &g, NULL, 0, off, NULL, o, c, &mo,
+                                 mden, &mine, NULL, &bad);
+            MT_CHECK(sts == LINATTN_EOVERFLOW && st == sts && bad == sbad,
+                     "split %d causal %d: status %d row %lld, serial %d row %lld", split,
+                     causal, st, (long long)bad, sts, (long long)sbad);
+            grads_free(&ref), grads_free(&mine);
+            tmat_free(&q), tmat_free(&k), tmat_free(&v), tmat_free(&g);
+            tmat_free(&ro), tmat_free(&mo);
+            P(plan_destroy)(p);
+        }
+}
+
 int main(int argc, char **argv)
 {
     mt_init(&argc, &argv, LINATTN_MPI_THREAD_LEVEL);
     MT_RUN(packed_grad_equals_serial);
     MT_RUN(packed_grad_refusals);
+    MT_RUN(packed_grad_overflow);
     int status = mt_finish("mpi grad packed " PREC);
     MPI_Finalize();
     return status;
