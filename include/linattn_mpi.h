@@ -614,8 +614,10 @@ LINATTN_MPI_API int MX(batched_attention_forward)(const X(plan) *plan,        \
  * The causal forward across ranks with normalizers: as                       \
  * linattn_mpi_d_batched_causal, and den as at                                \
  * linattn_mpi_d_batched_attention_forward.  Errors: -1 .. -14 as             \
- * linattn_mpi_d_batched_causal; -15 den; statuses as                         \
- * linattn_mpi_d_batched_causal otherwise.  Collective. */                    \
+ * linattn_mpi_d_batched_causal (-1 also a decayed plan, as the serial        \
+ * linattn_d_batched_causal_forward refuses it; the decayed forward with      \
+ * normalizers is linattn_mpi_d_batched_causal_ex with ex->den); -15 den;     \
+ * statuses as linattn_mpi_d_batched_causal otherwise.  Collective. */        \
 LINATTN_MPI_API int MX(batched_causal_forward)(const X(plan) *plan,           \
         MPI_Comm comm, int layout, int64_t batch, int64_t heads, int64_t n,   \
         const R *q, const linattn_strides *sq, const R *k,                    \
