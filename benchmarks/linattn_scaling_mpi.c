@@ -513,11 +513,11 @@ int main(int argc, char **argv)
 #ifdef LINATTN_HAVE_OPENBLAS_GET_PARALLEL
     snprintf(core, sizeof core, "%s", openblas_get_corename());
 #endif
-    /* bytes into each collective per call: the states (a header of 6
+    /* bytes into each collective per call: the states (a header of 7
      * doubles each: length, shift, flags, the tokens' two halves, the
-     * keys' weight), then the two agreements (15 words each: the status
+     * keys' weight, the rows' log decay), then the two agreements (15 words each: the status
      * word and 7 keys as k and ~k) and the final MINLOC (long, int) */
-    int64_t bytes_reduce = 8 * (m * (o.e + 1) + 6) * o.heads;
+    int64_t bytes_reduce = 8 * (m * (o.e + 1) + 7) * o.heads;
     int64_t bytes_call = bytes_reduce + 2 * 15 * 8 + 16;
     FILE *csv = NULL;
     if (rank == 0 && o.csv) {

@@ -4,14 +4,15 @@
 ! linattn_mpi_c_s (through their shims).
 module linattn_mpi_s
   use, intrinsic :: iso_c_binding
-  use, intrinsic :: iso_fortran_env, only: int64, wp => real32
+  use, intrinsic :: iso_fortran_env, only: int64, real64, wp => real32
   use mpi_f08, only: MPI_Comm
   use linattn_c, only: c_strides, c_where
   use linattn_base
   use linattn_c_s, only: c_extras, c_extras_init
   use linattn_s, only: linattn_qkv_prepare, linattn_batched_prepare, &
       linattn_view, linattn_packed_extras, linattn_grad_prepare, &
-      linattn_grad_finish, linattn_bgrad_views, linattn_bgrad_settle
+      linattn_grad_finish, linattn_bgrad_views, linattn_bgrad_settle, &
+      linattn_batched_extras, linattn_backward_extras
   use linattn_mpi_c_s
   use linattn_mpi_base
   implicit none

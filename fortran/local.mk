@@ -114,8 +114,10 @@ cmake/linattn-mpi-fortran.cmake: $(top_srcdir)/fortran/linattn-mpi-fortran.cmake
 	    -e 's|@MPI_FCFLAGS[@]|$(MPI_FCFLAGS)|g' -e 's|@MPI_FCLIBS[@]|$(MPI_FCLIBS)|g' \
 	    $(top_srcdir)/fortran/linattn-mpi-fortran.cmake.in > $@
 CLEANFILES += cmake/linattn-mpi-fortran.cmake
-# its test (tests/mpi/test_f_mpi, with the MPI tests) uses the module
-$(tests_mpi_test_f_mpi_OBJECTS): $(MPIF_TOP_LO)
+# its tests (tests/mpi/test_f_mpi and test_f_mpi_init, with the MPI tests)
+# use this module and linattn's: rebuilt when either changes
+$(tests_mpi_test_f_mpi_OBJECTS) $(tests_mpi_test_f_mpi_init_OBJECTS): \
+	$(MPIF_TOP_LO) fortran/linattn.lo
 endif
 endif
 

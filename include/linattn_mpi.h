@@ -17,7 +17,7 @@
  *     each, not MPI_Exscan, which Open MPI 4.1 runs as a chain of P - 1
  *     hops.
  *
- * A reduction moves 8 (m (e + 1) + 6) bytes per problem (head), however
+ * A reduction moves 8 (m (e + 1) + 7) bytes per problem (head), however
  * long the sequence.  doc/mpi.md has the algorithms, the performance model
  * and measurements.
  *
@@ -130,10 +130,23 @@
  *     the prefix of rank r only ever takes the largest shift of ranks
  *     before r: nothing overflows or underflows for want of a common shift,
  *     and no prefix depends on later ranks' keys.
- *   - Decay (linattn_opts.log_decay, extras.gates): not across ranks yet.
- *     The attention calls refuse a decayed plan as their plan argument
- *     (-1, agreed); the state collectives add states as they are (a sum,
- *     not a decayed composition) and checkpoints carry the decay.
+ *   - Decay (linattn_opts.log_decay, extras.gates, a batched call's
+ *     extras.head_decays; doc/decay.md): the causal forward calls take
+ *     it, as the serial causal calls do.  A rank's scan element is then
+ *     the pair (A, S) of its rows' total log decay (a sum of logs, in
+ *     double: the decay itself underflows any float) and their state
+ *     decayed to its last row; the scan composes (A1, S1) then (A2, S2)
+ *     as (A1 + A2, e^{A2} S1 + S2), the factor folded into the shift of
+ *     the maps that carry one and otherwise into the factor that brings
+ *     a pair to one shift: every exponent <= 0, nothing overflows.  With
+ *     packed sequences a sequence's start resets both.  The prefix a
+ *     rank receives is the state as of the row before its first, which
+ *     the serial call from a state ages by e^{b_i} at row i.  The
+ *     non-causal calls refuse a decayed plan (-1, agreed; the serial
+ *     library has no non-causal decay) and gates (-i of ex), and so do
+ *     the backward calls (not across ranks yet); the state collectives
+ *     add states as they are (a sum, not a decayed composition) and
+ *     checkpoints carry the decay.
  */
 #ifndef LINATTN_MPI_H
 #define LINATTN_MPI_H
@@ -199,7 +212,7 @@ LINATTN_MPI_API int linattn_mpi_refuse(MPI_Comm comm, int comm_arg,
  * z summed over all ranks' keys (LINATTN_DENOM_COUNT: the count is every  \
  * rank's nk added).  This rank holds nq queries (Q nq x d,                 \
  * out nq x e) and nk keys (K nk x d, V nk x e), in layout.  Local state,   \
- * one MPI_Allreduce of 8 (m (e + 1) + 6) bytes, local queries; work          \
+ * one MPI_Allreduce of 8 (m (e + 1) + 7) bytes, local queries; work          \
  * O((nq + nk) m e) per rank, memory as linattn_d_attention.                \
  * Collective.  ENOMEM while building the local state: every rank returns   \
  * it with nothing written anywhere; ENOMEM in a query: as EDENOM, rows of  \
@@ -224,16 +237,18 @@ LINATTN_MPI_API int MX(attention)(const X(plan) *plan, MPI_Comm comm,         \
  *         int layout, int64_t n, const double *q, int64_t ldq,              \
  *         const double *k, int64_t ldk, const double *v, int64_t ldv,       \
  *         double *out, int64_t ldout, int64_t *bad_row)                     \
- * Distributed causal attention: global row i sees the global keys j <= i \
- * (LINATTN_DENOM_COUNT: its count is i + 1, i global).                    \
- * This rank holds n rows of Q, K (n x d), V and out (n x e).  Each rank    \
- * but the last builds the state of its keys; one exclusive scan of 8 (m (e \
- * + 1) + 6)-byte messages gives rank r the state of every earlier rank's  \
- * keys (the prefix, in ceil(log2 P) exchanges; see above), from which its \
- * rows continue causally                                                   \
- * (linattn_d_state_causal).  Work per rank: linattn_d_causal on its rows   \
- * plus one state pass over its keys (not on the last rank, and not with   \
- * one rank: then this is linattn_d_causal bit for bit).  Collective.       \
+ * Distributed causal attention: global row i sees the global keys j <= i     \
+ * (LINATTN_DENOM_COUNT: its count is i + 1, i global), and with a decayed    \
+ * plan (linattn_opts.log_decay = ln gamma) key j with weight gamma^(i - j),  \
+ * as linattn_d_causal.  This rank holds n rows of Q, K (n x d), V and out (n \
+ * x e).  Each rank but the last builds the state of its keys (decayed to its \
+ * last row); one exclusive scan of 8 (m (e + 1) + 7)-byte messages gives     \
+ * rank r the state of every earlier rank's keys (the prefix, in ceil(log2 P) \
+ * exchanges; decayed, the scan composes (A, S) pairs: see above), from which \
+ * its rows continue causally (linattn_d_causal_ex from a state).  Work per   \
+ * rank: linattn_d_causal on its rows plus one state pass over its keys (not  \
+ * on the last rank, and not with one rank: then this is linattn_d_causal bit \
+ * for bit).  Collective.                                                     \
  * ENOMEM: every rank returns it; the failing rank has written nothing and  \
  * any other rank (before or after it) may have written its rows, the rest \
  * keeping their contents.  EOVERFLOW: the first global row whose sums     \
@@ -259,11 +274,11 @@ LINATTN_MPI_API int MX(causal)(const X(plan) *plan, MPI_Comm comm,            \
  *         const linattn_strides *sout, linattn_where *bad)                  \
  * linattn_mpi_d_attention on batch x heads problems (strides and their     \
  * policy: linattn_d_batched_attention), with one MPI_Allreduce for all of  \
- * them: 8 batch heads (m (e + 1) + 6) bytes.  batch and heads must agree     \
+ * them: 8 batch heads (m (e + 1) + 7) bytes.  batch and heads must agree     \
  * across ranks; nq and nk are this rank's rows of every problem.  The      \
  * problems' local work runs one after another on this rank (each call     \
  * threads its rows as linattn_d_attention does).  Extra memory: one state \
- * element per problem, (m (e + 1) + 6) batch heads doubles, besides one      \
+ * element per problem, (m (e + 1) + 7) batch heads doubles, besides one      \
  * problem's workspace.  *bad (if not NULL,                                 \
  * written on a failure): the first failing problem (b, h) and, for         \
  * EDENOM and EOVERFLOW, its global row (else -1); a problem whose summed  \
@@ -287,8 +302,10 @@ LINATTN_MPI_API int MX(batched_attention)(const X(plan) *plan, MPI_Comm comm, \
  *         const linattn_strides *sv, double *out,                           \
  *         const linattn_strides *sout, linattn_where *bad)                  \
  * linattn_mpi_d_causal on batch x heads problems with one exclusive scan   \
- * (ceil(log2 P) exchanges) for all of them.  Extra memory: three sets of   \
- * (m (e + 1) + 6) batch heads doubles (the local states, the prefix, the     \
+ * (ceil(log2 P) exchanges) for all of them, a decayed plan's gamma for      \
+ * every head (a gamma per head: linattn_mpi_d_batched_causal_ex).          \
+ * Extra memory: three sets of                                              \
+ * (m (e + 1) + 7) batch heads doubles (the local states, the prefix, the     \
  * scan's receive buffer), besides one problem's workspace.  As             \
  * linattn_mpi_d_batched_attention otherwise (ENOMEM: the failing problem   \
  * has written nothing; other problems, here and on other ranks, may have \
@@ -303,6 +320,41 @@ LINATTN_MPI_API int MX(batched_causal)(const X(plan) *plan, MPI_Comm comm,    \
         const linattn_strides *sq, const R *k, const linattn_strides *sk,     \
         const R *v, const linattn_strides *sv, R *out,                        \
         const linattn_strides *sout, linattn_where *bad);                     \
+                                                                              \
+/* int linattn_mpi_d_batched_causal_ex(const linattn_d_plan *plan,            \
+ *         MPI_Comm comm, int layout, int64_t batch, int64_t heads,           \
+ *         int64_t n, q, sq, k, sk, v, sv, double *out,                       \
+ *         const linattn_strides *sout, const linattn_d_extras *ex,           \
+ *         linattn_where *bad)                                                \
+ * linattn_mpi_d_batched_causal with the parts of ex it takes, each problem   \
+ * (b, h) as linattn_d_batched_causal_ex takes them on the concatenated       \
+ * sequence: den (normalizers out, dense: problem p = b heads + h's n at den  \
+ * + p n, this rank's rows), weights and gates (this rank's key weights and   \
+ * log gates, dense as den), and head_decays (heads log decays, each <= 0 and \
+ * finite, added to the plan's: head h forgets by exp(ln gamma +              \
+ * head_decays[h]) per token, RetNet's gamma per head; the same on every      \
+ * rank).  Each problem's scan element carries its rows' log decay as         \
+ * linattn_mpi_d_causal's; a head's decay reaches the serial state update as  \
+ * a gate of every row added to the row's own (in float rounded to float      \
+ * there), 256 rows at a time: no copy that grows with n.  ex NULL or all     \
+ * absent: linattn_mpi_d_batched_causal.  Statuses, what is written on a      \
+ * failure, bad and memory as linattn_mpi_d_batched_causal; a refusal writes  \
+ * nothing on any rank.  Collective.  Threads: as linattn_mpi_d_attention.    \
+ * Errors: -1 .. -14 as linattn_mpi_d_batched_causal (-13 also out meeting    \
+ * the weights or gates); -15 ex: den meeting another array, a weight         \
+ * negative, NaN or Inf, a gate above 0, a head's decay above 0 or not        \
+ * finite, a reserved word not 0, or a part it does not take (state, absorb,  \
+ * offsets, key_offsets, states, dweights, dstates, dstate_end: packed        \
+ * batches across ranks are not taken); LINATTN_ESIZE; LINATTN_ENONFINITE     \
+ * (also gates, under check_finite); LINATTN_EMISMATCH (also head_decays that \
+ * differ across ranks, or given on some ranks only); LINATTN_ENOMEM;         \
+ * LINATTN_EDENOM; LINATTN_EOVERFLOW; LINATTN_EMPIUSE; LINATTN_EMPI. */       \
+LINATTN_MPI_API int MX(batched_causal_ex)(const X(plan) *plan,                \
+        MPI_Comm comm, int layout, int64_t batch, int64_t heads, int64_t n,   \
+        const R *q, const linattn_strides *sq, const R *k,                    \
+        const linattn_strides *sk, const R *v, const linattn_strides *sv,     \
+        R *out, const linattn_strides *sout, const X(extras) *ex,             \
+        linattn_where *bad);                                                  \
                                                                               \
 /* int linattn_mpi_d_attention_ex(const linattn_d_plan *plan,                 \
  *         MPI_Comm comm, int layout, int64_t nq, int64_t nk,                 \
@@ -334,16 +386,18 @@ LINATTN_MPI_API int MX(batched_causal)(const X(plan) *plan, MPI_Comm comm,    \
  * linattn_mpi_d_attention (a boundary sequence whose sums leave the range:   \
  * LINATTN_EOVERFLOW at its first row here, nothing of it written).  Errors:  \
  * -1 .. -13 as linattn_mpi_d_attention; -14 ex: as at linattn_d_attention_ex \
- * (checked on this rank's rows), and a state, key_offsets or dweights (not   \
- * taken), offsets with nq != nk, not starting at 0, decreasing, meeting out  \
- * or den, or not ending at every rank's rows in all (agreed: every rank      \
+ * (checked on this rank's rows; gates too: non-causal attention does not     \
+ * decay, nor does a decayed plan, -1), and a state, key_offsets or dweights  \
+ * (not taken), offsets with nq != nk, not starting at 0, decreasing, meeting \
+ * out or den, or not ending at every rank's rows in all (agreed: every rank  \
  * returns -14), states without offsets, an entry NULL or of another plan,    \
  * the array meeting out or den, absorb not 0 or 1, or 1 without states or    \
  * with a state twice; LINATTN_EMISMATCH also for offsets that differ across  \
  * ranks, or states given (absorbing) on some ranks and not on others;        \
- * LINATTN_ENOMEM; statuses as linattn_mpi_d_attention otherwise.             \
- * Collective.  Threads: as linattn_mpi_d_attention; absorbing needs          \
- * exclusive access to the states, else they are only read. */                \
+ * LINATTN_ENOMEM; statuses as linattn_mpi_d_attention otherwise.            \
+ * Collective.                                                                \
+ * Threads: as linattn_mpi_d_attention; absorbing needs exclusive access to   \
+ * the states, else they are only read. */                                    \
 LINATTN_MPI_API int MX(attention_ex)(const X(plan) *plan, MPI_Comm comm,      \
         int layout, int64_t nq, int64_t nk, const R *q, int64_t ldq,          \
         const R *k, int64_t ldk, const R *v, int64_t ldv, R *out,             \
@@ -355,21 +409,28 @@ LINATTN_MPI_API int MX(attention_ex)(const X(plan) *plan, MPI_Comm comm,      \
  *         double *out, int64_t ldout, const linattn_d_extras *ex,            \
  *         int64_t *bad_row)                                                  \
  * linattn_mpi_d_causal with den, weights and a packed stream as at           \
- * linattn_mpi_d_attention_ex: each sequence restarts, wherever it starts,    \
+ * linattn_mpi_d_attention_ex, and gates (this rank's rows' log gates,        \
+ * ex->gates, as linattn_d_causal_ex takes them: row i sees key j <= i of its \
+ * sequence with weight exp(b_i - b_j), b the running sum of ln gamma + g     \
+ * over the concatenated stream): each sequence restarts, wherever it starts, \
  * and no output reads a token of another sequence.  One segmented exclusive  \
  * scan (ceil(log2 P) exchanges of one state): each rank sends the state of   \
- * its keys after its last sequence boundary, marked as a segment's start     \
- * when it has a boundary ((a, fa) + (b, fb) = (fb ? b : a + b, fa | fb)), so \
- * that rank r receives the keys of its first sequence that earlier ranks     \
- * hold; its rows of that sequence continue from them, the sequences that     \
- * start on it run as the serial packed call.  Per-sequence states as at     \
+ * its keys after its last sequence boundary, decayed to its last row, with   \
+ * their total log decay, marked as a segment's start when it has a boundary  \
+ * ((a, fa) + (b, fb) = (fb ? b : a + b, fa | fb), with decay (A_b, fb ? S_b  \
+ * : e^{A_b} S_a + S_b)), so that rank r receives the keys of its first       \
+ * sequence that earlier ranks hold, decayed to its first row; its rows of    \
+ * that sequence continue from them, the sequences that start on it run as    \
+ * the serial packed call.  Per-sequence states as at                         \
  * linattn_mpi_d_attention_ex: each sequence restarts from its state (read    \
- * where its first row is, carried by the scan to the ranks after), and with  \
- * absorb its final state is written where its last row is.  With one rank:   \
- * linattn_d_causal_ex on the same rows, to rounding.  Statuses and bad_row   \
- * as linattn_mpi_d_causal.  Errors: -1 .. -12 as linattn_mpi_d_causal; -13   \
- * ex (as at linattn_mpi_d_attention_ex); statuses as linattn_mpi_d_causal    \
- * otherwise.  Collective.  Threads: as linattn_mpi_d_attention_ex. */        \
+ * where its first row is, aged over the sequence's rows, carried by the scan \
+ * to the ranks after), and with absorb its final state is written where its  \
+ * last row is.  With one rank: linattn_d_causal_ex on the same rows, to      \
+ * rounding.  Statuses and bad_row as linattn_mpi_d_causal.  Errors: -1 ..    \
+ * -12 as linattn_mpi_d_causal; -13 ex (as at linattn_mpi_d_attention_ex; a   \
+ * gate above 0, or NaN under check_finite: LINATTN_ENONFINITE); statuses as  \
+ * linattn_mpi_d_causal otherwise.  Collective.  Threads: as                  \
+ * linattn_mpi_d_attention_ex. */                                             \
 LINATTN_MPI_API int MX(causal_ex)(const X(plan) *plan, MPI_Comm comm,         \
         int layout, int64_t n, const R *q, int64_t ldq, const R *k,           \
         int64_t ldk, const R *v, int64_t ldv, R *out, int64_t ldout,          \
@@ -401,7 +462,7 @@ LINATTN_MPI_API int MX(causal_ex)(const X(plan) *plan, MPI_Comm comm,         \
  * every rank's keys, the same on every rank, e.g. the forward's from         \
  * linattn_mpi_d_state_allreduce), its queries' pass                          \
  * (linattn_d_state_query_backward), one MPI_Allreduce of their d[S z]        \
- * (8 (m (e + 1) + 6) bytes), its keys' pass, and for dw or db one            \
+ * (8 (m (e + 1) + 7) bytes), its keys' pass, and for dw or db one            \
  * MPI_Allreduce of W's rows (d + 1) doubles: work as the serial backward     \
  * on its rows.  dw, db (NULL: not computed; given on every rank or on none)  \
  * are written only when every rank succeeded.  Collective.  EOVERFLOW as     \
@@ -409,7 +470,8 @@ LINATTN_MPI_API int MX(causal_ex)(const X(plan) *plan, MPI_Comm comm,         \
  * nothing written); bad_row (EDENOM, EOVERFLOW) the global query row, or     \
  * -1 when only a key's gradient or dw, db left the range.  An EDENOM found   \
  * by a rank's checks is agreed after the state reduction: nothing written    \
- * anywhere.  Errors: -1 plan; -2 comm; -3 .. -25 as the serial call's -2     \
+ * anywhere.  Errors: -1 plan (NULL, or decayed: the decayed backward is not \
+ * across ranks yet); -2 comm; -3 .. -25 as the serial call's -2             \
  * .. -24 (each rank's rows); -26 state of another map or sizes, or (on       \
  * every rank) not holding every rank's keys; LINATTN_ESIZE;                  \
  * LINATTN_ENONFINITE; LINATTN_EMISMATCH (also dw, db or state given on       \
@@ -428,10 +490,28 @@ LINATTN_MPI_API int MX(attention_backward)(const X(plan) *plan,               \
  *         bad_row)                                                           \
  * linattn_mpi_d_attention_backward with the parts of ex it takes: this       \
  * rank's key weights (ex->weights, as linattn_mpi_d_attention_ex took them)  \
- * and dL/dw of its keys (ex->dweights), as linattn_d_attention_backward_ex.  \
- * Errors as linattn_mpi_d_attention_backward; -27 ex: as at                  \
- * linattn_d_attention_backward_ex, and any other part (offsets, states,      \
- * dstate_end).  Collective. */                                               \
+ * and dL/dw of its keys (ex->dweights), as linattn_d_attention_backward_ex;  \
+ * and a packed stream (ex->offsets, ex->nseq) as linattn_mpi_d_attention_ex  \
+ * takes it (the global offsets, the same on every rank; nq == nk, this       \
+ * rank's rows its block of the stream): each sequence's gradients as the     \
+ * serial packed backward's on the concatenated stream, sequences starting,   \
+ * ending and lying inside ranks or crossing several.  A sequence within the  \
+ * rank is that rank's serial packed backward; the two open at the rank's     \
+ * ends take the keys other ranks hold of them from the forward's two         \
+ * segmented scans of the states, run their queries' pass                     \
+ * (linattn_d_state_query_backward), and their d[S z] summed over every rank  \
+ * holding their queries reaches their keys through two more segmented scans  \
+ * (forward and reverse, one element each: 4 ceil(log2 P) exchanges of 8 (m   \
+ * (e + 1) + 7) bytes in all, however many sequences).  No handed state with  \
+ * offsets.  On a failure after the agreement the rows of the sequences that  \
+ * ran are written (as the serial packed call leaves them).  Errors as        \
+ * linattn_mpi_d_attention_backward; -27 ex: as at                            \
+ * linattn_d_attention_backward_ex (checked on this rank's rows), and any     \
+ * other part (key_offsets, state, states, dstates, den, absorb, dstate_end,  \
+ * gates, head_decays), offsets with nq != nk, not starting at 0, decreasing, \
+ * meeting an output or not ending at every rank's rows in all (agreed: every \
+ * rank returns -27), offsets with state; LINATTN_EMISMATCH also for offsets  \
+ * that differ across ranks.  Collective. */                                  \
 LINATTN_MPI_API int MX(attention_backward_ex)(const X(plan) *plan,            \
         MPI_Comm comm, int layout, int64_t nq, int64_t nk, const R *q,        \
         int64_t ldq, const R *k, int64_t ldk, const R *v, int64_t ldv,        \
@@ -455,12 +535,13 @@ LINATTN_MPI_API int MX(attention_backward_ex)(const X(plan) *plan,            \
  * linattn_mpi_d_causal) gives the prefix; each rank but the first its rows'  \
  * D alone (linattn_d_causal_backward_dstates: one pass over the queries);    \
  * one reverse exclusive scan of them (ceil(log2 P) exchanges of              \
- * 8 (m (e + 1) + 6) bytes) gives rank r the gradient of its final state      \
+ * 8 (m (e + 1) + 7) bytes) gives rank r the gradient of its final state      \
  * (the later ranks' D), which seeds its serial backward from the prefix      \
  * (linattn_d_causal_backward_ex with ex.state and ex.dstate_end); dw, db as  \
  * at linattn_mpi_d_attention_backward.  Collective.  bad_row (EDENOM,        \
  * EOVERFLOW) the global row (later ranks' sums beyond the range: this        \
- * rank's first row; only dw, db: -1).  Errors: -1 plan; -2 comm; -3 ..       \
+ * rank's first row; only dw, db: -1).  Errors: -1 plan (NULL, or decayed,   \
+ * as linattn_mpi_d_attention_backward); -2 comm; -3 ..                      \
  * -24 as the                                                                 \
  * serial call's -2 .. -23; LINATTN_ESIZE; LINATTN_ENONFINITE;                \
  * LINATTN_EMISMATCH; LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW;      \
@@ -476,10 +557,35 @@ LINATTN_MPI_API int MX(causal_backward)(const X(plan) *plan, MPI_Comm comm,   \
  *         ldk, v, ldv, out, ldout, den, g, ldg, dq, lddq, dk, lddk, dv,      \
  *         lddv, dw, lddw, db, const linattn_d_extras *ex, bad_row)           \
  * linattn_mpi_d_causal_backward with this rank's key weights and dL/dw       \
- * (ex->weights, ex->dweights) as linattn_d_causal_backward_ex takes them.    \
- * Errors as linattn_mpi_d_causal_backward; -25 ex: as at                     \
- * linattn_d_causal_backward_ex, and any other part (offsets, state, states,  \
- * dstates, dstate_end).  Collective. */                                      \
+ * (ex->weights, ex->dweights) as linattn_d_causal_backward_ex takes them;    \
+ * and a packed stream (ex->offsets, global, as linattn_mpi_d_causal_ex takes \
+ * them) with the sequences' starting states (ex->states: nseq on every rank, \
+ * the forward's, each read on the rank holding its sequence's first row;     \
+ * absorb 0) and their gradients (ex->dstates: nseq m (e + 1) doubles,        \
+ * sequence s's at s m (e + 1) as linattn_d_causal_backward_ex writes them;   \
+ * with states): each sequence's gradients as the serial packed backward's on \
+ * the concatenated stream.  The reverse scan is a segmented one, a           \
+ * sequence's suffix sums stopping at its start: the prefix of the rank's     \
+ * first sequence as the forward scans it, that sequence's D over its rows    \
+ * here for the earlier ranks that hold it                                    \
+ * (linattn_d_causal_backward_dstates; none when it starts here), one reverse \
+ * segmented scan (ceil(log2 P) exchanges) giving the gradient of the final   \
+ * state of the rank's last sequence from the later ranks; then the rank's    \
+ * rows as three serial calls on them, no copy: its first sequence from its   \
+ * prefix (or starting state), the sequences wholly inside (one serial packed \
+ * call), its last from its starting state, the first or the last with        \
+ * ex.dstate_end when it runs on past the rank.  dstates[s] is written on the \
+ * rank holding sequence s's first row (with every later rank's part of it),  \
+ * an empty sequence's (0: its state reaches no row) on every rank, every     \
+ * other entry left as it was.  Errors as linattn_mpi_d_causal_backward; -25  \
+ * ex: as at linattn_d_causal_backward_ex (checked on this rank's rows), and  \
+ * any other part (key_offsets, state, den, absorb, dstate_end, gates,        \
+ * head_decays), offsets as at linattn_mpi_d_attention_backward_ex, states    \
+ * without offsets, an entry NULL or of another plan, dstates without states, \
+ * meeting another array or beyond addressing, the offsets or states array    \
+ * meeting an output; LINATTN_EMISMATCH also for offsets that differ across   \
+ * ranks, or states or dstates given on some ranks and not on others.         \
+ * Collective. */                                                             \
 LINATTN_MPI_API int MX(causal_backward_ex)(const X(plan) *plan,               \
         MPI_Comm comm, int layout, int64_t n, const R *q, int64_t ldq,        \
         const R *k, int64_t ldk, const R *v, int64_t ldv, const R *out,       \
@@ -508,8 +614,9 @@ LINATTN_MPI_API int MX(batched_attention_forward)(const X(plan) *plan,        \
  * The causal forward across ranks with normalizers: as                       \
  * linattn_mpi_d_batched_causal, and den as at                                \
  * linattn_mpi_d_batched_attention_forward.  Errors: -1 .. -14 as             \
- * linattn_mpi_d_batched_causal; -15 den; statuses as                         \
- * linattn_mpi_d_batched_causal otherwise.  Collective. */                    \
+ * linattn_mpi_d_batched_causal (a decayed plan decays every head alike;     \
+ * gates and a decay per head: linattn_mpi_d_batched_causal_ex); -15 den;     \
+ * statuses as linattn_mpi_d_batched_causal otherwise.  Collective. */        \
 LINATTN_MPI_API int MX(batched_causal_forward)(const X(plan) *plan,           \
         MPI_Comm comm, int layout, int64_t batch, int64_t heads, int64_t n,   \
         const R *q, const linattn_strides *sq, const R *k,                    \
@@ -524,9 +631,10 @@ LINATTN_MPI_API int MX(batched_causal_forward)(const X(plan) *plan,           \
  * linattn_mpi_d_attention_backward on batch x heads problems (strides and    \
  * den as linattn_d_batched_attention_backward; nq, nk this rank's rows of    \
  * every problem), each reduction carrying all problems' elements at once     \
- * (8 batch heads (m (e + 1) + 6) bytes); dw, db summed over every problem    \
+ * (8 batch heads (m (e + 1) + 7) bytes); dw, db summed over every problem    \
  * and rank.  *bad (if not NULL, on a failure): the first failing problem     \
- * and its global query row.  Errors: -1 plan; -2 comm; -3 .. -27 as the      \
+ * and its global query row.  Errors: -1 plan (NULL, or decayed); -2 comm;  \
+ * -3 .. -27 as the                                                          \
  * serial call's -2 .. -26 (-27 db); LINATTN_ESIZE; LINATTN_ENONFINITE;       \
  * LINATTN_EMISMATCH; LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW;      \
  * LINATTN_EMPIUSE; LINATTN_EMPI.  Collective. */                             \
@@ -545,7 +653,8 @@ LINATTN_MPI_API int MX(batched_attention_backward)(const X(plan) *plan,       \
  * The causal backward across ranks on batch x heads problems: each one       \
  * as linattn_mpi_d_causal_backward, the rest as                              \
  * linattn_mpi_d_batched_attention_backward (each scan carries every          \
- * problem's element).  Errors: -1 plan; -2 comm; -3 .. -26 as the serial     \
+ * problem's element).  Errors: -1 plan (NULL, or decayed); -2 comm; -3 ..  \
+ * -26 as the serial                                                         \
  * call's -2 .. -25; as linattn_mpi_d_batched_attention_backward otherwise.   \
  * Collective. */                                                             \
 LINATTN_MPI_API int MX(batched_causal_backward)(const X(plan) *plan,          \
@@ -567,7 +676,7 @@ LINATTN_MPI_API int MX(batched_causal_backward)(const X(plan) *plan,          \
  * shifts as described above; a state without tokens is added as          \
  * linattn_d_state_merge adds it), the same bits on every rank            \
  * (MPI_Allreduce with a reduction that gives equal results on every rank  \
- * for Open MPI; tested).  Extra memory: (m (e + 1) + 6) count doubles.       \
+ * for Open MPI; tested).  Extra memory: (m (e + 1) + 7) count doubles.       \
  * Collective.  Threads: the states are this call's alone while it runs;  \
  * one call per rank at a time.  On any error every state is unchanged.    \
  * A sum refused as linattn_d_state_merge refuses it is refused on every   \

@@ -5,15 +5,6 @@
  */
 #include "mprec.h"
 
-/* Nonzero when any element of the set says a rank failed. */
-static int any_failed(const MI(work) *w, double *set, int64_t count)
-{
-    for (int64_t i = 0; i < count; i++)
-        if (linattn_mpi_i_flags(MI(elem)(w, set, i)) & LINATTN_MPI_F_FAIL)
-            return 1;
-    return 0;
-}
-
 /* After the agreement: the work, then the final agreement (the failing
  * problem and global row into *problem, *grow). */
 static int attention_work(const XI(problem) *j, MPI_Comm comm, MI(work) *w,
@@ -27,7 +18,7 @@ static int attention_work(const XI(problem) *j, MPI_Comm comm, MI(work) *w,
      * output is written; the sum is the same everywhere, so are these. */
     int64_t problems = MI(problems)(j);
     for (int64_t i = 0;
-         !status && !any_failed(w, w->elems, problems) && i < problems; i++) {
+         !status && !MI(any_failed)(w, w->elems, problems) && i < problems; i++) {
         const double *el = MI(elem)(w, w->elems, i);
         int st = 0;
         if (MI(overflowed)(el)) {

@@ -50,34 +50,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "mprec.h"
+#include "backward.h"
 
-/* Options every rank must give alike: part of the call's kind. */
-enum { OPT_DW = 1 << 8, OPT_DB = 1 << 9, OPT_STATE = 1 << 10 };
-
-/* A distributed backward call: the problem (first, so that the work
- * functions get the call from it), the extras' key weights and dL/dw
- * (in j), and what the entry point found. */
-typedef struct {
-    XI(problem) j;
-    int denom;          /* LINATTN_EDENOM from this rank's checks, or 0 */
-    int64_t denom_row;  /* its row (this rank's)                        */
-    int64_t denom_problem; /* and problem                               */
-    int64_t lddw;       /* the caller's dW leading dimension            */
-    const X(state) *given; /* the handed global state (non-causal), a   */
-                           /* copy of the caller's in a state of plan   */
-} bcall;
-
-/* dW and db of this rank's problems: sums in double (rows d entries of
- * dW, row major, then rows of db) and one serial call's in real. */
-typedef struct {
-    int64_t rows, d, ld;
-    int layout;
-    double *acc;
-    real *dw, *db;
-} psum;
-
-static int psum_open(psum *p, const bcall *c)
+int MI(psum_open)(psum *p, const bcall *c)
 {
     const XI(problem) *j = &c->j;
     memset(p, 0, sizeof *p);
@@ -99,13 +74,13 @@ static int psum_open(psum *p, const bcall *c)
     return 0;
 }
 
-static void psum_free(psum *p)
+void MI(psum_free)(psum *p)
 {
     free(p->acc), free(p->dw), free(p->db);
 }
 
 /* One serial call's dW, db (in p->dw, p->db) into the sums. */
-static void psum_add(psum *p)
+void MI(psum_add)(psum *p)
 {
     for (int64_t i = 0; p->dw && i < p->rows; i++)
         for (int64_t t = 0; t < p->d; t++)
@@ -118,7 +93,7 @@ static void psum_add(psum *p)
 
 /* After every rank succeeded: the sums over the ranks into the caller's
  * dW and db.  0 or LINATTN_EMPI. */
-static int psum_write(psum *p, const bcall *c, MPI_Comm comm)
+int MI(psum_write)(psum *p, const bcall *c, MPI_Comm comm)
 {
     const XI(problem) *j = &c->j;
     if (!p->acc)
@@ -155,16 +130,6 @@ static int psum_write(psum *p, const bcall *c, MPI_Comm comm)
     return 0;
 }
 
-/* Problem i's extras of a serial call: its key weights and dL/dw. */
-static X(extras) part_extras(const XI(problem) *one)
-{
-    X(extras) ex;
-    X(extras_init)(&ex);
-    ex.weights = one->part[LINATTN_I_KW].p;
-    ex.dweights = XI(part_out)(one, LINATTN_I_DKW);
-    return ex;
-}
-
 /* The state of problem one's keys into s (key weights as the forward's
  * distributed calls take them); 0 or the update's status. */
 static int keys_state(const XI(problem) *j, const XI(problem) *one,
@@ -180,14 +145,6 @@ static int keys_state(const XI(problem) *j, const XI(problem) *one,
                               MI_IN(*one, LINATTN_I_V), &ex);
 }
 
-/* The element flags of a local status (an update's, a pass's). */
-static unsigned status_flags(int st)
-{
-    return st == LINATTN_EOVERFLOW ? LINATTN_MPI_F_OVER
-           : st                    ? LINATTN_MPI_F_FAIL
-                                   : 0;
-}
-
 /* Problem i's state element in el: its keys' state (skip: an empty one),
  * marked failed when this rank's checks found a bad normalizer (so that
  * every rank stops) or when the state could not be built (the first
@@ -200,7 +157,7 @@ static void local_element(const bcall *c, MI(work) *w, int64_t i, int skip,
     int st = skip ? 0 : keys_state(j, &one, w->state);
     if (skip)
         X(state_reset)(w->state);
-    unsigned flags = status_flags(st);
+    unsigned flags = MI(status_flags)(st);
     if (flags == LINATTN_MPI_F_FAIL && !*status)
         *status = st, *first = i;
     if (c->denom && i == 0)
@@ -209,44 +166,31 @@ static void local_element(const bcall *c, MI(work) *w, int64_t i, int skip,
     el[LINATTN_MPI_E_FLAGS] = (double)(linattn_mpi_i_flags(el) | flags);
 }
 
-/* Nonzero when an element of the set says a rank failed. */
-static int any_failed(const MI(work) *w, double *set, int64_t count)
+int MI(causal_rows)(const XI(problem) *one, const X(extras) *ex, psum *ps,
+                    int64_t *r)
 {
-    for (int64_t i = 0; i < count; i++)
-        if (linattn_mpi_i_flags(MI(elem)(w, set, i)) & LINATTN_MPI_F_FAIL)
-            return 1;
-    return 0;
+    int st = X(causal_backward_ex)(
+        one->plan, one->layout, one->nq, MI_IN(*one, LINATTN_I_Q),
+        MI_IN(*one, LINATTN_I_K), MI_IN(*one, LINATTN_I_V),
+        MI_IN(*one, LINATTN_I_OUT), one->part[LINATTN_I_DEN].p,
+        MI_IN(*one, LINATTN_I_G), MI_OUT(*one, LINATTN_I_DQ),
+        MI_OUT(*one, LINATTN_I_DK), MI_OUT(*one, LINATTN_I_DV), ps->dw,
+        ps->ld, ps->db, ex, r);
+    if (!st && ps->acc)
+        MI(psum_add)(ps);
+    return st;
 }
 
-/* The header of a gradient element: the accumulator's gradient at shift
- * c, held tokens (nonzero: the state it is the gradient of has keys, so
- * its shift counts), the status of the pass that made it. */
-static void gradient_head(double *el, int64_t len, double c, int held, int st)
+int MI(finish)(const bcall *c, MPI_Comm comm, psum *ps, int status,
+               int64_t first, int64_t row, int64_t rows_here,
+               int64_t *problem, int64_t *grow)
 {
-    linattn_mpi_i_elem_head(el, len, -c, held ? 1 : 0);
-    el[LINATTN_MPI_E_FLAGS] = (double)status_flags(st);
-}
-
-/* The shift of a state, 0 when it holds no keys (no shift counts). */
-static double shift_of(const X(state) *s, int64_t *tokens)
-{
-    double c = 0;
-    X(state_get)(s, LINATTN_ROW_MAJOR, NULL, 0, NULL, tokens);
-    X(state_shift)(s, &c);
-    return *tokens > 0 ? c : 0;
-}
-
-/* A failure's row that names none (r < 0: only dW, db or the keys' sums
- * left the range): far enough below 0 that the final agreement's offset
- * keeps it negative, and run() turns it back into -1. */
-#define NO_ROW (-((int64_t)1 << 62))
-
-/* The first failure here into *status, *first, *row. */
-static void note(int st, int64_t i, int64_t r, int *status, int64_t *first,
-                 int64_t *row)
-{
-    if (st && !*status)
-        *status = st, *first = i, *row = r < 0 ? NO_ROW : r;
+    int agreed = linattn_mpi_i_agree_final(comm, status, first, row,
+                                           rows_here, problem, grow);
+    if (!agreed)
+        agreed = MI(psum_write)(ps, c, comm);
+    MI(psum_free)(ps);
+    return agreed;
 }
 
 static int attention_backward_work(const XI(problem) *jp, MPI_Comm comm,
@@ -258,7 +202,7 @@ static int attention_backward_work(const XI(problem) *jp, MPI_Comm comm,
     int64_t np = MI(problems)(j), first = -1, row = -1, len = w->len;
     int status = 0;
     psum ps;
-    int pst = psum_open(&ps, c);
+    int pst = MI(psum_open)(&ps, c);
     /* 1. the keys' states: kept (suffix) for their shifts, summed (elems)
      * unless the global one is handed over (then only their count) */
     for (int64_t i = 0; i < np; i++) {
@@ -276,10 +220,10 @@ static int attention_backward_work(const XI(problem) *jp, MPI_Comm comm,
     if (c->given) {
         /* every rank's keys must be the handed state's: their count */
         int64_t mine[2] = {linattn_mpi_i_elem_tokens(w->elems),
-                           any_failed(w, w->elems, np)}, all[2];
+                           MI(any_failed)(w, w->elems, np)}, all[2];
         if (MPI_Allreduce(mine, all, 2, MPI_INT64_T, MPI_SUM, comm) !=
             MPI_SUCCESS) {
-            psum_free(&ps);
+            MI(psum_free)(&ps);
             return LINATTN_EMPI;
         }
         int64_t tokens = 0;
@@ -289,10 +233,10 @@ static int attention_backward_work(const XI(problem) *jp, MPI_Comm comm,
             status = -26, first = 0, failed = 1; /* the same on every rank */
     } else {
         if (np > 0 && linattn_mpi_i_allreduce(comm, w->elems, np, len)) {
-            psum_free(&ps);
+            MI(psum_free)(&ps);
             return LINATTN_EMPI;
         }
-        failed = any_failed(w, w->elems, np);
+        failed = MI(any_failed)(w, w->elems, np);
     }
     if (c->denom && !status)
         status = c->denom, first = c->denom_problem, row = c->denom_row;
@@ -308,7 +252,7 @@ static int attention_backward_work(const XI(problem) *jp, MPI_Comm comm,
             st = LINATTN_EOVERFLOW, r = 0; /* as the forward: query row 0 */
         else if (!c->given)
             st = MI(unpack)(w->state, el, 0);
-        double cg = st ? 0 : shift_of(g, &tokens);
+        double cg = st ? 0 : MI(shift_of)(g, &tokens);
         if (!st)
             st = X(state_query_backward)(g, j->layout, j->nq,
                                          MI_IN(one, LINATTN_I_Q),
@@ -321,16 +265,16 @@ static int attention_backward_work(const XI(problem) *jp, MPI_Comm comm,
         if (st)
             memset(d + LINATTN_MPI_HEAD, 0, (size_t)len * sizeof(double));
         else if (ps.acc)
-            psum_add(&ps);
-        gradient_head(d, len, cg, tokens > 0, st);
-        note(st, i, r, &status, &first, &row);
+            MI(psum_add)(&ps);
+        MI(gradient_head)(d, len, cg, tokens > 0, st);
+        MI(note)(st, i, r, &status, &first, &row);
     }
     /* 3. the sum of every rank's D (the same shift everywhere: exact) */
     if (!failed && np > 0 && linattn_mpi_i_allreduce(comm, w->back, np, len)) {
-        psum_free(&ps);
+        MI(psum_free)(&ps);
         return LINATTN_EMPI;
     }
-    failed = failed || any_failed(w, w->back, np);
+    failed = failed || MI(any_failed)(w, w->back, np);
     /* 4. the keys, from the sum at their own state's shift */
     for (int64_t i = 0; !failed && !status && i < np && j->nk > 0; i++) {
         XI(problem) one = XI(problem_one)(j, i);
@@ -342,7 +286,7 @@ static int attention_backward_work(const XI(problem) *jp, MPI_Comm comm,
                      ? LINATTN_EOVERFLOW
                      : MI(unpack)(w->state, lel, 0);
         int64_t tokens = 0;
-        double cl = st ? 0 : shift_of(w->state, &tokens);
+        double cl = st ? 0 : MI(shift_of)(w->state, &tokens);
         if (linattn_mpi_i_flags(d) & LINATTN_MPI_F_OVER)
             st = LINATTN_EOVERFLOW;
         if (!st && tokens > 0 && linattn_mpi_i_elem_tokens(d) > 0) {
@@ -350,7 +294,7 @@ static int attention_backward_work(const XI(problem) *jp, MPI_Comm comm,
             for (int64_t t = 0; f != 1 && t < len; t++)
                 dg[t] *= f;
         }
-        X(extras) ex = part_extras(&one);
+        X(extras) ex = MI(grad_extras)(&one);
         ex.dstate_end = dg;
         int64_t r = -1;
         if (!st)
@@ -362,16 +306,12 @@ static int attention_backward_work(const XI(problem) *jp, MPI_Comm comm,
                 MI_OUT(one, LINATTN_I_DK), MI_OUT(one, LINATTN_I_DV), ps.dw,
                 ps.ld, ps.db, w->state, &ex, &r);
         if (!st && ps.acc)
-            psum_add(&ps);
+            MI(psum_add)(&ps);
         /* a row of dk or dv is not a query row: no global row to name */
-        note(st, i, -1, &status, &first, &row);
+        MI(note)(st, i, -1, &status, &first, &row);
     }
-    int agreed = linattn_mpi_i_agree_final(comm, status, first, row, j->nq,
-                                           problem, grow);
-    if (!agreed)
-        agreed = psum_write(&ps, c, comm);
-    psum_free(&ps);
-    return agreed;
+    return MI(finish)(c, comm, &ps, status, first, row, j->nq, problem,
+                      grow);
 }
 
 static int causal_backward_work(const XI(problem) *jp, MPI_Comm comm,
@@ -387,7 +327,7 @@ static int causal_backward_work(const XI(problem) *jp, MPI_Comm comm,
     int64_t n = j->nq;
     int status = 0;
     psum ps;
-    int pst = psum_open(&ps, c);
+    int pst = MI(psum_open)(&ps, c);
     /* 1. the prefix states, as the forward scans them; each local state's
      * shift and keys kept (suffix's headers) for the final state's */
     for (int64_t i = 0; i < np; i++) {
@@ -403,14 +343,14 @@ static int causal_backward_work(const XI(problem) *jp, MPI_Comm comm,
         status = pst, first = 0;
     if (np > 0 && linattn_mpi_i_exscan(w->scan_comm, w->elems, w->prefix,
                                        w->recv, np, len)) {
-        psum_free(&ps);
+        MI(psum_free)(&ps);
         return LINATTN_EMPI;
     }
     if (c->denom && !status)
         status = c->denom, first = c->denom_problem, row = c->denom_row;
     /* a failure here or before (in the prefix): this rank writes nothing,
      * and its gradient elements carry the mark to the earlier ranks */
-    int stop = status != 0 || any_failed(w, w->prefix, np);
+    int stop = status != 0 || MI(any_failed)(w, w->prefix, np);
     double *lhead = malloc((size_t)(np > 0 ? np : 1) * LINATTN_MPI_HEAD *
                            sizeof(double));
     if (!lhead && !stop)
@@ -430,14 +370,14 @@ static int causal_backward_work(const XI(problem) *jp, MPI_Comm comm,
         int none = !st && rank == 0;
         if (none) {
             memset(d, 0, (size_t)(LINATTN_MPI_HEAD + len) * sizeof(double));
-            gradient_head(d, len, 0, 0, 0);
+            MI(gradient_head)(d, len, 0, 0, 0);
             continue;
         }
         if (!st && MI(overflowed)(pre))
             st = n > 0 ? LINATTN_EOVERFLOW : 0, r = 0;
         else if (!st)
             st = MI(unpack)(w->state, pre, n);
-        double cp = st ? 0 : shift_of(w->state, &tokens);
+        double cp = st ? 0 : MI(shift_of)(w->state, &tokens);
         if (!st) {
             X(extras) ex;
             X(extras_init)(&ex);
@@ -453,19 +393,19 @@ static int causal_backward_work(const XI(problem) *jp, MPI_Comm comm,
         }
         if (st)
             memset(d + LINATTN_MPI_HEAD, 0, (size_t)len * sizeof(double));
-        gradient_head(d, len, cp, tokens > 0, st);
+        MI(gradient_head)(d, len, cp, tokens > 0, st);
         if (!stop)
-            note(st, i, r, &status, &first, &row);
+            MI(note)(st, i, r, &status, &first, &row);
     }
     /* 3. the later ranks' D: the gradient of this rank's final state */
     if (np > 0 && linattn_mpi_i_segmented_exscan(w->scan_comm, 1, w->back,
                                                  w->suffix, w->recv, np,
                                                  len)) {
         free(lhead);
-        psum_free(&ps);
+        MI(psum_free)(&ps);
         return LINATTN_EMPI;
     }
-    stop = stop || status != 0 || any_failed(w, w->suffix, np);
+    stop = stop || status != 0 || MI(any_failed)(w, w->suffix, np);
     /* 4. the serial backward from the prefix, the suffix sums seeded */
     for (int64_t i = 0; !stop && i < np; i++) {
         XI(problem) one = XI(problem_one)(j, i);
@@ -473,7 +413,7 @@ static int causal_backward_work(const XI(problem) *jp, MPI_Comm comm,
         const double *lh = lhead + i * LINATTN_MPI_HEAD;
         int st = MI(unpack)(w->state, MI(elem)(w, w->prefix, i), n);
         int64_t tokens = 0, ltok = linattn_mpi_i_elem_tokens(lh);
-        double cp = st ? 0 : shift_of(w->state, &tokens);
+        double cp = st ? 0 : MI(shift_of)(w->state, &tokens);
         int64_t r = -1;
         /* the later rows' sums left the range: every key here reads them,
          * its first token's dk first */
@@ -492,35 +432,23 @@ static int causal_backward_work(const XI(problem) *jp, MPI_Comm comm,
             for (int64_t t = 0; f != 1 && t < len; t++)
                 de[t] *= f;
         }
-        X(extras) ex = part_extras(&one);
+        X(extras) ex = MI(grad_extras)(&one);
         ex.state = w->state;
         ex.dstate_end = seed ? de : NULL;
         if (!st)
-            st = X(causal_backward_ex)(
-                j->plan, j->layout, n, MI_IN(one, LINATTN_I_Q),
-                MI_IN(one, LINATTN_I_K), MI_IN(one, LINATTN_I_V),
-                MI_IN(one, LINATTN_I_OUT), one.part[LINATTN_I_DEN].p,
-                MI_IN(one, LINATTN_I_G), MI_OUT(one, LINATTN_I_DQ),
-                MI_OUT(one, LINATTN_I_DK), MI_OUT(one, LINATTN_I_DV), ps.dw,
-                ps.ld, ps.db, &ex, &r);
-        if (!st && ps.acc)
-            psum_add(&ps);
-        note(st, i, r, &status, &first, &row);
+            st = MI(causal_rows)(&one, &ex, &ps, &r);
+        MI(note)(st, i, r, &status, &first, &row);
     }
     free(lhead);
-    int agreed = linattn_mpi_i_agree_final(comm, status, first, row, n,
-                                           problem, grow);
-    if (!agreed)
-        agreed = psum_write(&ps, c, comm);
-    psum_free(&ps);
-    return agreed;
+    return MI(finish)(c, comm, &ps, status, first, row, n, problem, grow);
 }
 
 /* The kind of a call with its options. */
 static int kind_of(int call, const XI(problem) *j, int given)
 {
     return call | (j->part[LINATTN_I_DW].p ? OPT_DW : 0) |
-           (j->part[LINATTN_I_DB].p ? OPT_DB : 0) | (given ? OPT_STATE : 0);
+           (j->part[LINATTN_I_DB].p ? OPT_DB : 0) | (given ? OPT_STATE : 0) |
+           (j->dstates ? OPT_DSTATES : 0);
 }
 
 /* A call after its local checks (st, serial positions; EDENOM with its
@@ -558,25 +486,126 @@ static void single_grads(XI(problem) *j, const real *den, const real *g,
     }
 }
 
-/* The extras a distributed backward takes: key weights and dL/dw (one
- * sequence: no offsets, states or handed gradients). */
+/* The extras a distributed backward takes: key weights and dL/dw, and a
+ * packed stream (offsets; causal: per-sequence starting states and
+ * their gradients), checked apart (packed_fields).  Gates and a head's
+ * decay are refused here whatever the serial checks say of them: the
+ * scans would carry them (their elements hold a log decay), but the
+ * decayed serial backward each rank would run is not this library's to
+ * assume. */
 static int ex_taken(const X(extras) *ex)
 {
-    return !ex || (!ex->offsets && !ex->key_offsets && !ex->nseq &&
-                   !ex->states && !ex->state && !ex->dstates &&
-                   !ex->dstate_end && !ex->den && !ex->absorb);
+    return !ex || (!ex->key_offsets && !ex->state && !ex->dstate_end &&
+                   !ex->den && !ex->absorb && !ex->gates && !ex->head_decays);
+}
+
+/* ex as the serial checks see it: a packed stream's offsets, states and
+ * their gradients are global (every rank's rows), checked apart. */
+static const X(extras) *serial_view(const X(extras) *ex, X(extras) *copy)
+{
+    if (!ex || !ex->offsets)
+        return ex;
+    *copy = *ex;
+    copy->offsets = NULL;
+    copy->nseq = 0;
+    copy->states = NULL;
+    copy->dstates = NULL;
+    return copy;
+}
+
+/* A byte range of an argument. */
+typedef struct {
+    const void *p;
+    size_t n;
+} span;
+
+/* Part i of single problem j as a byte range (its rows rows, cols
+ * columns; a vector's rows entries). */
+static span part_span(const XI(problem) *j, int i, int64_t rows,
+                      int64_t cols)
+{
+    const XI(part) *a = &j->part[i];
+    if (!a->p || rows == 0)
+        return (span){NULL, 0};
+    if (linattn_i_part_is_vector(i) || i == LINATTN_I_DB)
+        return (span){a->p, (size_t)rows * sizeof(real)};
+    return (span){a->p, MI(mat_bytes)(j->layout, rows, cols, a->s.ld)};
+}
+
+/* Nonzero when x meets any of the count ranges of set. */
+static int meets(span x, const span *set, int count)
+{
+    for (int i = 0; i < count; i++)
+        if (MI(meet)(x.p, x.n, set[i].p, set[i].n))
+            return 1;
+    return 0;
+}
+
+/* The packed stream's parts of ex (the serial checks saw ex without
+ * them; j holds the call's other parts): the offsets as the packed
+ * forward takes them (nq == nk, from 0 without decreasing; their end is
+ * checked once the ranks' rows are summed), and causal only the
+ * sequences' starting states (every one of the plan; absorb is refused
+ * already) and their gradients (dstates: nseq m (e + 1) doubles, with
+ * states); the offsets and the states' array apart from every output,
+ * dstates apart from every array; not with a handed state.  0, -arg or
+ * LINATTN_ENOMEM. */
+static int packed_fields(const XI(problem) *j, const X(extras) *ex,
+                         int causal, int handed, int arg)
+{
+    if (!ex || !ex->offsets)
+        return 0;
+    if (!MI(offsets_ok)(ex, j->nq, j->nk) || handed ||
+        (!causal && (ex->states || ex->dstates)) ||
+        (ex->dstates && !ex->states))
+        return -arg;
+    int64_t d, m, e, rows = 0;
+    X(plan_dims)(j->plan, &d, &m, &e);
+    X(plan_weights)(j->plan, j->layout, NULL, 0, &rows);
+    if (ex->dstates && (uint64_t)ex->nseq > SIZE_MAX / sizeof(double) /
+                                                (uint64_t)(m * (e + 1)))
+        return -arg;
+    int64_t nq = j->nq, nk = j->nk;
+    span out[6] = {part_span(j, LINATTN_I_DQ, nq, d),
+                   part_span(j, LINATTN_I_DK, nk, d),
+                   part_span(j, LINATTN_I_DV, nk, e),
+                   part_span(j, LINATTN_I_DW, rows, d),
+                   part_span(j, LINATTN_I_DB, rows, 1),
+                   part_span(j, LINATTN_I_DKW, nk, 1)};
+    span all[15] = {part_span(j, LINATTN_I_Q, nq, d),
+                    part_span(j, LINATTN_I_K, nk, d),
+                    part_span(j, LINATTN_I_V, nk, e),
+                    part_span(j, LINATTN_I_OUT, nq, e),
+                    part_span(j, LINATTN_I_DEN, nq, 1),
+                    part_span(j, LINATTN_I_G, nq, e),
+                    part_span(j, LINATTN_I_KW, nk, 1),
+                    {ex->offsets, (size_t)(ex->nseq + 1) * sizeof(int64_t)},
+                    {ex->states, ex->states ? (size_t)ex->nseq *
+                                                  sizeof *ex->states
+                                            : 0}};
+    memcpy(all + 9, out, sizeof out);
+    span ds = {ex->dstates, ex->dstates ? (size_t)(ex->nseq * m * (e + 1)) *
+                                              sizeof(double)
+                                        : 0};
+    if (meets(all[7], out, 6) || meets(all[8], out, 6) ||
+        meets(ds, all, 15))
+        return -arg;
+    return ex->states ? MI(states_ok)(j->plan, ex, arg) : 0;
 }
 
 /* A single call's problem after its local checks st (the extras at
  * argument ex_arg, serial positions): the extras' parts it does not take
- * refused, then the problem's parts unless the checks failed. */
+ * refused, then the problem's parts unless the checks failed, then a
+ * packed stream's parts (an argument's refusal before a normalizer's,
+ * as the validator orders them). */
 static int describe(bcall *c, int st, const X(plan) *plan, int layout,
                     int64_t nq, int64_t nk, const real *q, int64_t ldq,
                     const real *k, int64_t ldk, const real *v, int64_t ldv,
                     const real *out, int64_t ldout, const real *den,
                     const real *g, int64_t ldg, real *dq, int64_t lddq,
                     real *dk, int64_t lddk, real *dv, int64_t lddv, real *dw,
-                    int64_t lddw, real *db, const X(extras) *ex, int ex_arg)
+                    int64_t lddw, real *db, const X(extras) *ex, int ex_arg,
+                    int causal)
 {
     int ok = !st || st == LINATTN_EDENOM;
     if (ok && !ex_taken(ex))
@@ -587,6 +616,16 @@ static int describe(bcall *c, int st, const X(plan) *plan, int layout,
     if (ok)
         single_grads(&c->j, den, g, ldg, dq, lddq, dk, lddk, dv, lddv, dw,
                      lddw, db, ex);
+    int pf = ok ? packed_fields(&c->j, ex, causal, c->given != NULL, ex_arg)
+                : 0;
+    if (pf)
+        return pf;
+    if (ok && ex && ex->offsets) {
+        c->j.nseq = ex->nseq;
+        c->j.qoff = c->j.koff = ex->offsets;
+        c->j.states = ex->states;
+        c->j.dstates = ex->dstates;
+    }
     return st;
 }
 
@@ -602,12 +641,15 @@ int MX(attention_backward_ex)(const X(plan) *plan, MPI_Comm comm, int layout,
 {
     bcall c;
     memset(&c, 0, sizeof c);
+    X(extras) view;
     /* the handed state holds every rank's keys: checked against the plan
      * here, against their count once the ranks have agreed */
     int st = X(attention_backward_check)(plan, layout, nq, nk, q, ldq, k,
                                          ldk, v, ldv, out, ldout, den, g, ldg,
                                          dq, lddq, dk, lddk, dv, lddv, dw,
-                                         lddw, db, NULL, ex, &c.denom_row);
+                                         lddw, db, NULL,
+                                         serial_view(ex, &view),
+                                         &c.denom_row);
     X(state) *copy = NULL;
     if ((!st || st == LINATTN_EDENOM) && state) {
         if (X(state_create)(&copy, plan))
@@ -618,9 +660,10 @@ int MX(attention_backward_ex)(const X(plan) *plan, MPI_Comm comm, int layout,
     c.given = copy;
     st = describe(&c, st, plan, layout, nq, nk, q, ldq, k, ldk, v, ldv, out,
                   ldout, den, g, ldg, dq, lddq, dk, lddk, dv, lddv, dw, lddw,
-                  db, ex, 26);
+                  db, ex, 26, 0);
     st = run(&c, comm, st, LINATTN_MPI_CALL_ATTENTION_BACKWARD,
-             attention_backward_work, bad_row, NULL);
+             c.j.qoff ? MI(attention_backward_packed) : attention_backward_work,
+             bad_row, NULL);
     X(state_destroy)(copy);
     return st;
 }
@@ -651,15 +694,17 @@ int MX(causal_backward_ex)(const X(plan) *plan, MPI_Comm comm, int layout,
 {
     bcall c;
     memset(&c, 0, sizeof c);
+    X(extras) view;
     int st = X(causal_backward_check)(plan, layout, n, q, ldq, k, ldk, v, ldv,
                                       out, ldout, den, g, ldg, dq, lddq, dk,
-                                      lddk, dv, lddv, dw, lddw, db, ex,
-                                      &c.denom_row);
+                                      lddk, dv, lddv, dw, lddw, db,
+                                      serial_view(ex, &view), &c.denom_row);
     st = describe(&c, st, plan, layout, n, n, q, ldq, k, ldk, v, ldv, out,
                   ldout, den, g, ldg, dq, lddq, dk, lddk, dv, lddv, dw, lddw,
-                  db, ex, 24);
+                  db, ex, 24, 1);
     return run(&c, comm, st, LINATTN_MPI_CALL_CAUSAL_BACKWARD,
-               causal_backward_work, bad_row, NULL);
+               c.j.qoff ? MI(causal_backward_packed) : causal_backward_work,
+               bad_row, NULL);
 }
 
 int MX(causal_backward)(const X(plan) *plan, MPI_Comm comm, int layout,

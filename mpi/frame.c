@@ -4,6 +4,7 @@
  * up front (so that a shortage is agreed on like an argument error), the
  * agreement, and a state in and out of its element.
  */
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -46,6 +47,23 @@ static uint64_t offsets_hash(const XI(problem) *j)
     return h;
 }
 
+/* FNV-1a over a batched problem's log decays per head (0 without them),
+ * which every rank must give alike, as its plan; read only when the
+ * local checks passed. */
+static uint64_t head_decays_hash(const XI(problem) *j)
+{
+    if (!j->head_decays)
+        return 0;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int64_t i = 0; i < j->heads; i++) {
+        uint64_t x;
+        memcpy(&x, &j->head_decays[i], sizeof x);
+        for (int b = 0; b < 8; b++, x >>= 8)
+            h = (h ^ (x & 0xff)) * 0x100000001b3ull;
+    }
+    return h;
+}
+
 int MI(begin)(const XI(problem) *j, MPI_Comm comm, int status, int kind,
               MI(work) *w)
 {
@@ -72,6 +90,8 @@ int MI(begin)(const XI(problem) *j, MPI_Comm comm, int status, int kind,
         int64_t m, e;
         X(plan_dims)(j->plan, NULL, &m, &e);
         X(plan_fingerprint)(j->plan, &keys[1]);
+        /* a head's decay is part of its model, as the plan's */
+        keys[1] ^= head_decays_hash(j) * 0x9e3779b97f4a7c15ull;
         w->len = m * (e + 1);
         /* MPI counts are int: one element, and the number of them */
         if (w->len > INT_MAX - LINATTN_MPI_HEAD || MI(problems)(j) > INT_MAX ||
@@ -181,6 +201,97 @@ int MI(unpack)(X(state) *state, const double *el, int64_t more)
                : 0;
 }
 
+/* The sum of a + g[i] over rows i < rows (g NULL: 0), in double. */
+static double sum_decays(double a, const real *g, int64_t rows)
+{
+    double run = 0;
+    for (int64_t i = 0; i < rows; i++)
+        run += g ? a + (double)g[i] : a;
+    return run;
+}
+
+/* The plan's log decay per token (0: none). */
+static double plan_log_decay(const X(plan) *plan)
+{
+    double a = 0;
+    X(plan_decay)(plan, &a);
+    return a;
+}
+
+double MI(decay_total)(const XI(problem) *one, int64_t lo, int64_t hi)
+{
+    const real *g = one->part[LINATTN_I_GATE].p;
+    return sum_decays(plan_log_decay(one->plan) + one->head_decay,
+                      g ? g + lo : NULL, hi - lo);
+}
+
+/* Rows a head's decay is folded into gates at a time. */
+#define GATE_BLOCK 256
+
+/* The state of problem one's keys [lo, hi) from zero into s, one serial
+ * update: with a head's decay hd (not 0) as a gate of every row added to
+ * its own, in buf (hi - lo <= GATE_BLOCK); *decay their total log decay,
+ * as the update applied it.  0 or the update's status. */
+static int block_state(const XI(problem) *one, X(state) *s, int64_t lo,
+                       int64_t hi, real *buf, double *decay)
+{
+    const real *w = one->part[LINATTN_I_KW].p, *g = one->part[LINATTN_I_GATE].p;
+    double hd = one->head_decay;
+    X(extras) ex;
+    X(extras_init)(&ex);
+    ex.weights = w ? w + lo : NULL;
+    ex.gates = g ? g + lo : NULL;
+    if (hd != 0) {
+        /* a decay beyond float's range: -REAL_MAX, whose factor is 0 as
+         * the decay's */
+        for (int64_t t = 0; t < hi - lo; t++) {
+            double x = (g ? (double)g[lo + t] : 0) + hd;
+            buf[t] = x < -REAL_MAX ? -REAL_MAX : (real)x;
+        }
+        ex.gates = buf;
+    }
+    /* the total as the serial update sums it: ln gamma + the row's gate */
+    *decay = sum_decays(plan_log_decay(one->plan), ex.gates, hi - lo);
+    X(state_reset)(s);
+    if (hi <= lo)
+        return 0;
+    return X(state_update_ex)(s, one->layout, hi - lo,
+                              XI(part_row)(one, LINATTN_I_K, lo),
+                              one->part[LINATTN_I_K].s.ld,
+                              XI(part_row)(one, LINATTN_I_V, lo),
+                              one->part[LINATTN_I_V].s.ld, &ex);
+}
+
+int MI(keys_element)(MI(work) *w, const XI(problem) *one, const X(state) *seed,
+                     int64_t lo, int64_t hi, double *el, double *tmp)
+{
+    real buf[GATE_BLOCK];
+    int64_t block = one->head_decay != 0 ? GATE_BLOCK : hi - lo;
+    int any = 0; /* el holds something to compose with */
+    if (seed) {
+        MI(pack)(seed, w->len, 0, el);
+        any = 1;
+    }
+    for (int64_t at = lo; at < hi || !any; at += block) {
+        int64_t to = hi - at < block ? hi : at + block;
+        double decay = 0;
+        int st = block_state(one, w->state, at, to, buf, &decay);
+        if (st)
+            return st;
+        double *dst = any ? tmp : el;
+        MI(pack)(w->state, w->len, 0, dst);
+        dst[LINATTN_MPI_E_DECAY] = decay < -DBL_MAX ? -DBL_MAX : decay;
+        if (any) {
+            linattn_mpi_i_compose(el, tmp);
+            memcpy(el, tmp, (size_t)(LINATTN_MPI_HEAD + w->len) * sizeof *el);
+        }
+        any = 1;
+        if (block <= 0)
+            break; /* no rows */
+    }
+    return 0;
+}
+
 int MI(run)(const XI(problem) *j, MPI_Comm comm, int status, int kind,
             MI(work_fn) f, int64_t *bad_row, linattn_where *bad)
 {
@@ -191,12 +302,15 @@ int MI(run)(const XI(problem) *j, MPI_Comm comm, int status, int kind,
     /* the communicator is argument 2: the serial -i from 2 on moves up */
     MI(work) w;
     status = status < -1 ? status - 1 : status;
-    /* the scans and sums across ranks do not decay a rank's state over
-     * the rows after it: a decayed plan is refused as the plan (the
-     * serial causal calls take it) */
+    /* Only the causal forward's scans decay (their elements carry the
+     * rows' log decay).  A sum of whole states does not, and the serial
+     * library refuses non-causal decay: a decayed plan is refused as the
+     * plan by every other call (the backward's scans are built for the
+     * decayed element, but the serial decayed backward they would run on
+     * each rank is not here yet). */
     double log_decay = 0;
     if (!status && j->plan && !X(plan_decay)(j->plan, &log_decay) &&
-        log_decay != 0)
+        log_decay != 0 && LINATTN_MPI_KIND(kind) != LINATTN_MPI_CALL_CAUSAL)
         status = -1;
     int st = MI(begin)(j, comm, status, kind, &w);
     if (st)
@@ -209,6 +323,21 @@ int MI(run)(const XI(problem) *j, MPI_Comm comm, int status, int kind,
     if (st && problem >= 0 && bad)
         *bad = (linattn_where){problem / j->heads, problem % j->heads, row};
     return st;
+}
+
+int MI(meet)(const void *a, size_t na, const void *b, size_t nb)
+{
+    const char *x = a, *y = b;
+    return na && nb && x < y + nb && y < x + na;
+}
+
+size_t MI(mat_bytes)(int layout, int64_t n, int64_t e, int64_t ld)
+{
+    if (n == 0 || e == 0)
+        return 0;
+    int64_t elems = layout == LINATTN_ROW_MAJOR ? (n - 1) * ld + e
+                                                : (e - 1) * ld + n;
+    return (size_t)elems * sizeof(real);
 }
 
 XI(problem) MI(batched_problem)(int status, const X(plan) *plan, int layout,
@@ -236,17 +365,18 @@ int MI(reduce_local)(const XI(problem) *j, MPI_Comm comm, MI(work) *w,
     for (int64_t i = 0; i < MI(problems)(j); i++) {
         int st = 0;
         XI(problem) one = XI(problem_one)(j, i);
+        double *el = MI(elem)(w, w->elems, i);
         X(state_reset)(w->state);
         if (!skip)
-            st = X(state_update)(w->state, j->layout, n,
-                                 MI_IN(one, LINATTN_I_K),
-                                 MI_IN(one, LINATTN_I_V));
+            st = MI(keys_element)(w, &one, NULL, 0, n, el,
+                                  w->recv ? MI(elem)(w, w->recv, 0) : NULL);
         unsigned flags = st == LINATTN_EOVERFLOW ? LINATTN_MPI_F_OVER
                          : st                    ? LINATTN_MPI_F_FAIL
                                                  : 0;
         if (flags == LINATTN_MPI_F_FAIL && !*status)
             *status = st, *first = i;
-        MI(pack)(w->state, w->len, flags, MI(elem)(w, w->elems, i));
+        if (skip || flags)
+            MI(pack)(w->state, w->len, flags, el);
     }
     if (MI(problems)(j) == 0)
         return 0;

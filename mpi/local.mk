@@ -3,9 +3,9 @@
 # liblinattn's public API (doc/mpi.md).  Built when configure finds MPI;
 # liblinattn itself never sees MPI.
 MPI_GENERIC = mpi/frame.c mpi/attention.c mpi/causal.c mpi/packed.c \
-	mpi/backward.c \
+	mpi/backward.c mpi/packed_backward.c \
 	mpi/states.c mpi/checkpoint.c
-MPI_H = mpi/mpi_internal.h mpi/mprec.h
+MPI_H = mpi/mpi_internal.h mpi/mprec.h mpi/backward.h
 MPI_CPP = $(AM_CPPFLAGS) -I$(top_srcdir)/mpi -I$(top_srcdir)/lib \
 	$(MPI_CFLAGS) -DLINATTN_MPI_BUILDING
 MPI_LIB_CFLAGS = $(AM_CFLAGS) $(CODEGEN_FLAGS)

@@ -5,9 +5,18 @@
  * as MPI elements.  Not installed.
  *
  * A state travels as one element of doubles: a header (its length, the
- * shift, flags, the token count as two exact halves), then the
- * accumulator [S z] as linattn_d_state_export writes it.  Float states
- * travel as their double accumulators too.
+ * shift, flags, the token count as two exact halves, the keys' weight,
+ * the total log decay of the rows it covers), then the accumulator [S z]
+ * as linattn_d_state_export writes it.  Float states travel as their
+ * double accumulators too.
+ *
+ * Decay (linattn_opts.log_decay, extras.gates): an element is the pair
+ * (A, S) of its rows' total log decay and their state, decayed to its
+ * last row.  The scans compose (A1, S1) then (A2, S2) as (A1 + A2,
+ * e^{A2} S1 + S2): A in log space and in double, since a rank's total
+ * decay underflows any float long before its sum of logs loses a digit.
+ * The reductions of whole sums (MPI_Allreduce) carry A = 0: non-causal
+ * attention does not decay.
  *
  * The flags say what the sums alone cannot: a state that holds NaN or
  * Inf from its inputs (whose sums propagate them, as a merge takes
@@ -31,7 +40,10 @@ enum {
     LINATTN_MPI_E_TOKHI, /* tokens = hi 2^32 + lo, each half exact in a */
     LINATTN_MPI_E_TOKLO, /* double for sums over up to 2^21 ranks       */
     LINATTN_MPI_E_MASS,  /* the keys' total weight, sum w_j (= tokens   */
-                         /* without key weights; not shifted)           */
+                         /* without key weights; not shifted; decayed,  */
+                         /* the decayed count)                          */
+    LINATTN_MPI_E_DECAY, /* A <= 0, the total log decay of the rows the */
+                         /* element covers (0: none), in double         */
     LINATTN_MPI_HEAD     /* header length                               */
 };
 
@@ -104,12 +116,16 @@ int linattn_mpi_i_agree_final(MPI_Comm comm, int status, int64_t problem,
                               int64_t *gproblem, int64_t *grow);
 
 /* Fills an element's header: an accumulator of len entries at shift
- * holding tokens keys (flags 0). */
+ * holding tokens keys (flags 0, no decay). */
 void linattn_mpi_i_elem_head(double *elem, int64_t len, double shift,
                              int64_t tokens);
 
 /* The token count of an element, or -1 when it exceeds INT64_MAX. */
 int64_t linattn_mpi_i_elem_tokens(const double *elem);
+
+/* b = a then b for one element each, as the scans compose them (a the
+ * earlier). */
+void linattn_mpi_i_compose(const double *a, double *b);
 
 /* The sum of count elements of LINATTN_MPI_HEAD + len doubles over every
  * rank, in place (one MPI_Allreduce).  Sums bring each pair of states to
@@ -120,13 +136,21 @@ int linattn_mpi_i_allreduce(MPI_Comm comm, double *elems, int64_t count,
 
 /* The exclusive prefix: result on rank r = the sum of partial over ranks
  * 0 .. r-1 (rank 0: zero elements), added as linattn_mpi_i_allreduce
- * adds, in ceil(log2 P) MPI_Sendrecv steps on comm (a private
+ * adds (and decayed as linattn_mpi_i_segmented_exscan composes), in
+ * ceil(log2 P) MPI_Sendrecv steps on comm (a private
  * communicator: linattn_mpi_i_private).  partial is overwritten, recv is
  * scratch; all three hold count elements.  Returns 0 or LINATTN_EMPI. */
 int linattn_mpi_i_exscan(MPI_Comm comm, double *partial, double *result,
                          double *recv, int64_t count, int64_t len);
 
-/* linattn_mpi_i_exscan with segments, in either direction.  Forward:
+/* linattn_mpi_i_exscan with segments and decay, in either direction.
+ * The scans compose in rank order (the reverse one in reversed rank
+ * order), each element's decay A (LINATTN_MPI_E_DECAY) decaying what
+ * comes before it: (A1, S1) then (A2, S2) is (A1 + A2, e^{A2} S1 + S2),
+ * the factor one exponential with the one that brings S1 to the common
+ * shift (every exponent <= 0).  The same holds for gradients
+ * scanned from the last rank down (their header shift is -c: the true
+ * gradient is acc exp(shift) too).  Forward:
  * result on rank r = the sum of partial over ranks q < r after the last
  * such q whose element is marked LINATTN_MPI_F_START (that q's own
  * included: its element is the start of the segment r is in); reverse:

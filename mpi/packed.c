@@ -13,7 +13,10 @@
  * per rank: the keys after the rank's last sequence boundary, marked as a
  * segment's start when the rank has a boundary (the combination (a, fa) +
  * (b, fb) = (fb ? b : a + b, fa | fb) is associative), in the ceil(log2
- * P) exchanges of the plain scan (mpi/reduce.c).
+ * P) exchanges of the plain scan (mpi/reduce.c).  With decay (a decayed
+ * plan, gates) the element also carries those rows' total log decay and
+ * the composition ages what comes before it: (A_b, fb ? S_b : e^{A_b} S_a
+ * + S_b).
  *
  * Non-causal: a boundary sequence's queries need all of its keys: those
  * of earlier ranks (the forward scan above), this rank's, and those of
@@ -27,17 +30,6 @@
 
 /* The argument positions of ex in the two calls. */
 enum { CAUSAL_EX_ARG = 13, ATTENTION_EX_ARG = 14 };
-
-/* Where this rank's rows lie in the stream, and the boundaries among
- * them.  Rows [0, first_end) belong to the sequence open at g0, rows
- * [last_start, n) to the one open at g1 - 1; inner: the boundaries
- * strictly inside (0, n), the offsets off[lo .. lo + inner). */
-typedef struct {
-    int64_t g0, n;
-    int64_t lo, inner;
-    int64_t first_end, last_start;
-    int at_start, at_end; /* a boundary at row 0, at row n (n > 0) */
-} stream_place;
 
 /* The first s in [0, nseq] with off[s] > x (strict) or >= x. */
 static int64_t bound(const int64_t *off, int64_t nseq, int64_t x, int strict)
@@ -53,10 +45,10 @@ static int64_t bound(const int64_t *off, int64_t nseq, int64_t x, int strict)
     return a;
 }
 
-static stream_place place_rows(const int64_t *off, int64_t nseq, int64_t g0,
+static MI(place) place_rows(const int64_t *off, int64_t nseq, int64_t g0,
                                int64_t n)
 {
-    stream_place p = {g0, n, 0, 0, n, 0, 0, 0};
+    MI(place) p = {g0, n, 0, 0, n, 0, 0, 0};
     if (n == 0)
         return p;
     p.lo = bound(off, nseq, g0, 1);
@@ -103,26 +95,27 @@ static int rows_before(MPI_Comm scan_comm, MPI_Comm comm, int64_t n,
 }
 
 /* The extras of one serial call on rows [lo, lo + rows) of this rank: the
- * weights and normalizers from row lo, and a packed range's offsets. */
+ * weights, gates and normalizers from row lo. */
 static X(extras) part_extras(const XI(problem) *j, int64_t lo)
 {
     X(extras) ex;
     X(extras_init)(&ex);
-    const real *w = j->part[LINATTN_I_KW].p;
+    const real *w = j->part[LINATTN_I_KW].p, *g = j->part[LINATTN_I_GATE].p;
     real *den = XI(part_out)(j, LINATTN_I_DEN);
     ex.weights = w ? w + lo : NULL;
+    ex.gates = g ? g + lo : NULL;
     ex.den = den ? den + lo : NULL;
     return ex;
 }
 
 /* Sequence s's starting state (NULL: none given, a zero one). */
-static X(state) *seed_of(const XI(problem) *j, int64_t s)
+X(state) *MI(seed_of)(const XI(problem) *j, int64_t s)
 {
     return j->states ? j->states[s] : NULL;
 }
 
 /* The state of seed (NULL: none) and the keys [lo, hi) into s; 0 or the
- * update's status. */
+ * update's status.  (Non-causal: nothing decays.) */
 static int keys_state(const XI(problem) *j, X(state) *s, const X(state) *seed,
                       int64_t lo, int64_t hi)
 {
@@ -162,10 +155,23 @@ static void pack_element(MI(work) *w, const X(state) *s, int st, int start,
             (double)(linattn_mpi_i_flags(el) | LINATTN_MPI_F_START);
 }
 
+/* A causal scan's element built by MI(keys_element) into el (st: its
+ * status), or with empty an empty one, marked as pack_element marks
+ * it. */
+static void mark_element(MI(work) *w, int empty, int st, int start,
+                         double *el, int *status)
+{
+    if (empty || st || *status)
+        pack_element(w, NULL, st, start, el, status);
+    else if (start)
+        el[LINATTN_MPI_E_FLAGS] =
+            (double)(linattn_mpi_i_flags(el) | LINATTN_MPI_F_START);
+}
+
 /* Local offsets of the sequences between rows from and to (boundaries
  * off[lo .. lo + count) inside, relative to from): count + 1 entries,
  * malloc'd (NULL: no memory). */
-static int64_t *local_offsets(const int64_t *off, const stream_place *p,
+int64_t *MI(local_offsets)(const int64_t *off, const MI(place) *p,
                               int64_t count, int64_t from, int64_t to)
 {
     int64_t *lo = malloc((size_t)(count + 2) * sizeof *lo);
@@ -179,7 +185,7 @@ static int64_t *local_offsets(const int64_t *off, const stream_place *p,
 }
 
 /* The first failure among the parts, in row order. */
-static void first_failure(int st, int64_t row, int64_t at, int *status,
+void MI(first_failure)(int st, int64_t row, int64_t at, int *status,
                           int64_t *frow)
 {
     if (st && !*status) {
@@ -197,7 +203,7 @@ static void answer_from(const XI(problem) *j, X(state) *s, int refused,
     if (to <= from)
         return;
     if (refused) {
-        first_failure(LINATTN_EOVERFLOW, 0, from, status, row);
+        MI(first_failure)(LINATTN_EOVERFLOW, 0, from, status, row);
         return;
     }
     XI(problem) r = XI(problem_span)(j, from, to, 0, j->nk);
@@ -205,7 +211,7 @@ static void answer_from(const XI(problem) *j, X(state) *s, int refused,
     real *den = XI(part_out)(&r, LINATTN_I_DEN);
     int st = X(state_query)(s, j->layout, to - from, MI_IN(r, LINATTN_I_Q),
                             MI_OUT(r, LINATTN_I_OUT), NULL, 0, den, &bad);
-    first_failure(st, bad, from, status, row);
+    MI(first_failure)(st, bad, from, status, row);
 }
 
 /* s += the state held in el (w->state as scratch); nonzero when the sum
@@ -225,8 +231,8 @@ static int failed_somewhere(const double *el)
     return (linattn_mpi_i_flags(el) & LINATTN_MPI_F_FAIL) != 0;
 }
 
-static int packed_place(const XI(problem) *j, MPI_Comm comm, MI(work) *w,
-                        int ex_arg, stream_place *p)
+int MI(packed_place)(const XI(problem) *j, MPI_Comm comm, MI(work) *w,
+                     int ex_arg, MI(place) *p)
 {
     int64_t g0;
     uint64_t total;
@@ -311,6 +317,27 @@ static int finals_commit(const XI(problem) *j, finals *f, int64_t kept,
     return status;
 }
 
+int MI(causal_prefix)(const XI(problem) *j, MI(work) *w, const MI(place) *p,
+                      int last_rank, int *status, double *local)
+{
+    /* The element: the keys after the last boundary (none after one at
+     * the end), with the starting state of their sequence when it starts
+     * here, a segment's start when there is a boundary; the last rank's
+     * reaches no one. */
+    int empty = p->at_end || last_rank || *status, st = 0;
+    int starts = p->inner > 0 || p->at_start;
+    if (!empty)
+        st = MI(keys_element)(w, j, starts ? MI(seed_of)(j, p->lo + p->inner - 1)
+                                           : NULL,
+                              p->inner > 0 ? p->last_start : 0, j->nk,
+                              w->elems, w->recv);
+    mark_element(w, empty, st, p->at_end || starts, w->elems, status);
+    if (local)
+        memcpy(local, w->elems, LINATTN_MPI_HEAD * sizeof *local);
+    return linattn_mpi_i_segmented_exscan(w->scan_comm, 0, w->elems,
+                                          w->prefix, w->recv, 1, w->len);
+}
+
 static int causal_ex_work(const XI(problem) *j, MPI_Comm comm, MI(work) *w,
                           int64_t *problem, int64_t *grow)
 {
@@ -318,9 +345,9 @@ static int causal_ex_work(const XI(problem) *j, MPI_Comm comm, MI(work) *w,
     if (MPI_Comm_rank(comm, &rank) != MPI_SUCCESS ||
         MPI_Comm_size(comm, &size) != MPI_SUCCESS)
         return LINATTN_EMPI;
-    stream_place p = {0, j->nk, 0, 0, j->nk, 0, 0, 0};
+    MI(place) p = {0, j->nk, 0, 0, j->nk, 0, 0, 0};
     if (j->qoff) {
-        int st = packed_place(j, comm, w, CAUSAL_EX_ARG, &p);
+        int st = MI(packed_place)(j, comm, w, CAUSAL_EX_ARG, &p);
         if (st)
             return st;
     }
@@ -331,22 +358,9 @@ static int causal_ex_work(const XI(problem) *j, MPI_Comm comm, MI(work) *w,
      * ending here only with a boundary at the end */
     status = finals_copy(j, &f, p.lo, p.inner);
     if (!status && p.inner > 0 &&
-        !(loff = local_offsets(j->qoff, &p, p.inner - 1, fe, n)))
+        !(loff = MI(local_offsets)(j->qoff, &p, p.inner - 1, fe, n)))
         status = LINATTN_ENOMEM;
-    /* The element: the keys after the last boundary (none after one at
-     * the end), with the starting state of their sequence when it starts
-     * here, a segment's start when there is a boundary; the last rank's
-     * reaches no one. */
-    int empty = p.at_end || rank == size - 1 || status;
-    int starts = p.inner > 0 || p.at_start;
-    if (!empty)
-        st = keys_state(j, w->state,
-                        starts ? seed_of(j, p.lo + p.inner - 1) : NULL,
-                        p.inner > 0 ? p.last_start : 0, n);
-    pack_element(w, empty ? NULL : w->state, st, p.at_end || starts,
-                 w->elems, &status);
-    if (linattn_mpi_i_segmented_exscan(w->scan_comm, 0, w->elems, w->prefix,
-                                       w->recv, 1, w->len)) {
+    if (MI(causal_prefix)(j, w, &p, rank == size - 1, &status, NULL)) {
         finals_free(&f);
         free(loff);
         return LINATTN_EMPI;
@@ -357,7 +371,7 @@ static int causal_ex_work(const XI(problem) *j, MPI_Comm comm, MI(work) *w,
          * here, else from its keys on earlier ranks (which carry it) */
         if (fe > 0) {
             X(extras) ex = part_extras(j, 0);
-            const X(state) *seed = p.at_start ? seed_of(j, p.lo - 1) : NULL;
+            const X(state) *seed = p.at_start ? MI(seed_of)(j, p.lo - 1) : NULL;
             int64_t bad = -1;
             st = 0;
             X(state_reset)(w->state);
@@ -383,7 +397,7 @@ static int causal_ex_work(const XI(problem) *j, MPI_Comm comm, MI(work) *w,
                                   MI_IN(r, LINATTN_I_Q), MI_IN(r, LINATTN_I_K),
                                   MI_IN(r, LINATTN_I_V),
                                   MI_OUT(r, LINATTN_I_OUT), &ex, &bad);
-            first_failure(st, bad, 0, &status, &row);
+            MI(first_failure)(st, bad, 0, &status, &row);
         }
         /* the sequences that start here: the serial packed call */
         if (fe < n) {
@@ -398,7 +412,7 @@ static int causal_ex_work(const XI(problem) *j, MPI_Comm comm, MI(work) *w,
                               MI_IN(r, LINATTN_I_Q), MI_IN(r, LINATTN_I_K),
                               MI_IN(r, LINATTN_I_V), MI_OUT(r, LINATTN_I_OUT),
                               &ex, &bad);
-            first_failure(st, bad, fe, &status, &row);
+            MI(first_failure)(st, bad, fe, &status, &row);
         }
     }
     free(loff);
@@ -429,13 +443,62 @@ static int attention_one(const XI(problem) *j, MPI_Comm comm, MI(work) *w,
                                      j->nq, problem, grow);
 }
 
+int MI(boundary_states)(const XI(problem) *j, MI(work) *w, const MI(place) *p,
+                        int *status, X(state) *lfirst, X(state) *llast,
+                        int *go, int *rf, int *rl)
+{
+    int64_t n = j->nk, fe = p->first_end, ls = p->last_start;
+    /* The keys here of the first sequence and of the last (one sequence
+     * when no boundary lies inside), each with its starting state when it
+     * starts here. */
+    int stf = *status ? 0
+                      : keys_state(j, w->first,
+                                   p->at_start ? MI(seed_of)(j, p->lo - 1)
+                                               : NULL,
+                                   0, fe);
+    X(state) *last = p->inner > 0 ? w->last : w->first;
+    int stl = p->inner > 0 && !*status
+                  ? keys_state(j, w->last,
+                               MI(seed_of)(j, p->lo + p->inner - 1), ls, n)
+                  : stf;
+    if (lfirst && !*status)
+        X(state_copy)(lfirst, w->first);
+    if (llast && !*status)
+        X(state_copy)(llast, last);
+    /* Reverse element: the first sequence's keys unless it starts at row
+     * 0 (so never a starting state); forward: the last one's unless it
+     * ends at row n.  Either starts a segment when a boundary lies in the
+     * rank. */
+    int start = p->inner > 0;
+    pack_element(w, p->at_start ? NULL : w->first, p->at_start ? 0 : stf,
+                 start || p->at_start, w->back, status);
+    pack_element(w, p->at_end ? NULL : last, p->at_end ? 0 : stl,
+                 start || p->at_end || p->at_start, w->elems, status);
+    if (linattn_mpi_i_segmented_exscan(w->scan_comm, 0, w->elems, w->prefix,
+                                       w->recv, 1, w->len) ||
+        linattn_mpi_i_segmented_exscan(w->scan_comm, 1, w->back, w->suffix,
+                                       w->recv, 1, w->len))
+        return LINATTN_EMPI;
+    *go = !*status && !failed_somewhere(w->prefix) &&
+          !failed_somewhere(w->suffix);
+    *rf = *rl = 1;
+    if (*go) {
+        *rf = stf != 0 || add_element(w, w->first, w->prefix);
+        if (p->inner == 0)
+            *rf = *rf || add_element(w, w->first, w->suffix);
+        *rl = p->inner > 0 ? stl != 0 || add_element(w, w->last, w->suffix)
+                           : *rf;
+    }
+    return 0;
+}
+
 static int attention_ex_work(const XI(problem) *j, MPI_Comm comm, MI(work) *w,
                              int64_t *problem, int64_t *grow)
 {
     if (!j->qoff)
         return attention_one(j, comm, w, problem, grow);
-    stream_place p;
-    int st = packed_place(j, comm, w, ATTENTION_EX_ARG, &p);
+    MI(place) p;
+    int st = MI(packed_place)(j, comm, w, ATTENTION_EX_ARG, &p);
     if (st)
         return st;
     int status = 0;
@@ -445,44 +508,18 @@ static int attention_ex_work(const XI(problem) *j, MPI_Comm comm, MI(work) *w,
     /* the sequences strictly inside: lo .. lo + inner - 2 */
     status = finals_copy(j, &f, p.lo, p.inner - 1);
     if (!status && p.inner > 1 &&
-        !(loff = local_offsets(j->qoff, &p, p.inner - 2, fe, ls)))
+        !(loff = MI(local_offsets)(j->qoff, &p, p.inner - 2, fe, ls)))
         status = LINATTN_ENOMEM;
-    /* The keys here of the first sequence and of the last (one sequence
-     * when no boundary lies inside), each with its starting state when it
-     * starts here. */
-    int stf = status ? 0
-                     : keys_state(j, w->first,
-                                  p.at_start ? seed_of(j, p.lo - 1) : NULL,
-                                  0, fe);
-    X(state) *last = p.inner > 0 ? w->last : w->first;
-    int stl = p.inner > 0 && !status
-                  ? keys_state(j, w->last, seed_of(j, sl), ls, n)
-                  : stf;
-    /* Reverse element: the first sequence's keys unless it starts at row
-     * 0 (so never a starting state); forward: the last one's unless it
-     * ends at row n.  Either starts a segment when a boundary lies in the
-     * rank. */
-    int start = p.inner > 0;
-    pack_element(w, p.at_start ? NULL : w->first, p.at_start ? 0 : stf,
-                 start || p.at_start, w->back, &status);
-    pack_element(w, p.at_end ? NULL : last, p.at_end ? 0 : stl,
-                 start || p.at_end || p.at_start, w->elems, &status);
-    if (linattn_mpi_i_segmented_exscan(w->scan_comm, 0, w->elems, w->prefix,
-                                       w->recv, 1, w->len) ||
-        linattn_mpi_i_segmented_exscan(w->scan_comm, 1, w->back, w->suffix,
-                                       w->recv, 1, w->len)) {
+    int go, rf, rl;
+    if (MI(boundary_states)(j, w, &p, &status, NULL, NULL, &go, &rf, &rl)) {
         finals_free(&f);
         free(loff);
         return LINATTN_EMPI;
     }
-    if (!status && !failed_somewhere(w->prefix) &&
-        !failed_somewhere(w->suffix)) {
+    if (go) {
         /* the first sequence: earlier ranks' keys, these, and (when it
          * covers the rank) later ranks' */
-        int refused = stf != 0 || add_element(w, w->first, w->prefix);
-        if (p.inner == 0)
-            refused = refused || add_element(w, w->first, w->suffix);
-        answer_from(j, w->first, refused, 0, fe, &status, &row);
+        answer_from(j, w->first, rf, 0, fe, &status, &row);
         if (p.inner > 0 || p.at_end)
             f.first = p.lo - 1;
         /* the sequences inside: the serial packed call */
@@ -498,12 +535,11 @@ static int attention_ex_work(const XI(problem) *j, MPI_Comm comm, MI(work) *w,
                                  MI_IN(r, LINATTN_I_Q), MI_IN(r, LINATTN_I_K),
                                  MI_IN(r, LINATTN_I_V),
                                  MI_OUT(r, LINATTN_I_OUT), &ex, &bad);
-            first_failure(st, bad, fe, &status, &row);
+            MI(first_failure)(st, bad, fe, &status, &row);
         }
         /* the last sequence: these keys and later ranks' */
         if (p.inner > 0) {
-            refused = stl != 0 || add_element(w, w->last, w->suffix);
-            answer_from(j, w->last, refused, ls, n, &status, &row);
+            answer_from(j, w->last, rl, ls, n, &status, &row);
             if (p.at_end)
                 f.last = sl;
         }
@@ -512,23 +548,6 @@ static int attention_ex_work(const XI(problem) *j, MPI_Comm comm, MI(work) *w,
     st = linattn_mpi_i_agree_final(comm, status, status ? 0 : -1, row, n,
                                    problem, grow);
     return finals_commit(j, &f, f.count, w->first, w->last, st);
-}
-
-/* Nonzero when a and b (byte ranges) meet. */
-static int meet(const void *a, size_t na, const void *b, size_t nb)
-{
-    const char *x = a, *y = b;
-    return na && nb && x < y + nb && y < x + na;
-}
-
-/* The bytes of an n x e output in layout with leading dimension ld. */
-static size_t out_bytes(int layout, int64_t n, int64_t e, int64_t ld)
-{
-    if (n == 0 || e == 0)
-        return 0;
-    int64_t elems = layout == LINATTN_ROW_MAJOR ? (n - 1) * ld + e
-                                                : (e - 1) * ld + n;
-    return (size_t)elems * sizeof(real);
 }
 
 static int by_address(const void *a, const void *b)
@@ -540,7 +559,7 @@ static int by_address(const void *a, const void *b)
 /* The per-sequence states: every entry a state of the call's plan (by
  * fingerprint: its map, sizes and draws), and when absorbing no state
  * twice (a sort of their addresses).  0, -arg or LINATTN_ENOMEM. */
-static int states_ok(const X(plan) *plan, const X(extras) *ex, int arg)
+int MI(states_ok)(const X(plan) *plan, const X(extras) *ex, int arg)
 {
     uint64_t want, fp;
     X(plan_fingerprint)(plan, &want);
@@ -565,6 +584,21 @@ static int states_ok(const X(plan) *plan, const X(extras) *ex, int arg)
     return twice ? -arg : 0;
 }
 
+int MI(offsets_ok)(const X(extras) *ex, int64_t nq, int64_t nk)
+{
+    if (ex->nseq < 0 || (ex->nseq > 0 && !ex->offsets))
+        return 0;
+    if (!ex->offsets)
+        return 1;
+    if (nq != nk || ex->offsets[0] != 0 ||
+        ex->nseq > INT64_MAX / (int64_t)sizeof(int64_t) - 1)
+        return 0;
+    for (int64_t s = 0; s < ex->nseq; s++)
+        if (ex->offsets[s + 1] < ex->offsets[s])
+            return 0;
+    return 1;
+}
+
 /* The checks of ex beyond the serial call's (which saw it without the
  * offsets and states): the parts a distributed call takes (normalizers
  * out, key weights, offsets, their states), the offsets from 0 without
@@ -577,29 +611,23 @@ static int ex_fields(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
 {
     if (!ex)
         return 0;
-    if (ex->state || ex->key_offsets || ex->dweights || ex->nseq < 0 ||
-        (ex->nseq > 0 && !ex->offsets) || (ex->absorb && !ex->states) ||
+    if (ex->state || ex->key_offsets || ex->dweights ||
+        !MI(offsets_ok)(ex, nq, nk) || (ex->absorb && !ex->states) ||
         (ex->states && !ex->offsets) || (ex->absorb != 0 && ex->absorb != 1))
         return -arg;
     if (!ex->offsets)
         return 0;
-    if (nq != nk || ex->offsets[0] != 0 ||
-        ex->nseq > INT64_MAX / (int64_t)sizeof(int64_t) - 1)
-        return -arg;
-    for (int64_t s = 0; s < ex->nseq; s++)
-        if (ex->offsets[s + 1] < ex->offsets[s])
-            return -arg;
     int64_t e;
     X(plan_dims)(plan, NULL, NULL, &e);
     size_t ob = (size_t)(ex->nseq + 1) * sizeof(int64_t);
     size_t sb = ex->states ? (size_t)ex->nseq * sizeof *ex->states : 0;
-    size_t outb = out_bytes(layout, nq, e, ldout);
+    size_t outb = MI(mat_bytes)(layout, nq, e, ldout);
     size_t denb = ex->den ? (size_t)nq * sizeof(real) : 0;
-    if (meet(out, outb, ex->offsets, ob) ||
-        meet(ex->den, denb, ex->offsets, ob) ||
-        meet(out, outb, ex->states, sb) || meet(ex->den, denb, ex->states, sb))
+    if (MI(meet)(out, outb, ex->offsets, ob) ||
+        MI(meet)(ex->den, denb, ex->offsets, ob) ||
+        MI(meet)(out, outb, ex->states, sb) || MI(meet)(ex->den, denb, ex->states, sb))
         return -arg;
-    return ex->states ? states_ok(plan, ex, arg) : 0;
+    return ex->states ? MI(states_ok)(plan, ex, arg) : 0;
 }
 
 /* The problem of a distributed _ex call whose checks gave st. */
@@ -613,6 +641,7 @@ static XI(problem) ex_problem(int st, const X(plan) *plan, int layout,
     XI(problem_qkvo)(&j, q, ldq, k, ldk, v, ldv, out, ldout);
     if (!st && ex) {
         j.part[LINATTN_I_KW] = XI(part_single)(ex->weights, 1);
+        j.part[LINATTN_I_GATE] = XI(part_single)(ex->gates, 1);
         j.part[LINATTN_I_DEN] = XI(part_single)(ex->den, 1);
         j.nseq = ex->offsets ? ex->nseq : 0;
         j.qoff = j.koff = ex->offsets;

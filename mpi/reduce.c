@@ -15,7 +15,9 @@
  *
  * The operation is commutative bit for bit (a + b == b + a and each
  * factor is computed from the two shifts alone), so MPI may combine in
- * any order its algorithm needs.
+ * any order its algorithm needs.  The scans' composition with decay,
+ * (A1, S1) then (A2, S2) = (A1 + A2, e^{A2} S1 + S2), is not (nor is the
+ * segmented one): their recursive doubling keeps rank order.
  *
  * Why not MPI_Exscan: Open MPI 4.1 runs it as a chain of P - 1 hops by
  * default (its basic component: rank r waits for rank r - 1), so the
@@ -25,6 +27,7 @@
  * own duplicate of the caller's communicator (comm.c), never matching
  * the caller's receives.
  */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +44,7 @@ void linattn_mpi_i_elem_head(double *elem, int64_t len, double shift,
     elem[LINATTN_MPI_E_TOKHI] = (double)(tokens >> 32);
     elem[LINATTN_MPI_E_TOKLO] = (double)(tokens & 0xffffffff);
     elem[LINATTN_MPI_E_MASS] = (double)tokens;
+    elem[LINATTN_MPI_E_DECAY] = 0;
 }
 
 int64_t linattn_mpi_i_elem_tokens(const double *elem)
@@ -58,52 +62,80 @@ static int holds_tokens(const double *elem)
     return elem[LINATTN_MPI_E_TOKHI] > 0 || elem[LINATTN_MPI_E_TOKLO] > 0;
 }
 
-/* b = a + b for count elements, as linattn_d_state_merge adds: a state
- * without tokens is added as it is (its accumulator too, which is zero
- * unless it was imported or loaded so), and takes the shift of one with
- * tokens.  Between two without tokens the larger shift is kept, so that
- * the result does not depend on which is a. */
+/* b = a then b, a the earlier element (one element of len sums).  b's
+ * decay A <= 0 ages a by e^{A}, composed with the factor that brings the
+ * pair to the larger of its shifts in one exponential of their summed
+ * exponents, each <= 0: nothing overflows.  The shift stays the larger
+ * of the two states' (the largest key exponent, undecayed), as the
+ * serial causal path carries its state past a chunk (exp(b_C + (M -
+ * M'))), so that a rank's rows take the running shifts, and write the
+ * normalizers, the serial call would.  Then the sums add as
+ * linattn_d_state_merge adds: a state without tokens as it is (its
+ * accumulator too, which is zero unless it was imported or loaded so),
+ * taking the shift of one with tokens; between two without tokens the
+ * larger shift is kept.  Without decay (A = 0, every sum of whole
+ * states) this is commutative bit for bit: a + b == b + a, and each
+ * factor comes from the two shifts alone. */
+static void add_one(const double *a, double *b, int64_t len)
+{
+    double A = b[LINATTN_MPI_E_DECAY];
+    int ha = holds_tokens(a), hb = holds_tokens(b);
+    double sa = a[LINATTN_MPI_E_SHIFT], sb = b[LINATTN_MPI_E_SHIFT];
+    double s = ha && !hb ? sa : hb && !ha ? sb : sa > sb ? sa : sb;
+    double ea = (ha && hb ? sa - s : 0) + A, eb = ha && hb ? sb - s : 0;
+    double fa = ea != 0 ? exp(ea) : 1, fb = eb != 0 ? exp(eb) : 1;
+    b[LINATTN_MPI_E_FLAGS] =
+        (double)(linattn_mpi_i_flags(a) | linattn_mpi_i_flags(b));
+    if (fa == 1 && fb == 1) {
+        for (int64_t i = H; i < H + len; i++)
+            b[i] += a[i];
+    } else {
+        for (int64_t i = H; i < H + len; i++)
+            b[i] = fb * b[i] + fa * a[i];
+    }
+    b[LINATTN_MPI_E_SHIFT] = s;
+    b[LINATTN_MPI_E_TOKHI] += a[LINATTN_MPI_E_TOKHI];
+    b[LINATTN_MPI_E_TOKLO] += a[LINATTN_MPI_E_TOKLO];
+    /* the count forgets as the sums do (c = e^{A} c_a + c_b) */
+    b[LINATTN_MPI_E_MASS] += (A != 0 ? exp(A) : 1) * a[LINATTN_MPI_E_MASS];
+    /* finite however long the stream (a sum of logs past -DBL_MAX: its
+     * factor is 0 all the same) */
+    double total = a[LINATTN_MPI_E_DECAY] + A;
+    b[LINATTN_MPI_E_DECAY] = total < -DBL_MAX ? -DBL_MAX : total;
+}
+
+void linattn_mpi_i_compose(const double *a, double *b)
+{
+    add_one(a, b, (int64_t)a[LINATTN_MPI_E_LEN]);
+}
+
+/* b = a + b for count elements of whole sums (no decay: commutative). */
 static void add_elems(const double *a, double *b, int64_t count)
 {
     for (int64_t c = 0; c < count; c++) {
         int64_t len = (int64_t)a[LINATTN_MPI_E_LEN];
-        int ha = holds_tokens(a), hb = holds_tokens(b);
-        double sa = a[LINATTN_MPI_E_SHIFT], sb = b[LINATTN_MPI_E_SHIFT];
-        double s = ha && !hb ? sa : hb && !ha ? sb : sa > sb ? sa : sb;
-        double fa = ha && hb ? exp(sa - s) : 1, fb = ha && hb ? exp(sb - s) : 1;
-        b[LINATTN_MPI_E_FLAGS] =
-            (double)(linattn_mpi_i_flags(a) | linattn_mpi_i_flags(b));
-        if (fa == 1 && fb == 1) {
-            for (int64_t i = H; i < H + len; i++)
-                b[i] += a[i];
-        } else {
-            for (int64_t i = H; i < H + len; i++)
-                b[i] = fb * b[i] + fa * a[i];
-        }
-        b[LINATTN_MPI_E_SHIFT] = s;
-        b[LINATTN_MPI_E_TOKHI] += a[LINATTN_MPI_E_TOKHI];
-        b[LINATTN_MPI_E_TOKLO] += a[LINATTN_MPI_E_TOKLO];
-        b[LINATTN_MPI_E_MASS] += a[LINATTN_MPI_E_MASS];
+        add_one(a, b, len);
         a += H + len;
         b += H + len;
     }
 }
 
-/* out = a + b in a segmented scan, a the earlier element, out either of
- * them: b alone when it starts a segment (what came before it belongs to
- * another sequence: only a failure crosses), else the sum. */
-static void seg_add(const double *a, const double *b, double *out, int64_t len)
+/* out = a then b in a segmented scan, a the earlier element, out either
+ * of them (b is scratch when out is a): b alone when it starts a segment
+ * (what came before it belongs to another sequence, and so does its
+ * decay: only a failure crosses), else the composition. */
+static void seg_add(const double *a, double *b, double *out, int64_t len)
 {
     unsigned fa = linattn_mpi_i_flags(a), fb = linattn_mpi_i_flags(b);
     if (fb & LINATTN_MPI_F_START) {
         if (out != b)
             memcpy(out, b, (size_t)(H + len) * sizeof *out);
         out[LINATTN_MPI_E_FLAGS] = (double)(fb | (fa & LINATTN_MPI_F_FAIL));
-    } else if (out == b) {
-        add_elems(a, out, 1);
-    } else {
-        add_elems(b, out, 1);
+        return;
     }
+    add_one(a, b, len);
+    if (out != b)
+        memcpy(out, b, (size_t)(H + len) * sizeof *out);
 }
 
 /* inout = in + inout (MPI_User_function). */
@@ -178,12 +210,12 @@ static int scan(MPI_Comm comm, int reverse, double *partial, double *result,
         if (!ok)
             break;
         for (int64_t c = 0; c < count; c++) {
-            const double *in = recv + c * (H + len);
+            double *in = recv + c * (H + len);
             double *p = partial + c * (H + len), *r = result + c * (H + len);
             if (partner < me) {
                 seg_add(in, r, r, len);
                 seg_add(in, p, p, len);
-            } else {
+            } else { /* in, scratch, takes the sum first */
                 seg_add(p, in, p, len);
             }
         }

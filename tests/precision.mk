@@ -317,5 +317,23 @@ tests_mpi_test_mpi_grad_s_SOURCES = $(tests_mpi_test_mpi_grad_d_SOURCES)
 tests_mpi_test_mpi_grad_s_CPPFLAGS = $(MPI_TEST_CPP) -DTEST_SINGLE
 tests_mpi_test_mpi_grad_s_CFLAGS = $(TEST_CFLAGS)
 tests_mpi_test_mpi_grad_s_LDADD = $(tests_mpi_test_mpi_grad_d_LDADD)
+MPI_CHECK_PROGS += tests/mpi/test_mpi_decay_d$(EXEEXT) tests/mpi/test_mpi_decay_s$(EXEEXT)
+tests_mpi_test_mpi_decay_d_SOURCES = tests/mpi/test_mpi_decay.c $(MPI_TEST_H)
+tests_mpi_test_mpi_decay_d_CPPFLAGS = $(MPI_TEST_CPP)
+tests_mpi_test_mpi_decay_d_CFLAGS = $(TEST_CFLAGS)
+tests_mpi_test_mpi_decay_d_LDADD = $(MPI_TEST_LDADD)
+tests_mpi_test_mpi_decay_s_SOURCES = $(tests_mpi_test_mpi_decay_d_SOURCES)
+tests_mpi_test_mpi_decay_s_CPPFLAGS = $(MPI_TEST_CPP) -DTEST_SINGLE
+tests_mpi_test_mpi_decay_s_CFLAGS = $(TEST_CFLAGS)
+tests_mpi_test_mpi_decay_s_LDADD = $(tests_mpi_test_mpi_decay_d_LDADD)
+MPI_CHECK_PROGS += tests/mpi/test_mpi_grad_packed_d$(EXEEXT) tests/mpi/test_mpi_grad_packed_s$(EXEEXT)
+tests_mpi_test_mpi_grad_packed_d_SOURCES = tests/mpi/test_mpi_grad_packed.c $(MPI_TEST_H)
+tests_mpi_test_mpi_grad_packed_d_CPPFLAGS = $(MPI_TEST_CPP)
+tests_mpi_test_mpi_grad_packed_d_CFLAGS = $(TEST_CFLAGS)
+tests_mpi_test_mpi_grad_packed_d_LDADD = $(MPI_TEST_LDADD)
+tests_mpi_test_mpi_grad_packed_s_SOURCES = $(tests_mpi_test_mpi_grad_packed_d_SOURCES)
+tests_mpi_test_mpi_grad_packed_s_CPPFLAGS = $(MPI_TEST_CPP) -DTEST_SINGLE
+tests_mpi_test_mpi_grad_packed_s_CFLAGS = $(TEST_CFLAGS)
+tests_mpi_test_mpi_grad_packed_s_LDADD = $(tests_mpi_test_mpi_grad_packed_d_LDADD)
 endif
 endif

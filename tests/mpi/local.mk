@@ -9,12 +9,15 @@ MPI_NP_TESTS = tests/mpi/np1.sh tests/mpi/np2.sh tests/mpi/np3.sh \
 EXTRA_DIST += tests/mpi/run.sh $(MPI_NP_TESTS) tests/mpi/lsan.supp \
 	tests/mpi/launch.sh tests/mpi/example.sh tests/mpi/train.sh \
 	tests/mpi/mpitest.h \
-	tests/mpi/mpidata.h tests/mpi/pmpi.h
+	tests/mpi/mpidata.h tests/mpi/mpipacked.h tests/mpi/mpigrad.h \
+	tests/mpi/pmpi.h
 if HAVE_CHECK
 if HAVE_MPI
 MPI_TEST_LDADD = mpi/liblinattn_mpi.la $(TEST_LDADD) $(MPI_LIBS)
 MPI_TEST_CPP = $(AM_CPPFLAGS) -I$(top_srcdir)/tests $(MPI_CFLAGS)
-MPI_TEST_H = tests/mpi/mpitest.h tests/mpi/mpidata.h tests/testutil.h
+MPI_TEST_H = tests/mpi/mpitest.h tests/mpi/mpidata.h tests/mpi/mpipacked.h \
+	tests/mpi/mpigrad.h \
+	tests/testutil.h
 # Programs that run only under mpirun (not as tests of their own): built
 # for the np*.sh tests, which depend on them.
 MPI_CHECK_PROGS = tests/mpi/test_mpi_single$(EXEEXT)

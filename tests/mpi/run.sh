@@ -24,6 +24,7 @@ run="${LIBTOOL:+$LIBTOOL --mode=execute}"
 checks=0 failures=0 status=0
 for prog in test_mpi_d test_mpi_s test_mpi_finite_d test_mpi_finite_s \
     test_mpi_packed_d test_mpi_packed_s test_mpi_grad_d test_mpi_grad_s \
+    test_mpi_decay_d test_mpi_decay_s test_mpi_grad_packed_d test_mpi_grad_packed_s \
     test_mpi_single test_f_mpi test_f_mpi_init; do
     [ -x "$build/$prog" ] || continue
     log=$(mktemp)

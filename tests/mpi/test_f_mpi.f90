@@ -14,7 +14,12 @@
 ! (dq, dk, dv, the summed dw, db of a trained map, key weights with
 ! dL/dw, the handed state) equals module linattn's backward of the whole
 ! sequence, causal and not, and one rank's wrong size(den) gives the same
-! stat everywhere with nothing written.  Prints Check's closing line.
+! stat everywhere with nothing written; decay across ranks (a decayed
+! plan, gates= of linattn_mpi_causal_ex, gates= and head_decays= of the
+! batched causal call) equals module linattn's serial calls, and a gate
+! above 0 on one rank gives the same stat everywhere; the packed
+! backward (offsets=, and causal states=, dstates=) equals module
+! linattn's on the whole stream.  Prints Check's closing line.
 program test_f_mpi
   use, intrinsic :: iso_fortran_env, only: int8, int64, real32, real64
   use mpi_f08
@@ -55,6 +60,10 @@ program test_f_mpi
   call agree('distributed backward equals serial, real32')
   call t_grad_batched()
   call agree('distributed batched backward equals serial (3-D, two heads)')
+  call t_decay()
+  call agree('decay and gates across ranks (gates=, head_decays=)')
+  call t_grad_packed()
+  call agree('packed backward across ranks (offsets=, states=, dstates=)')
 
   if (rank == 0) then
     write (*, '(a, i0, a, i0, a, i0, a)') 'fortran mpi, np ', nranks, ': ', &
@@ -124,6 +133,181 @@ contains
       call linattn_plan_destroy(plan)
     end do
   end subroutine t_equal_d
+
+  ! Decay: a plan of ln gamma = -0.05; the plain causal call, causal_ex
+  ! with gates= (one of -1e3: what came before dies there) and den=, and
+  ! the 3-D batched causal call with gates= and head_decays= (two heads),
+  ! against module linattn's serial calls on the whole sequence; a gate
+  ! above 0 on the last rank: C's -i of ex (-13) on every rank, nothing
+  ! written.
+  subroutine t_decay()
+    real(real64) :: q(d, n), k(d, n), v(e, n), ref(e, n), out(e, n)
+    real(real64) :: g(n), den(n), rden(n)
+    real(real64) :: qb(d, n, 2), kb(d, n, 2), vb(e, n, 2), refb(e, n, 2), &
+        outb(e, n, 2), gb(n, 2)
+    real(real64), allocatable :: gl(:, :)
+    real(real64), parameter :: hd(2) = [0d0, -0.2d0]
+    type(linattn_plan) :: plan
+    type(linattn_opts) :: o
+    integer :: st, h, i
+    integer(int64) :: a, b
+    a = off + 1
+    b = off + cnt
+    call fill(q, 21, 0.5d0)
+    call fill(k, 22, 0.5d0)
+    call fill(v, 23, 1d0)
+    do i = 1, n
+      g(i) = -0.1d0 * mod(i, 3)
+    end do
+    g(9) = -1d3
+    o%log_decay = -0.05d0
+    call linattn_plan_create(plan, LINATTN_MAP_ELU1, d, e, o)
+    out = -7
+    call linattn_causal(plan, q, k, v, ref)
+    call linattn_mpi_causal(plan, MPI_COMM_WORLD, q(:, a:b), k(:, a:b), &
+        v(:, a:b), out(:, a:b), stat=st)
+    call check(st == 0 .and. relerr(out(:, a:b), ref(:, a:b)) < 1d-12, &
+        'decayed causal differs: stat ' // trim(itoa(st)))
+    out = -7
+    den = -7
+    call linattn_causal_ex(plan, q, k, v, ref, den=rden, gates=g)
+    call linattn_mpi_causal_ex(plan, MPI_COMM_WORLD%MPI_VAL, q(:, a:b), &
+        k(:, a:b), v(:, a:b), out(:, a:b), den=den(a:b), gates=g(a:b), &
+        stat=st)
+    call check(st == 0 .and. relerr(out(:, a:b), ref(:, a:b)) < 1d-12 .and. &
+        relerr(reshape(den(a:b), [1, int(cnt)]), &
+        reshape(rden(a:b), [1, int(cnt)])) < 1d-12, &
+        'gated causal_ex differs: stat ' // trim(itoa(st)))
+    call check(all(out(:, 1:a-1) == -7) .and. all(out(:, b+1:) == -7), &
+        'gated causal_ex wrote other tokens')
+    ! a gate above 0 on the last rank
+    out = -7
+    if (rank == nranks - 1 .and. cnt > 0) g(b) = 0.5d0
+    call linattn_mpi_causal_ex(plan, MPI_COMM_WORLD, q(:, a:b), k(:, a:b), &
+        v(:, a:b), out(:, a:b), gates=g(a:b), stat=st)
+    call check(st == -13 .and. all(out == -7), 'a gate above 0: stat ' // &
+        trim(itoa(st)))
+    if (rank == nranks - 1 .and. cnt > 0) g(b) = -0.1d0 * mod(b, 3_int64)
+    ! batched, two heads, a gamma per head and gates
+    do h = 1, 2
+      qb(:, :, h) = q * h
+      kb(:, :, h) = k / h
+      vb(:, :, h) = v + h
+      gb(:, h) = g / h
+    end do
+    allocate (gl(cnt, 2))
+    gl = gb(a:b, :)
+    call linattn_batched_causal(plan, qb, kb, vb, refb, gates=gb, &
+        head_decays=hd)
+    outb = -7
+    call linattn_mpi_batched_causal(plan, MPI_COMM_WORLD, qb(:, a:b, :), &
+        kb(:, a:b, :), vb(:, a:b, :), outb(:, a:b, :), gates=gl, &
+        head_decays=hd, stat=st)
+    call check(st == 0 .and. relerr(reshape(outb(:, a:b, :), &
+        [e, 2 * int(cnt)]), reshape(refb(:, a:b, :), [e, 2 * int(cnt)])) &
+        < 1d-12, 'batched causal with head_decays differs: stat ' // &
+        trim(itoa(st)))
+    deallocate (gl)
+    call linattn_plan_destroy(plan)
+  end subroutine t_decay
+
+  ! The packed backward: the stream of t_packed (6 sequences, empty ones
+  ! among them) with a trained map (custom exp: dw, db), causal from
+  ! per-sequence states (dstates= on the rank holding each sequence's
+  ! first token, 0 for an empty one everywhere, the rest untouched) and
+  ! not, against module linattn's packed backward on the whole stream.
+  subroutine t_grad_packed()
+    real(real64) :: q(d, n), k(d, n), v(e, n), g(e, n), out(e, n), den(n)
+    real(real64) :: dq(d, n), dk(d, n), dv(e, n), rq(d, n), rk(d, n), rv(e, n)
+    real(real64) :: w(4, d), b(4), dw(4, d), db(4), rw(4, d), rb(4)
+    real(real64) :: lden(n), lout(e, n), sk(d, 2), sv(e, 2)
+    real(real64), allocatable :: ds(:), rds(:)
+    integer(int64), parameter :: offs(7) = [0_int64, 0_int64, 6_int64, &
+        7_int64, 7_int64, 15_int64, int(n, int64)]
+    integer, parameter :: nseq = 6
+    type(linattn_plan) :: plan
+    type(linattn_state) :: sts(nseq)
+    integer :: st, causal, s
+    integer(int64) :: a, bb, ln
+    logical :: mine
+    a = off + 1
+    bb = off + cnt
+    call fill(q, 31, 0.5d0)
+    call fill(k, 32, 0.5d0)
+    call fill(v, 33, 1d0)
+    call fill(g, 34, 1d0)
+    call fill(w, 35, 0.8d0)
+    call fill(sk, 36, 0.5d0)
+    call fill(sv, 37, 1d0)
+    b = [0.1d0, -0.2d0, 0.3d0, 0d0]
+    call linattn_plan_create_custom(plan, LINATTN_ACT_EXP, w, b, e)
+    ln = 4 * (e + 1)
+    allocate (ds(ln * nseq), rds(ln * nseq))
+    do s = 1, nseq
+      call linattn_state_create(sts(s), plan)
+      if (mod(s, 3) > 0) call linattn_state_update(sts(s), &
+          sk(:, 1:mod(s, 3)), sv(:, 1:mod(s, 3)))
+    end do
+    do causal = 0, 1
+      dq = -7
+      dk = -7
+      dv = -7
+      ds = -7
+      rds = -7
+      if (causal == 1) then
+        call linattn_causal_ex(plan, q, k, v, out, den=den, offsets=offs, &
+            states=sts)
+        call linattn_causal_backward(plan, q, k, v, out, den, g, rq, rk, rv, &
+            dw=rw, db=rb, offsets=offs, states=sts, dstates=rds)
+        call linattn_mpi_causal_ex(plan, MPI_COMM_WORLD, q(:, a:bb), &
+            k(:, a:bb), v(:, a:bb), lout(:, a:bb), den=lden(a:bb), &
+            offsets=offs, states=sts)
+        call linattn_mpi_causal_backward(plan, MPI_COMM_WORLD, q(:, a:bb), &
+            k(:, a:bb), v(:, a:bb), lout(:, a:bb), lden(a:bb), g(:, a:bb), &
+            dq(:, a:bb), dk(:, a:bb), dv(:, a:bb), dw=dw, db=db, stat=st, &
+            offsets=offs, states=sts, dstates=ds)
+      else
+        call linattn_attention_ex(plan, q, k, v, out, den=den, offsets=offs)
+        call linattn_attention_backward(plan, q, k, v, out, den, g, rq, rk, &
+            rv, dw=rw, db=rb, offsets=offs)
+        call linattn_mpi_attention_ex(plan, MPI_COMM_WORLD%MPI_VAL, &
+            q(:, a:bb), k(:, a:bb), v(:, a:bb), lout(:, a:bb), &
+            den=lden(a:bb), offsets=offs)
+        call linattn_mpi_attention_backward(plan, MPI_COMM_WORLD%MPI_VAL, &
+            q(:, a:bb), k(:, a:bb), v(:, a:bb), lout(:, a:bb), lden(a:bb), &
+            g(:, a:bb), dq(:, a:bb), dk(:, a:bb), dv(:, a:bb), dw=dw, db=db, &
+            stat=st, offsets=offs)
+      end if
+      call check(st == 0 .and. relerr(dq(:, a:bb), rq(:, a:bb)) < 1d-12 &
+          .and. relerr(dk(:, a:bb), rk(:, a:bb)) < 1d-12 .and. &
+          relerr(dv(:, a:bb), rv(:, a:bb)) < 1d-12 .and. &
+          relerr(dw, rw) < 1d-12 .and. relerr(reshape(db, [4, 1]), &
+          reshape(rb, [4, 1])) < 1d-12, 'packed backward, causal ' // &
+          trim(itoa(causal)) // ': stat ' // trim(itoa(st)))
+      call check(all(dq(:, 1:a-1) == -7) .and. all(dq(:, bb+1:) == -7), &
+          'packed backward wrote tokens of other ranks')
+      do s = 1, nseq
+        if (causal == 0) exit
+        mine = offs(s + 1) > offs(s) .and. offs(s) + 1 >= a .and. &
+            offs(s) + 1 <= bb
+        if (mine) then
+          call check(relerr(reshape(ds((s - 1) * ln + 1:s * ln), [1_int64, ln]), &
+              reshape(rds((s - 1) * ln + 1:s * ln), [1_int64, ln])) < 1d-12, &
+              'dstates of sequence ' // trim(itoa(s)))
+        else if (offs(s + 1) == offs(s)) then
+          call check(all(ds((s - 1) * ln + 1:s * ln) == 0), &
+              'dstates of empty sequence ' // trim(itoa(s)))
+        else
+          call check(all(ds((s - 1) * ln + 1:s * ln) == -7), &
+              'dstates of sequence ' // trim(itoa(s)) // ' written off its rank')
+        end if
+      end do
+    end do
+    do s = 1, nseq
+      call linattn_state_destroy(sts(s))
+    end do
+    call linattn_plan_destroy(plan)
+  end subroutine t_grad_packed
 
   ! A packed stream of 6 sequences (empty ones, one token long) over the
   ! ranks' uneven blocks, weighted (a weight 0 among them) under the count

@@ -20,53 +20,7 @@
 #include "linattn_mpi.h"
 #include "mpitest.h"
 #include "mpidata.h"
-
-typedef struct {
-    int map, denom;
-    double scale, lo, hi;
-} map_case;
-
-static const map_case map_cases[] = {
-    {LINATTN_MAP_ELU1, LINATTN_DENOM_POSITIVE, 0, -2, 2},
-    {LINATTN_MAP_ELU1, LINATTN_DENOM_COUNT, 0, -2, 2},
-    {LINATTN_MAP_IDENTITY, LINATTN_DENOM_NONZERO, 0, 0.05, 1},
-    {LINATTN_MAP_FAVOR, LINATTN_DENOM_POSITIVE, 1, -1, 1},
-};
-#define MAP_CASES 4
-
-/* The stream: 10 sequences, 97 tokens (empty ones first, inside and
- * last but one; one of a single token). */
-static const int64_t lengths[] = {0, 13, 1, 0, 30, 2, 5, 0, 21, 25};
-#define NSEQ 10
-#define NTOK 97
-/* The sequence whose outputs the isolation test watches (30 tokens:
- * across a rank boundary from 3 ranks on). */
-#define WATCHED 4
-
-static void offsets_of(int64_t *off)
-{
-    off[0] = 0;
-    for (int s = 0; s < NSEQ; s++)
-        off[s + 1] = off[s] + lengths[s];
-}
-
-/* Weights in [0.25, 2], every seventh 0 with its key and value rows NaN
- * (a weight 0 is never read). */
-static real *make_weights(tmat *k, tmat *v, uint64_t seed)
-{
-    real *w = malloc(NTOK * sizeof *w);
-    for (int64_t j = 0; j < NTOK; j++) {
-        w[j] = (real)(0.25 + 1.75 * test_uniform(&seed));
-        if (j % 7 == 3) {
-            w[j] = 0;
-            for (int64_t t = 0; t < k->cols; t++)
-                *tmat_at(k, j, t) = (real)NAN;
-            for (int64_t t = 0; t < v->cols; t++)
-                *tmat_at(v, j, t) = (real)NAN;
-        }
-    }
-    return w;
-}
+#include "mpipacked.h"
 
 /* The distributed call on this rank's rows [o, o + c) of the global
  * stream, outputs into the global out and den at those rows. */
@@ -225,75 +179,6 @@ static void sequences_isolated(void)
             tmat_free(&q2), tmat_free(&k2), tmat_free(&v2);
             P(plan_destroy)(p);
         }
-}
-
-/* A state's exported accumulator, shift and tokens (len doubles, then
- * the shift, then the tokens as a double): what "unchanged, bit for bit"
- * compares. */
-static void state_bits(const P(state) *s, int64_t len, double *bits)
-{
-    int64_t tokens = 0;
-    P(state_export)(s, bits, bits + len, &tokens);
-    bits[len + 1] = (double)tokens;
-}
-
-/* The sums of a state (accumulator times exp(shift)) against another's,
- * relative to the larger; and whether their tokens agree. */
-static double state_diff(const P(state) *a, const P(state) *b, int64_t len,
-                         int *same_tokens)
-{
-    double *x = malloc((size_t)(len + 2) * sizeof *x);
-    double *y = malloc((size_t)(len + 2) * sizeof *y);
-    state_bits(a, len, x);
-    state_bits(b, len, y);
-    double num = 0, den = 0;
-    for (int64_t i = 0; i < len; i++) {
-        double u = x[i] * exp(x[len]), t = y[i] * exp(y[len]);
-        num = fmax(num, fabs(u - t));
-        den = fmax(den, fabs(t));
-    }
-    *same_tokens = x[len + 1] == y[len + 1];
-    free(x), free(y);
-    return den > 0 ? num / den : num;
-}
-
-/* NSEQ states of plan p, the same on every rank: sequence s's holds s % 3
- * keys of its own (0: an empty state). */
-static void make_states(P(plan) *p, const map_case *mc, P(state) **st)
-{
-    for (int s = 0; s < NSEQ; s++) {
-        uint64_t seed = 700 + (uint64_t)s;
-        P(state_create)(&st[s], p);
-        int64_t rows = s % 3;
-        if (!rows)
-            continue;
-        tmat k = tmat_rand(ROW, rows, 3, 0, mc->lo, mc->hi, &seed);
-        tmat v = tmat_rand(ROW, rows, 2, 0, -1, 1, &seed);
-        P(state_update)(st[s], ROW, rows, k.a, k.ld, v.a, v.ld);
-        tmat_free(&k), tmat_free(&v);
-    }
-}
-
-static void copy_states(P(plan) *p, P(state) *const *from, P(state) **to)
-{
-    for (int s = 0; s < NSEQ; s++) {
-        P(state_create)(&to[s], p);
-        P(state_copy)(to[s], from[s]);
-    }
-}
-
-static void free_states(P(state) **st)
-{
-    for (int s = 0; s < NSEQ; s++)
-        P(state_destroy)(st[s]);
-}
-
-/* Nonzero when this rank holds the last row of sequence s (o, c: its
- * rows of the stream). */
-static int holds_last(const int64_t *off, int s, int64_t o, int64_t c)
-{
-    int64_t last = off[s + 1] - 1;
-    return off[s + 1] > off[s] && last >= o && last < o + c;
 }
 
 /* Per-sequence states, absorbed and not, causal and not, every map and
@@ -576,41 +461,6 @@ static void bad_offsets_refused(void)
     P(plan_destroy)(p);
 }
 
-/* A decayed plan (or gates) on every distributed call: -1 (the plan) on
- * every rank, nothing written: the scans do not decay yet. */
-static void decayed_plan_refused(void)
-{
-    linattn_opts o;
-    linattn_opts_init(&o);
-    o.log_decay = -0.1;
-    P(plan) *p = NULL;
-    MT_CHECK(P(plan_create)(&p, LINATTN_MAP_ELU1, 3, 2, &o) == 0, "plan");
-    tmat q, k, v;
-    make_stream(&map_cases[0], ROW, 77, &q, &k, &v);
-    int64_t ro, rc;
-    block_of(NTOK, EVEN, &ro, &rc);
-    tmat out = tmat_like(&q, NTOK, 2, 0);
-    fill(&out, SENTINEL);
-    tmat lq = view(&q, ro, rc), lk = view(&k, ro, rc), lv = view(&v, ro, rc);
-    tmat lo = view(&out, ro, rc);
-    int64_t off[NSEQ + 1];
-    offsets_of(off);
-    P(extras) ex;
-    P(extras_init)(&ex);
-    ex.offsets = off, ex.nseq = NSEQ;
-    int s1 = MP(causal)(p, WORLD, ROW, rc, lq.a, lq.ld, lk.a, lk.ld, lv.a, lv.ld, lo.a, lo.ld,
-                        NULL);
-    int s2 = MP(causal_ex)(p, WORLD, ROW, rc, lq.a, lq.ld, lk.a, lk.ld, lv.a, lv.ld, lo.a,
-                           lo.ld, &ex, NULL);
-    int s3 = MP(attention)(p, WORLD, ROW, rc, rc, lq.a, lq.ld, lk.a, lk.ld, lv.a, lv.ld, lo.a,
-                           lo.ld, NULL);
-    MT_CHECK(s1 == -1 && s2 == -1 && s3 == -1 && all_equal(&out, SENTINEL),
-             "decayed plan: %d %d %d", s1, s2, s3);
-    tmat_free(&out);
-    tmat_free(&q), tmat_free(&k), tmat_free(&v);
-    P(plan_destroy)(p);
-}
-
 int main(int argc, char **argv)
 {
     mt_init(&argc, &argv, LINATTN_MPI_THREAD_LEVEL);
@@ -619,7 +469,6 @@ int main(int argc, char **argv)
     MT_RUN(states_equal_serial);
     MT_RUN(states_unchanged_on_failure);
     MT_RUN(bad_offsets_refused);
-    MT_RUN(decayed_plan_refused);
     int status = mt_finish("mpi packed " PREC);
     MPI_Finalize();
     return status;
