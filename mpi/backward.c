@@ -51,6 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "backward.h"
+#include "attn/plan.h"
 
 int MI(psum_open)(psum *p, const bcall *c)
 {
@@ -130,40 +131,108 @@ int MI(psum_write)(psum *p, const bcall *c, MPI_Comm comm)
     return 0;
 }
 
-/* The state of problem one's keys into s (key weights as the forward's
- * distributed calls take them); 0 or the update's status. */
-static int keys_state(const XI(problem) *j, const XI(problem) *one,
-                      X(state) *s)
-{
-    X(state_reset)(s);
-    if (j->nk == 0)
-        return 0;
-    X(extras) ex;
-    X(extras_init)(&ex);
-    ex.weights = one->part[LINATTN_I_KW].p;
-    return X(state_update_ex)(s, j->layout, j->nk, MI_IN(*one, LINATTN_I_K),
-                              MI_IN(*one, LINATTN_I_V), &ex);
-}
-
-/* Problem i's state element in el: its keys' state (skip: an empty one),
- * marked failed when this rank's checks found a bad normalizer (so that
- * every rank stops) or when the state could not be built (the first
- * such failure into *status, *first). */
+/* Problem i's state element in el (tmp: one element of scratch): its
+ * keys' state with their weights and, causal, their decay (the rows'
+ * total log decay in the header, as the forward's scan composes it;
+ * skip: an empty one), marked failed when this rank's checks found a bad
+ * normalizer (so that every rank stops) or when the state could not be
+ * built (the first such failure into *status, *first). */
 static void local_element(const bcall *c, MI(work) *w, int64_t i, int skip,
-                          double *el, int *status, int64_t *first)
+                          double *el, double *tmp, int *status,
+                          int64_t *first)
 {
     const XI(problem) *j = &c->j;
     XI(problem) one = XI(problem_one)(j, i);
-    int st = skip ? 0 : keys_state(j, &one, w->state);
-    if (skip)
-        X(state_reset)(w->state);
+    int st = skip ? 0 : MI(keys_element)(w, &one, NULL, 0, j->nk, el, tmp);
     unsigned flags = MI(status_flags)(st);
     if (flags == LINATTN_MPI_F_FAIL && !*status)
         *status = st, *first = i;
     if (c->denom && i == 0)
         flags |= LINATTN_MPI_F_FAIL;
-    MI(pack)(w->state, w->len, flags & LINATTN_MPI_F_FAIL ? 0 : flags, el);
+    if (skip || st) { /* an empty element carries the marks */
+        X(state_reset)(w->state);
+        MI(pack)(w->state, w->len, flags & LINATTN_MPI_F_FAIL ? 0 : flags, el);
+    }
     el[LINATTN_MPI_E_FLAGS] = (double)(linattn_mpi_i_flags(el) | flags);
+}
+
+/* Entry (r, col) of part i of problem one, in double. */
+static double entry(const XI(problem) *one, int i, int64_t r, int64_t col)
+{
+    const XI(part) *a = &one->part[i];
+    return (double)(one->layout == LINATTN_COL_MAJOR ? a->p[r + col * a->s.ld]
+                                                     : a->p[r * a->s.ld + col]);
+}
+
+/* The log decay a_t of row t of problem one: the plan's, the head's and
+ * the row's gate. */
+static double row_decay(const XI(problem) *one, int64_t t)
+{
+    double a = 0;
+    const real *g = one->part[LINATTN_I_GATE].p;
+    X(plan_decay)(one->plan, &a);
+    return a + one->head_decay + (g ? (double)g[t] : 0);
+}
+
+/* Under LINATTN_DENOM_COUNT the normalizer den_i is the decayed count,
+ * which the later ranks' rows read through this rank's final count c_end:
+ * dL/dc_end = R = sum over their rows k of exp(B_k - B_end) hc_k, hc_k =
+ * dL/dden_k = -(G_k . out_k) / den_k.  R travels in the gradient
+ * elements' count slot (E_MASS), composed by the reverse scan as the
+ * counts are by the forward's (R = m_{r+1} + e^{A_{r+1}} m_{r+2} + ...),
+ * each rank's m = sum_i exp(b_i) hc_i over its rows (b_i its running log
+ * decay from its first row).  The serial backward sees no count beyond
+ * its rows: count_share adds R's share of dL/da_t (below). */
+static double count_mass(const XI(problem) *one, int64_t n)
+{
+    double m = 0, b = 0;
+    int64_t e = 0;
+    X(plan_dims)(one->plan, NULL, NULL, &e);
+    for (int64_t i = 0; i < n; i++) {
+        double dot = 0;
+        for (int64_t col = 0; col < e; col++)
+            dot += entry(one, LINATTN_I_G, i, col) *
+                   entry(one, LINATTN_I_OUT, i, col);
+        b += row_decay(one, i);
+        m += exp(b) * (-dot / (double)one->part[LINATTN_I_DEN].p[i]);
+    }
+    return m;
+}
+
+/* R's share of dL/da_t, t this rank's rows: c_end = exp(A) c_0 + sum_j
+ * w_j exp(B_end - B_j) moves with a_t through every term but the keys
+ * j >= t, so dL/da_t gains R (c_end - kappa_t), kappa_t = sum_{j >= t}
+ * w_j exp(B_end - B_j) (c_0 the prefix's count).  Nonzero when finite
+ * values and their share sum beyond the range. */
+static int count_share(const XI(problem) *one, int64_t n, double c0,
+                       double r)
+{
+    real *dg = XI(part_out)(one, LINATTN_I_DGATE);
+    const real *w = one->part[LINATTN_I_KW].p;
+    double kappa = 0, after = 0, total = 0; /* after: B_end - B_j */
+    for (int64_t t = 0; t < n; t++)
+        total += row_decay(one, t);
+    double cend = exp(total) * c0;
+    for (int64_t j = n - 1; j >= 0; j--) {
+        double wj = w ? (double)w[j] : 1;
+        cend += wj != 0 ? wj * exp(after) : 0;
+        after += row_decay(one, j);
+    }
+    int bad = 0;
+    after = 0;
+    for (int64_t t = n - 1; t >= 0; t--) {
+        double wt = w ? (double)w[t] : 1;
+        kappa += wt != 0 ? wt * exp(after) : 0;
+        after += row_decay(one, t);
+        double add = r * (cend - kappa);
+        real was = dg[t];
+        dg[t] = (real)((double)was + add);
+        /* finite values whose sum leaves the range (NaN and Inf from the
+         * inputs propagate) */
+        bad |= !LINATTN_NOT_FINITE(was) && isfinite(add) &&
+               LINATTN_NOT_FINITE(dg[t]);
+    }
+    return bad;
 }
 
 int MI(causal_rows)(const XI(problem) *one, const X(extras) *ex, psum *ps,
@@ -207,7 +276,8 @@ static int attention_backward_work(const XI(problem) *jp, MPI_Comm comm,
      * unless the global one is handed over (then only their count) */
     for (int64_t i = 0; i < np; i++) {
         double *el = MI(elem)(w, w->suffix, i);
-        local_element(c, w, i, 0, el, &status, &first);
+        local_element(c, w, i, 0, el, w->recv ? MI(elem)(w, w->recv, 0) : NULL,
+                      &status, &first);
         if (pst && i == 0)
             el[LINATTN_MPI_E_FLAGS] =
                 (double)(linattn_mpi_i_flags(el) | LINATTN_MPI_F_FAIL);
@@ -325,14 +395,15 @@ static int causal_backward_work(const XI(problem) *jp, MPI_Comm comm,
         return LINATTN_EMPI;
     int64_t np = MI(problems)(j), first = -1, row = -1, len = w->len;
     int64_t n = j->nq;
-    int status = 0;
+    int status = 0, count = j->plan->denom == LINATTN_DENOM_COUNT;
     psum ps;
     int pst = MI(psum_open)(&ps, c);
     /* 1. the prefix states, as the forward scans them; each local state's
      * shift and keys kept (suffix's headers) for the final state's */
     for (int64_t i = 0; i < np; i++) {
         double *el = MI(elem)(w, w->elems, i);
-        local_element(c, w, i, rank == size - 1, el, &status, &first);
+        local_element(c, w, i, rank == size - 1, el,
+                      w->recv ? MI(elem)(w, w->recv, 0) : NULL, &status, &first);
         if (pst && i == 0)
             el[LINATTN_MPI_E_FLAGS] =
                 (double)(linattn_mpi_i_flags(el) | LINATTN_MPI_F_FAIL);
@@ -382,6 +453,7 @@ static int causal_backward_work(const XI(problem) *jp, MPI_Comm comm,
             X(extras) ex;
             X(extras_init)(&ex);
             ex.weights = one.part[LINATTN_I_KW].p;
+            ex.gates = one.part[LINATTN_I_GATE].p;
             ex.state = w->state;
             ex.dstates = d + LINATTN_MPI_HEAD;
             st = X(causal_backward_dstates)(j->plan, j->layout, n,
@@ -394,6 +466,10 @@ static int causal_backward_work(const XI(problem) *jp, MPI_Comm comm,
         if (st)
             memset(d + LINATTN_MPI_HEAD, 0, (size_t)len * sizeof(double));
         MI(gradient_head)(d, len, cp, tokens > 0, st);
+        /* the reverse scan decays the later ranks' D by this rank's rows'
+         * total log decay, as the forward's scan decays the states */
+        d[LINATTN_MPI_E_DECAY] = st ? 0 : MI(decay_total)(&one, 0, n);
+        d[LINATTN_MPI_E_MASS] = !st && count ? count_mass(&one, n) : 0;
         if (!stop)
             MI(note)(st, i, r, &status, &first, &row);
     }
@@ -437,6 +513,12 @@ static int causal_backward_work(const XI(problem) *jp, MPI_Comm comm,
         ex.dstate_end = seed ? de : NULL;
         if (!st)
             st = MI(causal_rows)(&one, &ex, &ps, &r);
+        /* the later ranks' rows read this rank's count too */
+        double rc = e[LINATTN_MPI_E_MASS];
+        if (!st && count && ex.dgates && rc != 0 &&
+            count_share(&one, n, MI(elem)(w, w->prefix, i)[LINATTN_MPI_E_MASS],
+                        rc))
+            st = LINATTN_EOVERFLOW, r = -1;
         MI(note)(st, i, r, &status, &first, &row);
     }
     free(lhead);
@@ -483,20 +565,23 @@ static void single_grads(XI(problem) *j, const real *den, const real *g,
     if (ex) {
         j->part[LINATTN_I_KW] = XI(part_single)(ex->weights, 1);
         j->part[LINATTN_I_DKW] = XI(part_single)(ex->dweights, 1);
+        j->part[LINATTN_I_GATE] = XI(part_single)(ex->gates, 1);
+        j->part[LINATTN_I_DGATE] = XI(part_single)(ex->dgates, 1);
     }
 }
 
-/* The extras a distributed backward takes: key weights and dL/dw, and a
- * packed stream (offsets; causal: per-sequence starting states and
- * their gradients), checked apart (packed_fields).  Gates and a head's
- * decay are refused here whatever the serial checks say of them: the
- * scans would carry them (their elements hold a log decay), but the
- * decayed serial backward each rank would run is not this library's to
- * assume. */
+/* The extras a distributed backward takes: key weights and dL/dw, gates
+ * and dL/da (the causal calls: the serial checks refuse them elsewhere),
+ * and a packed stream (offsets; causal: per-sequence starting states and
+ * their gradients), checked apart (packed_fields).  A packed stream's
+ * backward does not decay: its segmented scans carry no log decay yet,
+ * so gates and dL/da with offsets are refused (a decayed plan too, in
+ * describe). */
 static int ex_taken(const X(extras) *ex)
 {
     return !ex || (!ex->key_offsets && !ex->state && !ex->dstate_end &&
-                   !ex->den && !ex->absorb && !ex->gates && !ex->head_decays);
+                   !ex->den && !ex->absorb && !ex->head_decays &&
+                   (!ex->offsets || (!ex->gates && !ex->dgates)));
 }
 
 /* ex as the serial checks see it: a packed stream's offsets, states and
@@ -608,8 +693,12 @@ static int describe(bcall *c, int st, const X(plan) *plan, int layout,
                     int causal)
 {
     int ok = !st || st == LINATTN_EDENOM;
+    double log_decay = 0;
     if (ok && !ex_taken(ex))
         st = -ex_arg, ok = 0;
+    if (ok && ex && ex->offsets && !X(plan_decay)(plan, &log_decay) &&
+        log_decay != 0)
+        st = -ex_arg, ok = 0; /* packed with decay: see ex_taken */
     c->lddw = lddw;
     c->j = MI(problem)(plan, layout, 1, 1, nq, nk);
     XI(problem_qkvo)(&c->j, q, ldq, k, ldk, v, ldv, out, ldout);

@@ -54,13 +54,16 @@ void MI(psum_add)(psum *p);
 int MI(psum_write)(psum *p, const bcall *c, MPI_Comm comm);
 
 /* The extras of a serial backward call on problem one (one problem, or
- * a span of its rows: XI(problem_span)): its key weights and dL/dw. */
+ * a span of its rows: XI(problem_span)): its key weights and dL/dw, its
+ * gates and dL/da. */
 static inline X(extras) MI(grad_extras)(const XI(problem) *one)
 {
     X(extras) ex;
     X(extras_init)(&ex);
     ex.weights = one->part[LINATTN_I_KW].p;
     ex.dweights = XI(part_out)(one, LINATTN_I_DKW);
+    ex.gates = one->part[LINATTN_I_GATE].p;
+    ex.dgates = XI(part_out)(one, LINATTN_I_DGATE);
     return ex;
 }
 
@@ -90,9 +93,10 @@ static inline unsigned MI(status_flags)(int st)
  * c (its header shift is -c: the true gradient is acc exp(-c), and the
  * reductions' pairwise rule then keeps the smallest c with factors <= 1),
  * held tokens (nonzero: the state it is the gradient of has keys, so its
- * shift counts), the status of the pass that made it.  No decay: a
- * decayed backward's element would carry its rows' log decay here, and
- * the reverse scan would compose it as the forward's does. */
+ * shift counts), the status of the pass that made it.  A decayed
+ * backward then sets its rows' total log decay (E_DECAY), which the
+ * reverse scan composes as the forward's does, and the count's gradient
+ * (E_MASS, LINATTN_DENOM_COUNT). */
 static inline void MI(gradient_head)(double *el, int64_t len, double c,
                                      int held, int st)
 {

@@ -302,15 +302,14 @@ int MI(run)(const XI(problem) *j, MPI_Comm comm, int status, int kind,
     /* the communicator is argument 2: the serial -i from 2 on moves up */
     MI(work) w;
     status = status < -1 ? status - 1 : status;
-    /* Only the causal forward's scans decay (their elements carry the
-     * rows' log decay).  A sum of whole states does not, and the serial
-     * library refuses non-causal decay: a decayed plan is refused as the
-     * plan by every other call (the backward's scans are built for the
-     * decayed element, but the serial decayed backward they would run on
-     * each rank is not here yet). */
+    /* Only the causal scans decay (forward and backward: their elements
+     * carry the rows' log decay).  A sum of whole states does not, and
+     * the serial library refuses non-causal decay: a decayed plan is
+     * refused as the plan by every other call. */
     double log_decay = 0;
     if (!status && j->plan && !X(plan_decay)(j->plan, &log_decay) &&
-        log_decay != 0 && LINATTN_MPI_KIND(kind) != LINATTN_MPI_CALL_CAUSAL)
+        log_decay != 0 && LINATTN_MPI_KIND(kind) != LINATTN_MPI_CALL_CAUSAL &&
+        LINATTN_MPI_KIND(kind) != LINATTN_MPI_CALL_CAUSAL_BACKWARD)
         status = -1;
     int st = MI(begin)(j, comm, status, kind, &w);
     if (st)

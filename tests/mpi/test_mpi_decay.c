@@ -502,9 +502,136 @@ static void refusals_agreed(void)
     P(plan_destroy)(plain);
 }
 
-/* The backward calls refuse a decayed plan (-1) and gates (-i of ex) on
- * every rank with nothing written: the serial decayed backward is not
- * run across ranks yet. */
+/* Rows [o, o + c) of a against b, relative to b's largest entry over
+ * every row: a rank's few rows may hold gradients that vanish but for
+ * rounding (the first row's dq with FAVOR+, dL/da_0 with no state). */
+static double rows_err(const tmat *a, const tmat *b, int64_t o, int64_t c)
+{
+    double big = 0, err = 0;
+    for (int64_t i = 0; i < b->rows; i++)
+        for (int64_t t = 0; t < b->cols; t++) {
+            double x = fabs((double)*tmat_at(b, i, t));
+            big = x > big ? x : big;
+            if (i >= o && i < o + c) {
+                double y = fabs((double)*tmat_at(a, i, t) - (double)*tmat_at(b, i, t));
+                err = y > err ? y : err;
+            }
+        }
+    return big > 0 ? err / big : err;
+}
+
+/* One decayed training step of this rank's rows [o, o + c): the
+ * distributed forward (den) and causal_backward_ex with gates, key
+ * weights, dL/dw and dL/da into the global arrays' rows. */
+static int step_distributed(const P(plan) *p, int layout, int64_t o, int64_t c,
+                            const tmat *q, const tmat *k, const tmat *v,
+                            const tmat *gr, const real *g, const real *w,
+                            tmat *out, real *den, tmat *dq, tmat *dk, tmat *dv,
+                            real *dw, real *dg, int64_t *bad)
+{
+    tmat lq = view(q, o, c), lk = view(k, o, c), lv = view(v, o, c);
+    tmat lo = view(out, o, c), lg = view(gr, o, c);
+    tmat ldq = view(dq, o, c), ldk = view(dk, o, c), ldv = view(dv, o, c);
+    P(extras) ex;
+    P(extras_init)(&ex);
+    ex.den = den + o;
+    ex.gates = g ? g + o : NULL;
+    ex.weights = w ? w + o : NULL;
+    int st = MP(causal_ex)(p, WORLD, layout, c, lq.a, lq.ld, lk.a, lk.ld, lv.a, lv.ld, lo.a,
+                           lo.ld, &ex, bad);
+    if (st)
+        return st;
+    ex.den = NULL;
+    ex.dweights = w ? dw + o : NULL;
+    ex.dgates = dg + o;
+    return MP(causal_backward_ex)(p, WORLD, layout, c, lq.a, lq.ld, lk.a, lk.ld, lv.a, lv.ld,
+                                  lo.a, lo.ld, den + o, lg.a, lg.ld, ldq.a, ldq.ld, ldk.a,
+                                  ldk.ld, ldv.a, ldv.ld, NULL, 3, NULL, &ex, bad);
+}
+
+/* The decayed backward across ranks: every map (the count's share of
+ * dL/da crossing ranks among them), split and decay, with and without
+ * key weights: this rank's dq, dk, dv, dL/dw and dL/da (whose later
+ * ranks' share arrives by the reverse scan) as the serial
+ * causal_backward_ex's of the whole sequence; other rows untouched. */
+static void backward_equals_serial(void)
+{
+    for (int mi = 0; mi < MAP_CASES; mi++)
+        for (int split = 0; split < SPLITS; split++)
+            for (int kind = 0; kind < KINDS; kind++)
+                for (int weighted = 0; weighted < 2; weighted++) {
+                    const map_case *mc = &map_cases[mi];
+                    int layout = (mi + split + kind + weighted) % 2 ? COL : ROW;
+                    P(plan) *p = decay_plan(mc, log_decay_of(kind), 0);
+                    uint64_t seed = 900 + (uint64_t)(mi * 64 + split * 8 + kind * 2 + weighted);
+                    tmat q = tmat_rand(layout, NTOK, 3, 1, mc->lo, mc->hi, &seed);
+                    tmat k = tmat_rand(layout, NTOK, 3, 2, mc->lo, mc->hi, &seed);
+                    tmat v = tmat_rand(layout, NTOK, 2, 0, -1, 1, &seed);
+                    tmat gr = tmat_rand(layout, NTOK, 2, 0, -1, 1, &seed);
+                    real *g = kind == GAMMA ? NULL : make_gates(NTOK, seed);
+                    real *w = weighted ? make_weights(&k, &v, seed) : NULL;
+                    tmat ro = tmat_like(&q, NTOK, 2, 1), mo = tmat_like(&q, NTOK, 2, 1);
+                    tmat rq = tmat_like(&q, NTOK, 3, 1), mq = tmat_like(&q, NTOK, 3, 1);
+                    tmat rk = tmat_like(&q, NTOK, 3, 0), mk = tmat_like(&q, NTOK, 3, 0);
+                    tmat rv = tmat_like(&q, NTOK, 2, 2), mv = tmat_like(&q, NTOK, 2, 2);
+                    fill(&mq, SENTINEL), fill(&mk, SENTINEL), fill(&mv, SENTINEL);
+                    real rden[NTOK], mden[NTOK], rdw[NTOK], mdw[NTOK], rdg[NTOK], mdg[NTOK];
+                    for (int i = 0; i < NTOK; i++)
+                        mdw[i] = mdg[i] = SENTINEL;
+                    int64_t o, c, bad = -5;
+                    block_of(NTOK, split, &o, &c);
+                    /* the serial reference: the same calls without MPI */
+                    P(extras) ex;
+                    P(extras_init)(&ex);
+                    ex.den = rden, ex.gates = g, ex.weights = w;
+                    int sts = P(causal_ex)(p, layout, NTOK, q.a, q.ld, k.a, k.ld, v.a, v.ld, ro.a,
+                                       ro.ld, &ex, NULL);
+                    ex.den = NULL, ex.dweights = w ? rdw : NULL, ex.dgates = rdg;
+                    if (!sts)
+                        sts = P(causal_backward_ex)(p, layout, NTOK, q.a, q.ld, k.a, k.ld, v.a,
+                                                    v.ld, ro.a, ro.ld, rden, gr.a, gr.ld, rq.a,
+                                                    rq.ld, rk.a, rk.ld, rv.a, rv.ld, NULL, 3,
+                                                    NULL, &ex, NULL);
+                    int st = step_distributed(p, layout, o, c, &q, &k, &v, &gr, g, w, &mo,
+                                              mden, &mq, &mk, &mv, mdw, mdg, &bad);
+                    double eq = rows_err(&mq, &rq, o, c), ek = rows_err(&mk, &rk, o, c);
+                    double ev = rows_err(&mv, &rv, o, c);
+                    double ew = w ? vec_rel_diff(mdw + o, rdw + o, c) : 0;
+                    /* dL/da against the whole vector's size: the first row's
+                     * is 0 but for rounding (no state before it) */
+                    double gmax = 0, eg = 0;
+                    for (int64_t i = 0; i < NTOK; i++)
+                        gmax = fmax(gmax, fabs((double)rdg[i]));
+                    for (int64_t i = o; i < o + c; i++)
+                        eg = fmax(eg, fabs((double)mdg[i] - (double)rdg[i]) / gmax);
+                    /* (the identity's normalizers may vanish: EDENOM on both) */
+                    MT_CHECK(st == sts && (sts || (eq < TOL && ek < TOL && ev < TOL &&
+                                                   ew < TOL && eg < TOL)),
+                             "backward map %d denom %d split %d decay %d weighted %d: status "
+                             "%d/%d, dq %g dk %g dv %g dw %g da %g",
+                             mc->map, mc->denom, split, kind, weighted, sts, st, eq, ek, ev,
+                             ew, eg);
+                    MT_CHECK(sts || bad == -5, "bad_row written on success");
+                    int untouched = outside_untouched(&mq, o, c, SENTINEL) &&
+                                    outside_untouched(&mk, o, c, SENTINEL) &&
+                                    outside_untouched(&mv, o, c, SENTINEL);
+                    for (int64_t i = 0; i < NTOK; i++)
+                        if (i < o || i >= o + c)
+                            untouched &= mdg[i] == SENTINEL && mdw[i] == SENTINEL;
+                    MT_CHECK(untouched, "rows of other ranks written");
+                    free(g), free(w);
+                    tmat_free(&q), tmat_free(&k), tmat_free(&v), tmat_free(&gr);
+                    tmat_free(&ro), tmat_free(&mo), tmat_free(&rq), tmat_free(&mq);
+                    tmat_free(&rk), tmat_free(&mk), tmat_free(&rv), tmat_free(&mv);
+                    P(plan_destroy)(p);
+                }
+}
+
+/* What the backward calls refuse with decay, on every rank with nothing
+ * written: the non-causal ones a decayed plan (-1) and gates (-i of ex:
+ * non-causal attention has no order to decay along), the packed causal
+ * one gates and a decayed plan (-i of ex: its segmented scans carry no
+ * decay). */
 static void backward_refuses_decay(void)
 {
     const map_case *mc = &map_cases[0];
@@ -529,24 +656,27 @@ static void backward_refuses_decay(void)
     MT_CHECK(st == 0, "forward %d", st);
     tmat lg = view(&gr, o, c), ldq = view(&dq, o, c), ldk = view(&dk, o, c);
     tmat ldv = view(&dv, o, c);
+    int64_t off[NSEQ + 1];
+    offsets_of(off);
     for (int t = 0; t < 4; t++) {
         fill(&dq, SENTINEL), fill(&dk, SENTINEL), fill(&dv, SENTINEL);
         P(extras) ex;
         P(extras_init)(&ex);
-        ex.gates = g + o;
-        const P(plan) *pl = t < 2 ? p : plain;
+        ex.gates = t == 3 ? NULL : g + o;
+        if (t >= 2)
+            ex.offsets = off, ex.nseq = NSEQ;
+        const P(plan) *pl = t == 0 || t == 3 ? p : plain;
         int64_t bad = -5;
-        int want = t < 2 ? -1 : t == 2 ? -25 : -27;
-        if (t == 0 || t == 2)
+        int want = t == 0 ? -1 : t == 1 ? -27 : -25;
+        if (t >= 2)
             st = MP(causal_backward_ex)(pl, WORLD, ROW, c, lq.a, lq.ld, lk.a, lk.ld, lv.a, lv.ld,
                                         lo.a, lo.ld, den + o, lg.a, lg.ld, ldq.a, ldq.ld, ldk.a,
-                                        ldk.ld, ldv.a, ldv.ld, NULL, 3, NULL,
-                                        t == 2 ? &ex : NULL, &bad);
+                                        ldk.ld, ldv.a, ldv.ld, NULL, 3, NULL, &ex, &bad);
         else
             st = MP(attention_backward_ex)(pl, WORLD, ROW, c, c, lq.a, lq.ld, lk.a, lk.ld, lv.a,
                                            lv.ld, lo.a, lo.ld, den + o, lg.a, lg.ld, ldq.a,
                                            ldq.ld, ldk.a, ldk.ld, ldv.a, ldv.ld, NULL, 3, NULL,
-                                           NULL, t == 3 ? &ex : NULL, &bad);
+                                           NULL, t == 1 ? &ex : NULL, &bad);
         MT_CHECK(st == want, "backward case %d: status %d, want %d", t, st, want);
         MT_CHECK(all_equal(&dq, SENTINEL) && all_equal(&dk, SENTINEL) &&
                      all_equal(&dv, SENTINEL) && bad == -5,
@@ -647,6 +777,7 @@ int main(int argc, char **argv)
     MT_RUN(later_tokens_isolated);
     MT_RUN(batched_equals_serial);
     MT_RUN(refusals_agreed);
+    MT_RUN(backward_equals_serial);
     MT_RUN(backward_refuses_decay);
     MT_RUN(batched_ex_refusals);
     int status = mt_finish("mpi decay " PREC);
