@@ -470,8 +470,8 @@ LINATTN_MPI_API int MX(causal_ex)(const X(plan) *plan, MPI_Comm comm,         \
  * nothing written); bad_row (EDENOM, EOVERFLOW) the global query row, or     \
  * -1 when only a key's gradient or dw, db left the range.  An EDENOM found   \
  * by a rank's checks is agreed after the state reduction: nothing written    \
- * anywhere.  Errors: -1 plan (NULL, or decayed: the decayed backward is not \
- * across ranks yet); -2 comm; -3 .. -25 as the serial call's -2             \
+ * anywhere.  Errors: -1 plan (NULL, or decayed: non-causal attention has   \
+ * no order to decay along); -2 comm; -3 .. -25 as the serial call's -2      \
  * .. -24 (each rank's rows); -26 state of another map or sizes, or (on       \
  * every rank) not holding every rank's keys; LINATTN_ESIZE;                  \
  * LINATTN_ENONFINITE; LINATTN_EMISMATCH (also dw, db or state given on       \
@@ -538,11 +538,14 @@ LINATTN_MPI_API int MX(attention_backward_ex)(const X(plan) *plan,            \
  * 8 (m (e + 1) + 7) bytes) gives rank r the gradient of its final state      \
  * (the later ranks' D), which seeds its serial backward from the prefix      \
  * (linattn_d_causal_backward_ex with ex.state and ex.dstate_end); dw, db as  \
- * at linattn_mpi_d_attention_backward.  Collective.  bad_row (EDENOM,        \
- * EOVERFLOW) the global row (later ranks' sums beyond the range: this        \
- * rank's first row; only dw, db: -1).  Errors: -1 plan (NULL, or decayed,   \
- * as linattn_mpi_d_attention_backward); -2 comm; -3 ..                      \
- * -24 as the                                                                 \
+ * at linattn_mpi_d_attention_backward.  A decayed plan (the plan's gamma):   \
+ * each rank's D also carries its rows' total log decay A, the reverse scan   \
+ * composing (A, D) pairs as the forward composes (A, S) (the later ranks' D  \
+ * reach rank r decayed by the ranks between); under LINATTN_DENOM_COUNT with \
+ * dL/da the gradient of each rank's final count travels with it. Collective. \
+ * bad_row (EDENOM, EOVERFLOW) the global row (later ranks' sums beyond the   \
+ * range: this rank's first row; only dw, db: -1).  Errors: -1 plan NULL; -2  \
+ * comm; -3 .. -24 as the                                                     \
  * serial call's -2 .. -23; LINATTN_ESIZE; LINATTN_ENONFINITE;                \
  * LINATTN_EMISMATCH; LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW;      \
  * LINATTN_EMPIUSE; LINATTN_EMPI.  Threads: as linattn_mpi_d_attention. */    \
@@ -557,7 +560,11 @@ LINATTN_MPI_API int MX(causal_backward)(const X(plan) *plan, MPI_Comm comm,   \
  *         ldk, v, ldv, out, ldout, den, g, ldg, dq, lddq, dk, lddk, dv,      \
  *         lddv, dw, lddw, db, const linattn_d_extras *ex, bad_row)           \
  * linattn_mpi_d_causal_backward with this rank's key weights and dL/dw       \
- * (ex->weights, ex->dweights) as linattn_d_causal_backward_ex takes them;    \
+ * (ex->weights, ex->dweights), and its tokens' log gates and dL/da_t         \
+ * (ex->gates, ex->dgates: the gradient of each token's log decay, its share  \
+ * through every later rank's rows included), as linattn_d_causal_backward_ex \
+ * takes them;                                                                \
+
  * and a packed stream (ex->offsets, global, as linattn_mpi_d_causal_ex takes \
  * them) with the sequences' starting states (ex->states: nseq on every rank, \
  * the forward's, each read on the rank holding its sequence's first row;     \
@@ -579,8 +586,11 @@ LINATTN_MPI_API int MX(causal_backward)(const X(plan) *plan, MPI_Comm comm,   \
  * an empty sequence's (0: its state reaches no row) on every rank, every     \
  * other entry left as it was.  Errors as linattn_mpi_d_causal_backward; -25  \
  * ex: as at linattn_d_causal_backward_ex (checked on this rank's rows), and  \
- * any other part (key_offsets, state, den, absorb, dstate_end, gates,        \
- * head_decays), offsets as at linattn_mpi_d_attention_backward_ex, states    \
+ * any other part (key_offsets, state, den, absorb, dstate_end, head_decays), \
+ * gates or dgates with offsets, offsets with a decayed plan (the packed      \
+ * stream's segmented scans carry no decay), offsets as at                    \
+ * linattn_mpi_d_attention_backward_ex, states                                \
+
  * without offsets, an entry NULL or of another plan, dstates without states, \
  * meeting another array or beyond addressing, the offsets or states array    \
  * meeting an output; LINATTN_EMISMATCH also for offsets that differ across   \
@@ -653,9 +663,10 @@ LINATTN_MPI_API int MX(batched_attention_backward)(const X(plan) *plan,       \
  * The causal backward across ranks on batch x heads problems: each one       \
  * as linattn_mpi_d_causal_backward, the rest as                              \
  * linattn_mpi_d_batched_attention_backward (each scan carries every          \
- * problem's element).  Errors: -1 plan (NULL, or decayed); -2 comm; -3 ..  \
- * -26 as the serial                                                         \
- * call's -2 .. -25; as linattn_mpi_d_batched_attention_backward otherwise.   \
+ * problem's element; a decayed plan decays every head alike, as at         \
+ * linattn_mpi_d_causal_backward).  Errors: -1 plan NULL; -2 comm; -3 ..     \
+ * -26 as the serial call's -2 .. -25; as                                     \
+ * linattn_mpi_d_batched_attention_backward otherwise.                        \
  * Collective. */                                                             \
 LINATTN_MPI_API int MX(batched_causal_backward)(const X(plan) *plan,          \
         MPI_Comm comm, int layout, int64_t batch, int64_t heads, int64_t n,   \

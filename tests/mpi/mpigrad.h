@@ -23,30 +23,39 @@ static const gcase cases[] = {
 };
 #define CASES 5
 
-static inline P(plan) *plan_of(const gcase *c, uint64_t seed)
+/* The case's plan, decaying by log_decay per token (0: none). */
+static inline P(plan) *plan_of_decay(const gcase *c, uint64_t seed,
+                                     double log_decay)
 {
-    if (c->map != LINATTN_MAP_CUSTOM) {
-        P(plan) *p = make_plan(c->map, D, E, 7, c->scale,
-                               c->map == LINATTN_MAP_IDENTITY
-                                   ? LINATTN_DENOM_NONZERO
-                                   : LINATTN_DENOM_POSITIVE,
-                               0);
-        return p;
-    }
-    /* the same W and b on every rank: the same generator and seed */
-    real w[4 * D], b[4];
-    for (int i = 0; i < 4 * D; i++)
-        w[i] = (real)(-0.8 + 1.6 * test_uniform(&seed));
-    for (int i = 0; i < 4; i++)
-        b[i] = (real)(-0.5 + test_uniform(&seed));
     linattn_opts o;
     linattn_opts_init(&o);
-    o.block = 16;
+    o.block = 16; /* blocks and chunks that do not divide the rows */
     o.chunk = 5;
+    o.log_decay = log_decay;
     P(plan) *p = NULL;
-    int st = P(plan_create_custom)(&p, c->act, D, 4, E, ROW, w, D, b, &o);
-    MT_CHECK(st == 0, "plan_create_custom %d", st);
+    int st;
+    if (c->map != LINATTN_MAP_CUSTOM) {
+        o.seed = 7;
+        o.input_scale = c->scale;
+        o.denom = c->map == LINATTN_MAP_IDENTITY ? LINATTN_DENOM_NONZERO
+                                                 : LINATTN_DENOM_POSITIVE;
+        st = P(plan_create)(&p, c->map, D, E, &o);
+    } else {
+        /* the same W and b on every rank: the same generator and seed */
+        real w[4 * D], b[4];
+        for (int i = 0; i < 4 * D; i++)
+            w[i] = (real)(-0.8 + 1.6 * test_uniform(&seed));
+        for (int i = 0; i < 4; i++)
+            b[i] = (real)(-0.5 + test_uniform(&seed));
+        st = P(plan_create_custom)(&p, c->act, D, 4, E, ROW, w, D, b, &o);
+    }
+    MT_CHECK(st == 0, "plan_create %d", st);
     return p;
+}
+
+static inline P(plan) *plan_of(const gcase *c, uint64_t seed)
+{
+    return plan_of_decay(c, seed, 0);
 }
 
 /* Key weights in [0.25, 2], every seventh 0 (its rows then never read:

@@ -61,7 +61,7 @@ program test_f_mpi
   call t_grad_batched()
   call agree('distributed batched backward equals serial (3-D, two heads)')
   call t_decay()
-  call agree('decay and gates across ranks (gates=, head_decays=)')
+  call agree('decay and gates across ranks (gates=, head_decays=, dgates=)')
   call t_grad_packed()
   call agree('packed backward across ranks (offsets=, states=, dstates=)')
 
@@ -208,8 +208,40 @@ contains
         < 1d-12, 'batched causal with head_decays differs: stat ' // &
         trim(itoa(st)))
     deallocate (gl)
+    ! the backward with gates and dL/da against module linattn's on the
+    ! whole sequence (the forward's den and out above: rden, ref)
+    call t_decay_backward(plan, q, k, v, g, ref, rden, a, b)
     call linattn_plan_destroy(plan)
   end subroutine t_decay
+
+  subroutine t_decay_backward(plan, q, k, v, g, ref, rden, a, b)
+    type(linattn_plan), intent(in) :: plan
+    real(real64), intent(in) :: q(:, :), k(:, :), v(:, :), g(:), ref(:, :)
+    real(real64), intent(in) :: rden(:)
+    integer(int64), intent(in) :: a, b
+    real(real64) :: gr(e, n), dq(d, n), dk(d, n), dv(e, n), da(n)
+    real(real64) :: rq(d, n), rk(d, n), rv(e, n), rda(n)
+    integer :: st
+    call fill(gr, 24, 1d0)
+    call linattn_causal_backward(plan, q, k, v, ref, rden, gr, rq, rk, rv, &
+        gates=g, dgates=rda)
+    dq = -7
+    dk = -7
+    dv = -7
+    da = -7
+    call linattn_mpi_causal_backward(plan, MPI_COMM_WORLD, q(:, a:b), &
+        k(:, a:b), v(:, a:b), ref(:, a:b), rden(a:b), gr(:, a:b), &
+        dq(:, a:b), dk(:, a:b), dv(:, a:b), gates=g(a:b), dgates=da(a:b), &
+        stat=st)
+    call check(st == 0 .and. relerr(dq(:, a:b), rq(:, a:b)) < 1d-12 .and. &
+        relerr(dk(:, a:b), rk(:, a:b)) < 1d-12 .and. &
+        relerr(dv(:, a:b), rv(:, a:b)) < 1d-12 .and. &
+        maxval(abs(da(a:b) - rda(a:b)), mask=b >= a) <= &
+        1d-12 * maxval(abs(rda)), 'gated backward differs: stat ' // &
+        trim(itoa(st)))
+    call check(all(da(1:a-1) == -7) .and. all(da(b+1:) == -7), &
+        'gated backward wrote other tokens')
+  end subroutine t_decay_backward
 
   ! The packed backward: the stream of t_packed (6 sequences, empty ones
   ! among them) with a trained map (custom exp: dw, db), causal from

@@ -206,7 +206,8 @@ static int batched_forward(const P(plan) *p, int causal, int64_t H,
 }
 
 /* Batched: two heads, each head's tokens contiguous ([h][t][c], row
- * major), this rank's rows of each; the distributed batched forward's
+ * major), this rank's rows of each, non-causal, causal and causal with a
+ * decayed plan; the distributed batched forward's
  * normalizers against the serial batched forward's, and the backward
  * against the serial batched backward of the whole, dW and db summed
  * over the heads. */
@@ -215,11 +216,13 @@ static void batched_equals_serial(void)
     enum { H = 2 };
     for (int ci = 1; ci < CASES; ci += 2)
         for (int split = 0; split < SPLITS; split++)
-            for (int causal = 0; causal < 2; causal++) {
+            for (int kind = 0; kind < 3; kind++) {
+                /* 0 non-causal, 1 causal, 2 causal with a decayed plan */
+                int causal = kind > 0;
                 const gcase *c = &cases[ci];
                 int trained = c->map == LINATTN_MAP_CUSTOM;
                 uint64_t seed = 900 + (uint64_t)(ci * 16 + split * 2 + causal);
-                P(plan) *p = plan_of(c, 31 + (uint64_t)ci);
+                P(plan) *p = plan_of_decay(c, 31 + (uint64_t)ci, kind == 2 ? -0.1 : 0);
                 int64_t nq = NT, nk = causal ? NT : NK, qo, qc, ko, kc;
                 block_of(nq, split, &qo, &qc);
                 if (causal)
@@ -295,8 +298,8 @@ static void batched_equals_serial(void)
                                            vec_rel_diff(mine.db, ref.db, 4))
                                     : 0;
                 MT_CHECK(sts == 0 && st == 0 && err < TOL && ew < TOL,
-                         "batched map %d split %d causal %d: status %d/%d, "
-                         "gradients %g, dW db %g", c->map, split, causal, sts, st, err, ew);
+                         "batched map %d split %d kind %d: status %d/%d, "
+                         "gradients %g, dW db %g", c->map, split, kind, sts, st, err, ew);
                 MT_CHECK(bad.row == -5, "bad written on success");
                 grads_free(&ref), grads_free(&mine);
                 tmat_free(&q), tmat_free(&k), tmat_free(&v), tmat_free(&g);
