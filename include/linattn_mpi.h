@@ -564,7 +564,6 @@ LINATTN_MPI_API int MX(causal_backward)(const X(plan) *plan, MPI_Comm comm,   \
  * (ex->gates, ex->dgates: the gradient of each token's log decay, its share  \
  * through every later rank's rows included), as linattn_d_causal_backward_ex \
  * takes them;                                                                \
-
  * and a packed stream (ex->offsets, global, as linattn_mpi_d_causal_ex takes \
  * them) with the sequences' starting states (ex->states: nseq on every rank, \
  * the forward's, each read on the rank holding its sequence's first row;     \
@@ -586,11 +585,8 @@ LINATTN_MPI_API int MX(causal_backward)(const X(plan) *plan, MPI_Comm comm,   \
  * an empty sequence's (0: its state reaches no row) on every rank, every     \
  * other entry left as it was.  Errors as linattn_mpi_d_causal_backward; -25  \
  * ex: as at linattn_d_causal_backward_ex (checked on this rank's rows), and  \
- * any other part (key_offsets, state, den, absorb, dstate_end, head_decays), \
- * gates or dgates with offsets, offsets with a decayed plan (the packed      \
- * stream's segmented scans carry no decay), offsets as at                    \
- * linattn_mpi_d_attention_backward_ex, states                                \
-
+ * any other part (key_offsets, state, den, absorb, dstate_end,             \
+ * head_decays), offsets as at linattn_mpi_d_attention_backward_ex, states   \
  * without offsets, an entry NULL or of another plan, dstates without states, \
  * meeting another array or beyond addressing, the offsets or states array    \
  * meeting an output; LINATTN_EMISMATCH also for offsets that differ across   \

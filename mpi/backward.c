@@ -182,8 +182,8 @@ static double row_decay(const XI(problem) *one, int64_t t)
  * counts are by the forward's (R = m_{r+1} + e^{A_{r+1}} m_{r+2} + ...),
  * each rank's m = sum_i exp(b_i) hc_i over its rows (b_i its running log
  * decay from its first row).  The serial backward sees no count beyond
- * its rows: count_share adds R's share of dL/da_t (below). */
-static double count_mass(const XI(problem) *one, int64_t n)
+ * its rows: MI(count_share) adds R's share of dL/da_t (below). */
+double MI(count_mass)(const XI(problem) *one, int64_t n)
 {
     double m = 0, b = 0;
     int64_t e = 0;
@@ -199,27 +199,19 @@ static double count_mass(const XI(problem) *one, int64_t n)
     return m;
 }
 
-/* R's share of dL/da_t, t this rank's rows: c_end = exp(A) c_0 + sum_j
- * w_j exp(B_end - B_j) moves with a_t through every term but the keys
- * j >= t, so dL/da_t gains R (c_end - kappa_t), kappa_t = sum_{j >= t}
- * w_j exp(B_end - B_j) (c_0 the prefix's count).  Nonzero when finite
- * values and their share sum beyond the range. */
-static int count_share(const XI(problem) *one, int64_t n, double c0,
-                       double r)
+/* R's share of dL/da_t, t the rows of problem one (a sequence's rows
+ * here, up to its final state): c_end = exp(A) c_0 + sum_j w_j exp(B_end
+ * - B_j) moves with a_t through every term but the keys j >= t, so
+ * dL/da_t gains R (c_end - kappa_t), kappa_t = sum_{j >= t} w_j exp(B_end
+ * - B_j).  Nonzero when finite values and their share sum beyond the
+ * range. */
+int MI(count_share)(const XI(problem) *one, int64_t n, double cend,
+                    double r)
 {
     real *dg = XI(part_out)(one, LINATTN_I_DGATE);
     const real *w = one->part[LINATTN_I_KW].p;
-    double kappa = 0, after = 0, total = 0; /* after: B_end - B_j */
-    for (int64_t t = 0; t < n; t++)
-        total += row_decay(one, t);
-    double cend = exp(total) * c0;
-    for (int64_t j = n - 1; j >= 0; j--) {
-        double wj = w ? (double)w[j] : 1;
-        cend += wj != 0 ? wj * exp(after) : 0;
-        after += row_decay(one, j);
-    }
+    double kappa = 0, after = 0; /* after: B_end - B_t */
     int bad = 0;
-    after = 0;
     for (int64_t t = n - 1; t >= 0; t--) {
         double wt = w ? (double)w[t] : 1;
         kappa += wt != 0 ? wt * exp(after) : 0;
@@ -469,7 +461,7 @@ static int causal_backward_work(const XI(problem) *jp, MPI_Comm comm,
         /* the reverse scan decays the later ranks' D by this rank's rows'
          * total log decay, as the forward's scan decays the states */
         d[LINATTN_MPI_E_DECAY] = st ? 0 : MI(decay_total)(&one, 0, n);
-        d[LINATTN_MPI_E_MASS] = !st && count ? count_mass(&one, n) : 0;
+        d[LINATTN_MPI_E_MASS] = !st && count ? MI(count_mass)(&one, n) : 0;
         if (!stop)
             MI(note)(st, i, r, &status, &first, &row);
     }
@@ -515,9 +507,11 @@ static int causal_backward_work(const XI(problem) *jp, MPI_Comm comm,
             st = MI(causal_rows)(&one, &ex, &ps, &r);
         /* the later ranks' rows read this rank's count too */
         double rc = e[LINATTN_MPI_E_MASS];
+        double count_end = exp(lh[LINATTN_MPI_E_DECAY]) *
+                               MI(elem)(w, w->prefix, i)[LINATTN_MPI_E_MASS] +
+                           lh[LINATTN_MPI_E_MASS];
         if (!st && count && ex.dgates && rc != 0 &&
-            count_share(&one, n, MI(elem)(w, w->prefix, i)[LINATTN_MPI_E_MASS],
-                        rc))
+            MI(count_share)(&one, n, count_end, rc))
             st = LINATTN_EOVERFLOW, r = -1;
         MI(note)(st, i, r, &status, &first, &row);
     }
@@ -573,15 +567,11 @@ static void single_grads(XI(problem) *j, const real *den, const real *g,
 /* The extras a distributed backward takes: key weights and dL/dw, gates
  * and dL/da (the causal calls: the serial checks refuse them elsewhere),
  * and a packed stream (offsets; causal: per-sequence starting states and
- * their gradients), checked apart (packed_fields).  A packed stream's
- * backward does not decay: its segmented scans carry no log decay yet,
- * so gates and dL/da with offsets are refused (a decayed plan too, in
- * describe). */
+ * their gradients), checked apart (packed_fields). */
 static int ex_taken(const X(extras) *ex)
 {
     return !ex || (!ex->key_offsets && !ex->state && !ex->dstate_end &&
-                   !ex->den && !ex->absorb && !ex->head_decays &&
-                   (!ex->offsets || (!ex->gates && !ex->dgates)));
+                   !ex->den && !ex->absorb && !ex->head_decays);
 }
 
 /* ex as the serial checks see it: a packed stream's offsets, states and
@@ -693,12 +683,8 @@ static int describe(bcall *c, int st, const X(plan) *plan, int layout,
                     int causal)
 {
     int ok = !st || st == LINATTN_EDENOM;
-    double log_decay = 0;
     if (ok && !ex_taken(ex))
         st = -ex_arg, ok = 0;
-    if (ok && ex && ex->offsets && !X(plan_decay)(plan, &log_decay) &&
-        log_decay != 0)
-        st = -ex_arg, ok = 0; /* packed with decay: see ex_taken */
     c->lddw = lddw;
     c->j = MI(problem)(plan, layout, 1, 1, nq, nk);
     XI(problem_qkvo)(&c->j, q, ldq, k, ldk, v, ldv, out, ldout);

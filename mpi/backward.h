@@ -127,6 +127,16 @@ static inline void MI(note)(int st, int64_t i, int64_t r, int *status,
         *status = st, *first = i, *row = r < 0 ? NO_ROW : r;
 }
 
+/* Under LINATTN_DENOM_COUNT with dL/da: the count's gradient a rank
+ * sends to the earlier ones in its D element's E_MASS, sum_i exp(b_i)
+ * hc_i over the n rows of problem one (b_i their running log decay from
+ * its first row, hc_i = dL/dden_i); and, with R = dL/dc_end from the
+ * later ranks and c_end the count at one's last row, R's share of dL/da
+ * of one's rows (nonzero: a sum of finite values beyond the range). */
+double MI(count_mass)(const XI(problem) *one, int64_t n);
+int MI(count_share)(const XI(problem) *one, int64_t n, double cend,
+                    double r);
+
 /* The work of the packed backward calls (packed_backward.c): a packed
  * stream of one problem whose sequences cross ranks. */
 int MI(attention_backward_packed)(const XI(problem) *jp, MPI_Comm comm,

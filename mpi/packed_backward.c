@@ -58,6 +58,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "backward.h"
+#include "attn/plan.h"
 
 /* The argument positions of ex in the two calls. */
 enum { ATTENTION_BACKWARD_EX_ARG = 27, CAUSAL_BACKWARD_EX_ARG = 25 };
@@ -293,6 +294,19 @@ static double final_shift(const double *local, int starts, double cp,
     return tl > 0 && cl > cp ? cl : cp;
 }
 
+/* The later ranks' share of dL/da through the count (R, the gradient of
+ * the count c_end at this rank's end of the sequence of s's rows) after
+ * the serial call on them (ex its extras): 0, or LINATTN_EOVERFLOW with
+ * no row to name. */
+static int count_later(const XI(problem) *s, int64_t rows, const X(extras) *ex,
+                       int count, double cend, double r, int64_t *row)
+{
+    if (!count || !ex->dgates || r == 0 || !MI(count_share)(s, rows, cend, r))
+        return 0;
+    *row = -1;
+    return LINATTN_EOVERFLOW;
+}
+
 int MI(causal_backward_packed)(const XI(problem) *jp, MPI_Comm comm,
                                MI(work) *w, int64_t *problem, int64_t *grow)
 {
@@ -313,7 +327,7 @@ int MI(causal_backward_packed)(const XI(problem) *jp, MPI_Comm comm,
     int64_t inside = p.inner > 0 ? p.inner - 1 + p.at_end : 0;
     int64_t me = p.at_end ? n : ls;
     int starts = p.inner > 0 || p.at_start;
-    int status = 0;
+    int status = 0, count = j->plan->denom == LINATTN_DENOM_COUNT;
     double local[H], cp = 0;
     psum ps;
     double *dend = malloc((size_t)len * sizeof *dend);
@@ -334,8 +348,10 @@ int MI(causal_backward_packed)(const XI(problem) *jp, MPI_Comm comm,
     int stop = mpi || status || failed_in(w->prefix);
     /* 2. the first sequence's D over its rows here, the gradient of its
      * starting state, for the earlier ranks that hold it: none when it
-     * starts here (an empty element that starts a segment).  (A decayed
-     * backward's element would carry the decay of rows [0, fe).) */
+     * starts here (an empty element that starts a segment).  Decayed, the
+     * element carries the log decay of rows [0, fe), over which the later
+     * ranks' D of the sequence reach the earlier ones (and under the
+     * count the count's gradient, as the unpacked backward's). */
     int pre_st = 0;
     double *d = w->back;
     memset(d, 0, (size_t)(H + len) * sizeof *d);
@@ -352,6 +368,7 @@ int MI(causal_backward_packed)(const XI(problem) *jp, MPI_Comm comm,
             XI(problem) s = XI(problem_span)(j, 0, fe, 0, fe);
             X(extras) ex = MI(grad_extras)(&s);
             ex.dweights = NULL;
+            ex.dgates = NULL;
             ex.state = w->state;
             ex.dstates = d + H;
             sd = X(causal_backward_dstates)(
@@ -362,6 +379,9 @@ int MI(causal_backward_packed)(const XI(problem) *jp, MPI_Comm comm,
         if (sd)
             memset(d + H, 0, (size_t)len * sizeof *d);
         MI(gradient_head)(d, len, cp, tp > 0, sd);
+        XI(problem) s = XI(problem_span)(j, 0, fe, 0, fe);
+        d[LINATTN_MPI_E_DECAY] = sd ? 0 : MI(decay_total)(&s, 0, fe);
+        d[LINATTN_MPI_E_MASS] = !sd && count ? MI(count_mass)(&s, fe) : 0;
         MI(note)(sd, 0, r, &status, &first, &row);
     } else {
         /* a failure here or before: the mark, not a status here */
@@ -382,6 +402,11 @@ int MI(causal_backward_packed)(const XI(problem) *jp, MPI_Comm comm,
      * nothing later reads it or it holds no keys */
     const double *seed = NULL;
     int over = 0;
+    /* under the count with dL/da: the later ranks' dL/dc_end of that
+     * sequence, and its count at this rank's end */
+    double rc = 0, cend = local[LINATTN_MPI_E_MASS];
+    if (!starts)
+        cend += exp(local[LINATTN_MPI_E_DECAY]) * w->prefix[LINATTN_MPI_E_MASS];
     if (!stop && !p.at_end && !(p.inner == 0 && pre_st)) {
         const double *e = w->suffix;
         int64_t tf = 0;
@@ -393,6 +418,7 @@ int MI(causal_backward_packed)(const XI(problem) *jp, MPI_Comm comm,
                 dend[t] = f * e[H + t];
             seed = dend;
         }
+        rc = over ? 0 : e[LINATTN_MPI_E_MASS];
     }
     if (!stop) {
         /* an empty sequence's starting state reaches no row: 0, here as
@@ -417,6 +443,8 @@ int MI(causal_backward_packed)(const XI(problem) *jp, MPI_Comm comm,
             }
             if (!sf)
                 sf = MI(causal_rows)(&s, &ex, &ps, &r);
+            if (!sf && p.inner == 0)
+                sf = count_later(&s, fe, &ex, count, cend, rc, &r);
             MI(note)(sf, 0, r, &status, &first, &row);
         }
         /* the sequences wholly here: the serial packed backward */
@@ -436,6 +464,8 @@ int MI(causal_backward_packed)(const XI(problem) *jp, MPI_Comm comm,
                 sl_st = MI(causal_rows)(&s, &ex, &ps, &r);
             else
                 r = 0;
+            if (!sl_st)
+                sl_st = count_later(&s, n - ls, &ex, count, cend, rc, &r);
             MI(note)(sl_st, 0, r >= 0 ? r + ls : -1, &status, &first, &row);
         }
     }

@@ -526,8 +526,8 @@ static double rows_err(const tmat *a, const tmat *b, int64_t o, int64_t c)
 static int step_distributed(const P(plan) *p, int layout, int64_t o, int64_t c,
                             const tmat *q, const tmat *k, const tmat *v,
                             const tmat *gr, const real *g, const real *w,
-                            tmat *out, real *den, tmat *dq, tmat *dk, tmat *dv,
-                            real *dw, real *dg, int64_t *bad)
+                            const int64_t *off, tmat *out, real *den, tmat *dq,
+                            tmat *dk, tmat *dv, real *dw, real *dg, int64_t *bad)
 {
     tmat lq = view(q, o, c), lk = view(k, o, c), lv = view(v, o, c);
     tmat lo = view(out, o, c), lg = view(gr, o, c);
@@ -537,6 +537,8 @@ static int step_distributed(const P(plan) *p, int layout, int64_t o, int64_t c,
     ex.den = den + o;
     ex.gates = g ? g + o : NULL;
     ex.weights = w ? w + o : NULL;
+    ex.offsets = off; /* global */
+    ex.nseq = off ? NSEQ : 0;
     int st = MP(causal_ex)(p, WORLD, layout, c, lq.a, lq.ld, lk.a, lk.ld, lv.a, lv.ld, lo.a,
                            lo.ld, &ex, bad);
     if (st)
@@ -551,15 +553,21 @@ static int step_distributed(const P(plan) *p, int layout, int64_t o, int64_t c,
 
 /* The decayed backward across ranks: every map (the count's share of
  * dL/da crossing ranks among them), split and decay, with and without
- * key weights: this rank's dq, dk, dv, dL/dw and dL/da (whose later
- * ranks' share arrives by the reverse scan) as the serial
- * causal_backward_ex's of the whole sequence; other rows untouched. */
+ * key weights, one sequence and the packed stream of mpipacked.h (empty
+ * sequences, sequences crossing ranks): this rank's dq, dk, dv, dL/dw and
+ * dL/da (whose later ranks' share arrives by the reverse scan) as the
+ * serial causal_backward_ex's of the whole stream; other rows
+ * untouched. */
 static void backward_equals_serial(void)
 {
     for (int mi = 0; mi < MAP_CASES; mi++)
         for (int split = 0; split < SPLITS; split++)
             for (int kind = 0; kind < KINDS; kind++)
-                for (int weighted = 0; weighted < 2; weighted++) {
+                for (int variant = 0; variant < 4; variant++) {
+                    int weighted = variant & 1, packed = variant >> 1;
+                    int64_t offs[NSEQ + 1];
+                    offsets_of(offs);
+                    const int64_t *off = packed ? offs : NULL;
                     const map_case *mc = &map_cases[mi];
                     int layout = (mi + split + kind + weighted) % 2 ? COL : ROW;
                     P(plan) *p = decay_plan(mc, log_decay_of(kind), 0);
@@ -584,6 +592,7 @@ static void backward_equals_serial(void)
                     P(extras) ex;
                     P(extras_init)(&ex);
                     ex.den = rden, ex.gates = g, ex.weights = w;
+                    ex.offsets = off, ex.nseq = off ? NSEQ : 0;
                     int sts = P(causal_ex)(p, layout, NTOK, q.a, q.ld, k.a, k.ld, v.a, v.ld, ro.a,
                                        ro.ld, &ex, NULL);
                     ex.den = NULL, ex.dweights = w ? rdw : NULL, ex.dgates = rdg;
@@ -592,8 +601,8 @@ static void backward_equals_serial(void)
                                                     v.ld, ro.a, ro.ld, rden, gr.a, gr.ld, rq.a,
                                                     rq.ld, rk.a, rk.ld, rv.a, rv.ld, NULL, 3,
                                                     NULL, &ex, NULL);
-                    int st = step_distributed(p, layout, o, c, &q, &k, &v, &gr, g, w, &mo,
-                                              mden, &mq, &mk, &mv, mdw, mdg, &bad);
+                    int st = step_distributed(p, layout, o, c, &q, &k, &v, &gr, g, w, off,
+                                              &mo, mden, &mq, &mk, &mv, mdw, mdg, &bad);
                     double eq = rows_err(&mq, &rq, o, c), ek = rows_err(&mk, &rk, o, c);
                     double ev = rows_err(&mv, &rv, o, c);
                     double ew = w ? vec_rel_diff(mdw + o, rdw + o, c) : 0;
@@ -607,10 +616,10 @@ static void backward_equals_serial(void)
                     /* (the identity's normalizers may vanish: EDENOM on both) */
                     MT_CHECK(st == sts && (sts || (eq < TOL && ek < TOL && ev < TOL &&
                                                    ew < TOL && eg < TOL)),
-                             "backward map %d denom %d split %d decay %d weighted %d: status "
-                             "%d/%d, dq %g dk %g dv %g dw %g da %g",
-                             mc->map, mc->denom, split, kind, weighted, sts, st, eq, ek, ev,
-                             ew, eg);
+                             "backward map %d denom %d split %d decay %d weighted %d packed %d: "
+                             "status %d/%d, dq %g dk %g dv %g dw %g da %g",
+                             mc->map, mc->denom, split, kind, weighted, packed, sts, st, eq, ek,
+                             ev, ew, eg);
                     MT_CHECK(sts || bad == -5, "bad_row written on success");
                     int untouched = outside_untouched(&mq, o, c, SENTINEL) &&
                                     outside_untouched(&mk, o, c, SENTINEL) &&
@@ -627,11 +636,26 @@ static void backward_equals_serial(void)
                 }
 }
 
+/* The last rank holding rows of the SKEWED split. */
+static int last_with_rows(void)
+{
+    int last = 0;
+    for (int r = 0; r < mt_size; r++) {
+        int64_t o, c;
+        int keep = mt_rank;
+        mt_rank = r;
+        block_of(NTOK, SKEWED, &o, &c);
+        mt_rank = keep;
+        if (c > 0)
+            last = r;
+    }
+    return last;
+}
+
 /* What the backward calls refuse with decay, on every rank with nothing
  * written: the non-causal ones a decayed plan (-1) and gates (-i of ex:
- * non-causal attention has no order to decay along), the packed causal
- * one gates and a decayed plan (-i of ex: its segmented scans carry no
- * decay). */
+ * non-causal attention has no order to decay along); the causal one a
+ * gate above 0 on one rank (-i of ex, agreed), packed or not. */
 static void backward_refuses_decay(void)
 {
     const map_case *mc = &map_cases[0];
@@ -662,9 +686,14 @@ static void backward_refuses_decay(void)
         fill(&dq, SENTINEL), fill(&dk, SENTINEL), fill(&dv, SENTINEL);
         P(extras) ex;
         P(extras_init)(&ex);
-        ex.gates = t == 3 ? NULL : g + o;
-        if (t >= 2)
+        ex.gates = g + o;
+        if (t == 3)
             ex.offsets = off, ex.nseq = NSEQ;
+        /* a gate above 0 on the last rank with rows */
+        int64_t mine = mt_rank == last_with_rows() ? o + c - 1 : -1;
+        real keep = mine >= 0 ? g[mine] : 0;
+        if (t >= 2 && mine >= 0)
+            g[mine] = (real)0.5;
         const P(plan) *pl = t == 0 || t == 3 ? p : plain;
         int64_t bad = -5;
         int want = t == 0 ? -1 : t == 1 ? -27 : -25;
@@ -677,6 +706,8 @@ static void backward_refuses_decay(void)
                                            lv.ld, lo.a, lo.ld, den + o, lg.a, lg.ld, ldq.a,
                                            ldq.ld, ldk.a, ldk.ld, ldv.a, ldv.ld, NULL, 3, NULL,
                                            NULL, t == 1 ? &ex : NULL, &bad);
+        if (mine >= 0)
+            g[mine] = keep;
         MT_CHECK(st == want, "backward case %d: status %d, want %d", t, st, want);
         MT_CHECK(all_equal(&dq, SENTINEL) && all_equal(&dk, SENTINEL) &&
                      all_equal(&dv, SENTINEL) && bad == -5,
