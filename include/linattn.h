@@ -991,13 +991,13 @@ LINATTN_API int X(state_update_ex)(X(state) *state, int layout, int64_t n,    \
  * takes the blocked update (an allocation).  ex NULL or all absent:          \
  * linattn_d_states_step, bit for bit.  Every check (every row's) comes       \
  * before any state changes.  Errors: -1 .. -11 as linattn_d_states_step      \
- * (-10 also out meeting the gates or weights); -12 ex: a reserved word       \
- * not 0, a part it does not take (den, state, absorb, offsets, states,       \
- * dweights, dstates, head_decays, dstate_end, dgates), a weight              \
- * negative, NaN or Inf, a gate above 0 (+Inf among them); LINATTN_ESIZE      \
- * (also a state's tokens at INT64_MAX, rows of weight not 0);                \
- * LINATTN_ENONFINITE (a NaN or infinite gate, or its row's query, key or     \
- * value (weight not 0), of a state whose plan asks for check_finite;         \
+ * (-10 also out meeting the weights); -12 ex: a reserved word not 0, a       \
+ * part it does not take (den, state, absorb, offsets, states, dweights,      \
+ * dstates, head_decays, dstate_end, dgates), a weight negative, NaN or       \
+ * Inf, a gate above 0 (+Inf among them), the gates meeting out;              \
+ * LINATTN_ESIZE (also a state's tokens at INT64_MAX, rows of weight not      \
+ * 0); LINATTN_ENONFINITE (a NaN or infinite gate, or its row's query, key    \
+ * or value (weight not 0), of a state whose plan asks for check_finite;      \
  * without it NaN propagates as in linattn_d_state_update_ex);                \
  * LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW (as                      \
  * linattn_d_states_step: the other rows done, the first failing row in       \
