@@ -15,7 +15,8 @@
  * (causal_backward_ex with gates and dgates), backward / forward, beside
  * the undecayed pair.  Then decoding (one head on one thread:
  * state_update of one token, state_query of one) with and without the
- * decay, and the quadratic decayed reference (naive_causal_ex with gates)
+ * decay, the many-stream step (states_step of 512 streams on one thread)
+ * with gates (states_step_ex) and without, and the quadratic decayed reference (naive_causal_ex with gates)
  * against the chunked call at n = 16384.
  */
 #include <stdio.h>
@@ -120,6 +121,36 @@ static double decode_rate(const LX(plan) *p, int64_t steps, const breal *q,
     return rate;
 }
 
+/* Head-tokens per second of steps decoding steps of count streams in one
+ * states_step_ex each (gates NULL: no extras; else row r's gate of step t
+ * at gates + t's first row), the streams' rows taken in turn from the
+ * n rows of Q, K, V. */
+static double step_rate(const LX(plan) *p, int64_t count, int64_t steps,
+                        int64_t n, const breal *q, const breal *k,
+                        const breal *v, breal *out, int64_t d, int64_t e,
+                        const breal *gates)
+{
+    LX(state) **st = malloc((size_t)count * sizeof *st);
+    for (int64_t r = 0; r < count; r++)
+        check(LX(state_create)(&st[r], p), "state_create");
+    LX(extras) ex;
+    LX(extras_init)(&ex);
+    double t0 = bench_now();
+    for (int64_t t = 0; t < steps; t++) {
+        int64_t row = t * count % (n - count + 1);
+        ex.gates = gates ? gates + row : NULL;
+        check(LX(states_step_ex)(st, count, LINATTN_ROW_MAJOR, q + row * d, d,
+                                 k + row * d, d, v + row * e, e, out, e,
+                                 gates ? &ex : NULL, NULL),
+              "states_step_ex");
+    }
+    double rate = (double)(steps * count) / (bench_now() - t0);
+    for (int64_t r = 0; r < count; r++)
+        LX(state_destroy)(st[r]);
+    free(st);
+    return rate;
+}
+
 int main(int argc, char **argv)
 {
     int lg = 20, reps = 5;
@@ -193,7 +224,7 @@ int main(int argc, char **argv)
     /* decoding, one head, one thread */
     int threads = bench_max_threads();
     bench_set_threads(1);
-    int64_t steps = 20000;
+    int64_t steps = n < 20000 ? n : 20000; /* rows of q, k, v */
     double d0[99], d1[99], rd[99];
     for (int i = 0; i < reps; i++) {
         d0[i] = decode_rate(plain, steps, q, k, v, out, d, e);
@@ -205,6 +236,19 @@ int main(int argc, char **argv)
            "(target <= 1.05)\n\n",
            (long long)steps, bench_median(d0, reps), bench_median(d1, reps),
            bench_median(rd, reps));
+    /* the many-stream step (64 sequences x 8 heads), gates against none */
+    int64_t count = 512, ssteps = 200;
+    double s0[99], s1[99], rs1[99];
+    for (int i = 0; i < reps; i++) {
+        s0[i] = step_rate(plain, count, ssteps, n, q, k, v, out, d, e, NULL);
+        s1[i] = step_rate(plain, count, ssteps, n, q, k, v, out, d, e, g);
+        rs1[i] = s0[i] / s1[i];
+    }
+    printf("states_step of %lld streams, one thread, %lld steps: without "
+           "gates %.0f head-tokens/s, with gates (states_step_ex) %.0f, time "
+           "ratio %.3f (target <= 1.05)\n\n",
+           (long long)count, (long long)ssteps, bench_median(s0, reps),
+           bench_median(s1, reps), bench_median(rs1, reps));
     bench_set_threads(threads);
 
     /* the quadratic reference at n = 16384 */

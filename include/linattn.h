@@ -974,6 +974,40 @@ LINATTN_API int X(state_update_ex)(X(state) *state, int layout, int64_t n,    \
                                    const R *k, int64_t ldk, const R *v,       \
                                    int64_t ldv, const X(extras) *ex);         \
                                                                               \
+/* int linattn_d_states_step_ex(linattn_d_state *const *states,               \
+ *         int64_t count, int layout, const double *q, int64_t ldq,           \
+ *         const double *k, int64_t ldk, const double *v, int64_t ldv,        \
+ *         double *out, int64_t ldout, const linattn_d_extras *ex,            \
+ *         int64_t *bad_row)                                                  \
+ * linattn_d_states_step with the parts of ex it takes, one entry per row r   \
+ * (stride 1, count entries): the gates, S_r = exp(ln gamma_r + g_r) S_r +    \
+ * w_r phi(k_r) v_r^T (z_r and the count likewise), and the key weights       \
+ * w_r (a row of weight 0 adds no key and no token, its state still           \
+ * forgets, its query is answered); each row as                               \
+ * linattn_d_state_update_ex of that row with ex->gates + r and               \
+ * ex->weights + r, then linattn_d_state_query of it, bit for bit.  Q and     \
+ * K count x d, V and out count x e, as linattn_d_states_step.  No            \
+ * allocation with gates (as linattn_d_states_step); a row with weights       \
+ * takes the blocked update (an allocation).  ex NULL or all absent:          \
+ * linattn_d_states_step, bit for bit.  Every check (every row's) comes       \
+ * before any state changes.  Errors: -1 .. -11 as linattn_d_states_step      \
+ * (-10 also out meeting the weights); -12 ex: a reserved word not 0, a       \
+ * part it does not take (den, state, absorb, offsets, states, dweights,      \
+ * dstates, head_decays, dstate_end, dgates), a weight negative, NaN or       \
+ * Inf, a gate above 0 (+Inf among them), the gates meeting out;              \
+ * LINATTN_ESIZE (also a state's tokens at INT64_MAX, rows of weight not      \
+ * 0); LINATTN_ENONFINITE (a NaN or infinite gate, or its row's query, key    \
+ * or value (weight not 0), of a state whose plan asks for check_finite;      \
+ * without it NaN propagates as in linattn_d_state_update_ex);                \
+ * LINATTN_ENOMEM; LINATTN_EDENOM; LINATTN_EOVERFLOW (as                      \
+ * linattn_d_states_step: the other rows done, the first failing row in       \
+ * *bad_row).  Needs exclusive access to every state. */                      \
+LINATTN_API int X(states_step_ex)(X(state) *const *states, int64_t count,     \
+                                  int layout, const R *q, int64_t ldq,        \
+                                  const R *k, int64_t ldk, const R *v,        \
+                                  int64_t ldv, R *out, int64_t ldout,         \
+                                  const X(extras) *ex, int64_t *bad_row);     \
+                                                                              \
 /* int linattn_d_naive_ex(const linattn_d_plan *plan, int layout,             \
  *         int64_t nq, int64_t nk, const double *q, int64_t ldq,              \
  *         const double *k, int64_t ldk, const double *v, int64_t ldv,        \

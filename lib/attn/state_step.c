@@ -14,6 +14,13 @@
  * are independent: the threads split them (each row on one thread, so a
  * row's result is the same whatever the count), and a row that fails
  * does not stop the others.
+ *
+ * The _ex form takes a gate and a key weight per row (row r's of the
+ * extras' arrays, as linattn_d_state_update_ex takes them for that one
+ * row): they are two more vector parts of the one-row problem, moved
+ * from row to row with the others, so that the fused pass decays the
+ * state in place as it does for the plan's gamma (attn/state.c,
+ * decayed_update).
  */
 #include "attn/paths.h"
 #include "attn/problem.h"
@@ -24,11 +31,18 @@
 /* Rows per thread below which a step stays on one thread. */
 #define STEP_MIN_ROWS 16
 
-/* linattn_d_states_step: the states, their count, the layout, then Q,
- * K, V and out, one row per state. */
+/* linattn_d_states_step_ex: the states, their count, the layout, then
+ * Q, K, V and out, one row per state, and the extras (12), of which it
+ * takes a gate and a key weight per row (the plain call: ex NULL). */
 static const linattn_i_signature step_sig = {
-    .layout = 3,
-    .part = {LINATTN_I_QKVO(4)}};
+    .layout = 3, .extras = 12,
+    .ex_parts = LINATTN_I_X_WEIGHTS | LINATTN_I_X_GATES,
+    .part = {LINATTN_I_QKVO(4), LINATTN_I_WEIGHTS_IN(12),
+             LINATTN_I_GATES_IN(12)}};
+
+/* The parts a row of the step moves along (the absent ones stay NULL). */
+static const int step_parts[6] = {LINATTN_I_Q,   LINATTN_I_K,  LINATTN_I_V,
+                                  LINATTN_I_OUT, LINATTN_I_KW, LINATTN_I_GATE};
 
 /* Nonzero when the states are not one per stream: NULL, sizes other
  * than the first one's, or one state twice (marked meanwhile). */
@@ -58,31 +72,36 @@ typedef struct {
 } step_job;
 
 /* Rows [lo, hi) of the step, each its state's update then its query:
- * row r is the one-row problem of its Q, K, V and out rows and its
- * state's plan, one descriptor moved from row to row: the call's own on
- * one thread, a copy per range on several (a copy per row cost a step
- * of one stream a tenth of its time). */
+ * row r is the one-row problem of its Q, K, V and out rows (and its gate
+ * and key weight) and its state's plan, one descriptor moved from row to
+ * row: the call's own on one thread, a copy per range on several (a copy
+ * per row cost a step of one stream a tenth of its time). */
 static int64_t step_range(void *ctx, int t, int64_t lo, int64_t hi)
 {
-    static const int parts[4] = {LINATTN_I_Q, LINATTN_I_K, LINATTN_I_V,
-                                 LINATTN_I_OUT};
     step_job *j = ctx;
     XI(problem) own, *row = j->pb;
     if (j->nt > 1) {
         own = *j->pb;
         row = &own;
     }
-    real *base[4];
-    for (int i = 0; i < 4; i++)
-        base[i] = XI(part_out)(j->pb, parts[i]);
-    int cm = j->pb->layout == LINATTN_COL_MAJOR;
+    /* the parts present, where row 0 of each is and the step to row 1 */
+    int cm = j->pb->layout == LINATTN_COL_MAJOR, np = 0, part[6];
+    const real *base[6];
+    int64_t inc[6];
+    for (int i = 0; i < 6; i++) {
+        const XI(part) *a = &j->pb->part[step_parts[i]];
+        if (!a->p)
+            continue;
+        part[np] = step_parts[i];
+        base[np] = a->p;
+        inc[np++] = cm || linattn_i_part_is_vector(step_parts[i]) ? 1 : a->s.ld;
+    }
     row->nq = row->nk = 1;
     j->first[t] = INT64_MAX;
     for (int64_t r = lo; r < hi; r++) {
         X(state) *state = j->states[r];
-        for (int i = 0; i < 4; i++)
-            row->part[parts[i]].p =
-                base[i] + (cm ? r : r * row->part[parts[i]].s.ld);
+        for (int i = 0; i < np; i++)
+            row->part[part[i]].p = base[i] + r * inc[i];
         row->plan = state->plan;
         row->m = state->plan->m;
         int st = XI(state_step_run)(state, row, NULL);
@@ -95,14 +114,19 @@ static int64_t step_range(void *ctx, int t, int64_t lo, int64_t hi)
 }
 
 /* Nonzero when the rows of the states whose plan asks for check_finite
- * are finite. */
+ * are finite: the query, the gate, and the key and value unless the
+ * key's weight is 0 (never read), as the validator scans a call of one
+ * row (attn/problem.c). */
 static int rows_finite(X(state) *const *states, const XI(problem) *pb)
 {
+    const real *w = pb->part[LINATTN_I_KW].p, *g = pb->part[LINATTN_I_GATE].p;
     for (int64_t r = 0; r < pb->nq; r++) {
         if (!states[r]->plan->check_finite)
             continue;
+        if (g && !XI(all_finite)((XI(view)){g + r, 1, 0}, 1, 1))
+            return 0;
         static const int parts[3] = {LINATTN_I_Q, LINATTN_I_K, LINATTN_I_V};
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < (w && w[r] == 0 ? 1 : 3); i++) {
             XI(view) v = XI(view_rows)(XI(part_view)(pb, parts[i]), r);
             if (!XI(all_finite)(v, 1, parts[i] == LINATTN_I_V ? pb->e : pb->d))
                 return 0;
@@ -111,10 +135,10 @@ static int rows_finite(X(state) *const *states, const XI(problem) *pb)
     return 1;
 }
 
-int X(states_step)(X(state) *const *states, int64_t count, int layout,
-                   const real *q, int64_t ldq, const real *k, int64_t ldk,
-                   const real *v, int64_t ldv, real *out, int64_t ldout,
-                   int64_t *bad_row)
+int X(states_step_ex)(X(state) *const *states, int64_t count, int layout,
+                      const real *q, int64_t ldq, const real *k, int64_t ldk,
+                      const real *v, int64_t ldv, real *out, int64_t ldout,
+                      const X(extras) *ex, int64_t *bad_row)
 {
     if (count < 0)
         return -2;
@@ -125,11 +149,14 @@ int X(states_step)(X(state) *const *states, int64_t count, int layout,
     if (!count) /* the sizes of no plan: the matrices are never read */
         pb.d = pb.e = 1;
     XI(problem_qkvo)(&pb, q, ldq, k, ldk, v, ldv, out, ldout);
+    XI(problem_extras)(&pb, ex); /* the parts not taken: refused (-12) */
     int st = XI(problem_check)(&pb, &step_sig, NULL);
     if (st || !count)
         return st;
+    /* a key of weight 0 adds no token (as state_update_ex counts them) */
+    const real *w = pb.part[LINATTN_I_KW].p;
     for (int64_t r = 0; r < count; r++)
-        if (states[r]->tokens == INT64_MAX)
+        if (states[r]->tokens == INT64_MAX && (!w || w[r] != 0))
             return LINATTN_ESIZE;
     if (!rows_finite(states, &pb))
         return LINATTN_ENONFINITE;
@@ -145,4 +172,13 @@ int X(states_step)(X(state) *const *states, int64_t count, int layout,
             return job.status[t];
         }
     return 0;
+}
+
+int X(states_step)(X(state) *const *states, int64_t count, int layout,
+                   const real *q, int64_t ldq, const real *k, int64_t ldk,
+                   const real *v, int64_t ldv, real *out, int64_t ldout,
+                   int64_t *bad_row)
+{
+    return X(states_step_ex)(states, count, layout, q, ldq, k, ldk, v, ldv,
+                             out, ldout, NULL, bad_row);
 }

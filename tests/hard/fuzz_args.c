@@ -207,7 +207,10 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
  * call's plan (an entry now and then NULL or repeated, the array now and
  * then NULL), Q, K, V, out with count rows; a refusal writes nothing and
  * advances no state, and a call that succeeds advances each by one
- * token. */
+ * token (by none where its key weight is 0).  Now and then the _ex form:
+ * NULL extras, gates (now and then one above 0, +Inf or NaN), key
+ * weights (now and then a negative, NaN or Inf one), a reserved word or
+ * a part it does not take (den), each bad one refused as -12. */
 #define STEP_FN(P, R)                                                         \
     static void P##_step(reader *r, const linattn_##P##_plan *plan,           \
                          int layout, int64_t d, int64_t e)                    \
@@ -237,10 +240,42 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
         P##mat v = P##matrix(r, layout, count, e, e, 0);                      \
         P##mat out = P##matrix(r, layout, count, e, e, 1);                    \
         int null_array = twist == 3;                                          \
+        unsigned form = take(r) % 6; /* 0: plain; 1: ex NULL; 2..5: parts */ \
+        linattn_##P##_extras ex;                                              \
+        linattn_##P##_extras_init(&ex);                                       \
+        R gw[12], den[6];                                                     \
+        int ex_ok = 1, values_ok = 1; /* values: read at stage 8 */          \
+        for (int64_t i = 0; i < 6; i++) {                                     \
+            static const double bad_g[4] = {0.5, INFINITY, NAN, -1e3};        \
+            static const double bad_w[4] = {-1, NAN, INFINITY, 0};            \
+            unsigned b = take(r) % 16;                                        \
+            gw[i] = b == 0 ? (R)bad_g[take(r) % 4] : (R)(-0.25 * (b - 1));    \
+            b = take(r) % 16;                                                 \
+            gw[6 + i] = b == 0 ? (R)bad_w[take(r) % 4] : b < 3 ? 0 : (R)b;    \
+        }                                                                     \
+        if (form >= 2) {                                                      \
+            ex.gates = form != 3 ? gw : NULL;                                 \
+            ex.weights = form >= 3 ? gw + 6 : NULL;                           \
+            if (form == 5 && take(r) % 2)                                     \
+                ex.reserved[take(r) % 15] = 1;                                \
+            else if (form == 5)                                               \
+                ex.den = den;                                                 \
+            ex_ok = form != 5;                                                \
+            for (int64_t i = 0; i < count && i < 6; i++)                      \
+                values_ok = values_ok && !(ex.gates && gw[i] > 0) &&          \
+                            !(ex.weights && !(gw[6 + i] >= 0 &&               \
+                                              gw[6 + i] <= 16));              \
+        }                                                                     \
         int64_t bad = -7;                                                     \
-        int status = linattn_##P##_states_step(                               \
-            null_array ? NULL : use, count, layout, q.a, q.ld, k.a, k.ld,     \
-            v.a, v.ld, out.a, out.ld, &bad);                                  \
+        int status =                                                          \
+            form == 0                                                         \
+                ? linattn_##P##_states_step(null_array ? NULL : use, count,   \
+                                            layout, q.a, q.ld, k.a, k.ld,     \
+                                            v.a, v.ld, out.a, out.ld, &bad)   \
+                : linattn_##P##_states_step_ex(                               \
+                      null_array ? NULL : use, count, layout, q.a, q.ld, k.a, \
+                      k.ld, v.a, v.ld, out.a, out.ld, form == 1 ? NULL : &ex, \
+                      &bad);                                                  \
         int layout_ok = layout == LINATTN_ROW_MAJOR ||                        \
                         layout == LINATTN_COL_MAJOR;                          \
         /* no stream, no plan: the widths are unknown, ld >= 1 is all */      \
@@ -249,8 +284,9 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
                       && layout_ok && arg_ok(layout, count, dw, q.a, q.ld) && \
                       arg_ok(layout, count, dw, k.a, k.ld) &&                 \
                       arg_ok(layout, count, ew, v.a, v.ld) &&                 \
-                      arg_ok(layout, count, ew, out.a, out.ld);               \
-        if (status >= 0 && !args_ok)                                          \
+                      arg_ok(layout, count, ew, out.a, out.ld) && ex_ok;      \
+        if ((status >= 0 && !args_ok) ||                                      \
+            (status >= 0 && status != LINATTN_ESIZE && !values_ok))           \
             abort(); /* a bad argument got through */                         \
         int refused = status < 0 || status == LINATTN_ESIZE ||                \
                       status == LINATTN_ENONFINITE;                           \
@@ -262,7 +298,7 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
                                     &tokens);                                 \
             int64_t rows_of = 0; /* the rows whose stream is st[i] */         \
             for (int64_t t = 0; t < count && t < 6; t++)                      \
-                rows_of += use[t] == st[i];                                   \
+                rows_of += use[t] == st[i] && !(ex.weights && gw[6 + t] == 0);\
             if ((refused && tokens != 0) ||                                   \
                 (status == 0 && tokens != rows_of))                           \
                 abort(); /* a state advanced on a refusal, or not by one */   \
