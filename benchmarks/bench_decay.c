@@ -13,7 +13,8 @@
  * ratios.  Then the training step with gates: the forward that hands back
  * the normalizers (causal_ex with den) and the backward with dL/da
  * (causal_backward_ex with gates and dgates), backward / forward, beside
- * the undecayed pair.  Then decoding (one head on one thread:
+ * the undecayed pair, each also with the forward's saved chunk states
+ * read by the backward (extras.chunk_states).  Then decoding (one head on one thread:
  * state_update of one token, state_query of one) with and without the
  * decay, the many-stream step (states_step of 512 streams on one thread)
  * with gates (states_step_ex) and without, and the quadratic decayed reference (naive_causal_ex with gates)
@@ -70,20 +71,23 @@ static double causal_time(const LX(plan) *p, int64_t n, const breal *q,
 }
 
 /* The forward with its normalizers (ftime) and the backward with dL/da
- * (gates: NULL none, dgates then not asked for) of one training step. */
+ * (gates: NULL none, dgates then not asked for) of one training step;
+ * saved: the forward keeps its chunk states in cs and the backward reads
+ * them. */
 typedef struct {
-    breal *g, *dq, *dk, *dv, *den, *dg;
+    breal *g, *dq, *dk, *dv, *den, *dg, *cs;
 } train_bufs;
 
 static void train_step(const LX(plan) *p, int64_t n, const breal *q,
                        const breal *k, const breal *v, breal *out, int64_t d,
-                       int64_t e, const breal *gates, const train_bufs *b,
-                       double *ftime, double *btime)
+                       int64_t e, const breal *gates, int saved,
+                       const train_bufs *b, double *ftime, double *btime)
 {
     LX(extras) ex;
     LX(extras_init)(&ex);
     ex.gates = gates;
     ex.den = b->den;
+    ex.chunk_states = saved ? b->cs : NULL;
     double t0 = bench_now();
     check(LX(causal_ex)(p, LINATTN_ROW_MAJOR, n, q, d, k, d, v, e, out, e,
                         &ex, NULL),
@@ -92,6 +96,7 @@ static void train_step(const LX(plan) *p, int64_t n, const breal *q,
     LX(extras_init)(&ex);
     ex.gates = gates;
     ex.dgates = gates ? b->dg : NULL;
+    ex.chunk_states = saved ? b->cs : NULL;
     t0 = bench_now();
     check(LX(causal_backward_ex)(p, LINATTN_ROW_MAJOR, n, q, d, k, d, v, e,
                                  out, e, b->den, b->g, e, b->dq, d, b->dk, d,
@@ -197,29 +202,39 @@ int main(int argc, char **argv)
            bench_median(r2, reps));
     printf("targets: gamma / undecayed <= 1.15, gates / undecayed <= 1.25\n\n");
 
-    /* the training step, with gates and without */
+    /* the training step, with gates and without, rebuilding the carried
+     * state in the backward or reading the forward's saved chunk states */
+    int64_t cslen = 0;
+    check(LX(causal_chunk_states_size)(plain, n, &cslen),
+          "causal_chunk_states_size");
     train_bufs tb = {random_of(n * e, &seed, -1, 1),
                      malloc((size_t)(n * d) * sizeof(breal)),
                      malloc((size_t)(n * d) * sizeof(breal)),
                      malloc((size_t)(n * e) * sizeof(breal)),
                      malloc((size_t)n * sizeof(breal)),
-                     malloc((size_t)n * sizeof(breal))};
-    double fu[99], bu[99], fg[99], bgt[99], ru[99], rg[99];
-    for (int i = 0; i < reps; i++) {
-        train_step(plain, n, q, k, v, out, d, e, NULL, &tb, &fu[i], &bu[i]);
-        train_step(plain, n, q, k, v, out, d, e, g, &tb, &fg[i], &bgt[i]);
-        ru[i] = bu[i] / fu[i];
-        rg[i] = bgt[i] / fg[i];
-    }
-    printf("training step: forward with den, backward (gates: with dL/da)\n");
+                     malloc((size_t)n * sizeof(breal)),
+                     malloc((size_t)cslen * sizeof(breal))};
+    static const char *const step_name[4] = {"undecayed", "gates",
+                                             "saved", "saved-gates"};
+    double fw[4][99], bw[4][99], rt[4][99];
+    for (int i = 0; i < reps; i++)
+        for (int c = 0; c < 4; c++) {
+            train_step(plain, n, q, k, v, out, d, e, c & 1 ? g : NULL, c >> 1,
+                       &tb, &fw[c][i], &bw[c][i]);
+            rt[c][i] = bw[c][i] / fw[c][i];
+        }
+    printf("training step: forward with den, backward (gates: with dL/da; "
+           "saved: the forward's chunk states, %.0f MB, read by the "
+           "backward)\n",
+           (double)cslen * sizeof(breal) / 1e6);
     printf("%-12s %10s %10s %9s\n", "path", "fwd_s", "bwd_s", "bwd/fwd");
-    printf("%-12s %10.4f %10.4f %9.3f\n", "undecayed", bench_median(fu, reps),
-           bench_median(bu, reps), bench_median(ru, reps));
-    printf("%-12s %10.4f %10.4f %9.3f\n", "gates", bench_median(fg, reps),
-           bench_median(bgt, reps), bench_median(rg, reps));
+    for (int c = 0; c < 4; c++)
+        printf("%-12s %10.4f %10.4f %9.3f\n", step_name[c],
+               bench_median(fw[c], reps), bench_median(bw[c], reps),
+               bench_median(rt[c], reps));
     printf("target: backward / forward with gates <= 2.5\n\n");
     free(tb.g), free(tb.dq), free(tb.dk), free(tb.dv), free(tb.den);
-    free(tb.dg);
+    free(tb.dg), free(tb.cs);
 
     /* decoding, one head, one thread */
     int threads = bench_max_threads();

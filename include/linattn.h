@@ -869,7 +869,20 @@ typedef struct X(extras_s) {                                                  \
      * gates and with gamma = 1 (the gradient at g = 0).  NULL: not asked     \
      * for */                                                                 \
     R *dgates;                                                                \
-    void *reserved_ptr[2];                                                    \
+    /* the causal forward's carried states, saved for its backward            \
+     * (flash-linear-attention's h): linattn_d_causal_ex writes the state     \
+     * [S z] before every chunk and the final one here, and                   \
+     * linattn_d_causal_backward_ex with the same plan, n and inputs reads    \
+     * them instead of rebuilding the carried state (one carried product and  \
+     * the threads' prefix pass fewer, the chunks of the forward's thread     \
+     * split whatever the backward's).  linattn_d_causal_chunk_states_size    \
+     * entries (O(n m e / C): the default backward's memory does not grow     \
+     * with n, this one does).  The forward writes it only when it succeeds   \
+     * (a failed call leaves it refused by the backward); the backward        \
+     * refuses (-i of the extras) a buffer not so written for its n and       \
+     * plan.  One sequence only (no offsets).  NULL: not kept */              \
+    R *chunk_states;                                                          \
+    void *reserved_ptr[1];                                                    \
     int64_t nseq; /* the sequences of offsets (0 without them) */             \
     int64_t reserved[15];                                                     \
 } X(extras);                                                                  \
@@ -1551,6 +1564,16 @@ LINATTN_API int X(causal_backward_dstates)(const X(plan) *plan, int layout,   \
         int64_t n, const R *q, int64_t ldq, const R *k, int64_t ldk,          \
         const R *out, int64_t ldout, const R *den, const R *g, int64_t ldg,   \
         const X(extras) *ex, int64_t *bad_row);                               \
+                                                                              \
+/* int linattn_d_causal_chunk_states_size(const linattn_d_plan *plan,         \
+ *         int64_t n, int64_t *size)                                          \
+ * *size = the entries (doubles) of linattn_d_extras.chunk_states for causal  \
+ * calls of n rows of plan's, on any thread count: about (n / C + min(n /     \
+ * C, 256) + 1) m (e + 1), C the plan's chunk (linattn_d_plan_opts).          \
+ * Errors: -1 plan; -2 n < 0; -3 size NULL; LINATTN_ESIZE (not countable      \
+ * in int64), *size unchanged.  Thread-safe. */                               \
+LINATTN_API int X(causal_chunk_states_size)(const X(plan) *plan, int64_t n,   \
+                                            int64_t *size);                   \
                                                                               \
 /* int linattn_d_state_query_backward(const linattn_d_state *state,           \
  *         int layout, int64_t n, const double *q, int64_t ldq,               \

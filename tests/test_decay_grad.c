@@ -426,6 +426,11 @@ START_TEST(decayed_against_reference)
     ex.den = den;
     ex.weights = w;
     ex.gates = gates;
+    /* the forward saves its chunk states, which the second backward reads */
+    int64_t cslen = 0;
+    ck_assert_int_eq(P(causal_chunk_states_size)(p, N, &cslen), 0);
+    real *cs = malloc((size_t)cslen * sizeof *cs);
+    ex.chunk_states = cs;
     double shift_end = 0;
     if (st) {
         ck_assert_int_eq(P(state_create)(&fin, p), 0);
@@ -468,66 +473,76 @@ START_TEST(decayed_against_reference)
     }
     dref_in in = {&rm, policy, 1, eps, &q, &k, &v, &g, w, a, s0, dend, c0};
     dref ref = dref_run(&in);
-    /* the backward */
-    tmat dq = tmat_like(&q, N, D, 1), dk = tmat_like(&q, N, D, 0);
-    tmat dv = tmat_like(&q, N, E, 3);
-    real *dg = malloc(N * sizeof *dg), *dwt = malloc(N * sizeof *dwt);
-    double *ds0 = malloc((size_t)(m * ld) * sizeof *ds0);
-    /* dW and db: the custom maps' (the random maps' W is drawn, not
-     * trained) */
-    int64_t wr = c.mc.map == LINATTN_MAP_CUSTOM ? rm.rows : 0;
-    int64_t lddw = c.layout == ROW ? D : wr;
-    real *dw = wr ? malloc((size_t)(wr * D) * sizeof *dw) : NULL;
-    real *db = wr ? malloc((size_t)wr * sizeof *db) : NULL;
-    P(extras) bx;
-    P(extras_init)(&bx);
-    bx.weights = w;
-    bx.dweights = dwt;
-    bx.gates = gates;
-    bx.dgates = dg;
-    bx.state = st;
-    bx.dstates = st ? ds0 : NULL;
-    bx.dstate_end = dend_acc;
-    test_set_threads(c.tb);
-    int64_t row = -7;
-    int status = P(causal_backward_ex)(p, c.layout, N, q.a, q.ld, k.a, k.ld,
-                                       v.a, v.ld, out.a, out.ld, den, g.a,
-                                       g.ld, dq.a, dq.ld, dk.a, dk.ld, dv.a,
-                                       dv.ld, dw, lddw, db, &bx, &row);
-    test_set_threads(old);
-    ck_assert_msg(status == 0, "%s case %d: status %d row %lld", c.mc.name, _i,
-                  status, (long long)row);
-    double tol = TOL * 10; /* sums of n products, decayed */
-    ck_assert_msg(rel_err(&out, ref.out) < tol, "%s %d out %g", c.mc.name, _i,
-                  rel_err(&out, ref.out));
-    ck_assert_msg(rel_err(&dq, ref.dq) < tol, "%s %d dq %g", c.mc.name, _i,
-                  rel_err(&dq, ref.dq));
-    ck_assert_msg(rel_err(&dk, ref.dk) < tol, "%s %d dk %g", c.mc.name, _i,
-                  rel_err(&dk, ref.dk));
-    ck_assert_msg(rel_err(&dv, ref.dv) < tol, "%s %d dv %g", c.mc.name, _i,
-                  rel_err(&dv, ref.dv));
-    ck_assert_msg(vec_err(dwt, ref.dwt, N) < tol, "%s %d dweights %g",
-                  c.mc.name, _i, vec_err(dwt, ref.dwt, N));
-    ck_assert_msg(vec_err(dg, ref.dg, N) < tol, "%s %d dgates %g (decay %d)",
-                  c.mc.name, _i, vec_err(dg, ref.dg, N), c.decay);
-    if (wr) {
-        ck_assert(rel_err_vec(dw, lddw, wr, D, c.layout, ref.dw) < tol);
-        ck_assert(rel_err_vec(db, 1, wr, 1, ROW, ref.db) < tol);
+    /* the backward, rebuilding the carried state (pass 0) and reading the
+     * forward's saved chunk states (pass 1, the forward's split on tf
+     * threads read on tb), each against the reference */
+    for (int pass = 0; pass < 2; pass++) {
+        tmat dq = tmat_like(&q, N, D, 1), dk = tmat_like(&q, N, D, 0);
+        tmat dv = tmat_like(&q, N, E, 3);
+        real *dg = malloc(N * sizeof *dg), *dwt = malloc(N * sizeof *dwt);
+        double *ds0 = malloc((size_t)(m * ld) * sizeof *ds0);
+        /* dW and db: the custom maps' (the random maps' W is drawn, not
+         * trained) */
+        int64_t wr = c.mc.map == LINATTN_MAP_CUSTOM ? rm.rows : 0;
+        int64_t lddw = c.layout == ROW ? D : wr;
+        real *dw = wr ? malloc((size_t)(wr * D) * sizeof *dw) : NULL;
+        real *db = wr ? malloc((size_t)wr * sizeof *db) : NULL;
+        P(extras) bx;
+        P(extras_init)(&bx);
+        bx.weights = w;
+        bx.dweights = dwt;
+        bx.gates = gates;
+        bx.dgates = dg;
+        bx.state = st;
+        bx.dstates = st ? ds0 : NULL;
+        bx.dstate_end = dend_acc;
+        bx.chunk_states = pass ? cs : NULL;
+        test_set_threads(c.tb);
+        int64_t row = -7;
+        int status = P(causal_backward_ex)(
+            p, c.layout, N, q.a, q.ld, k.a, k.ld, v.a, v.ld, out.a, out.ld,
+            den, g.a, g.ld, dq.a, dq.ld, dk.a, dk.ld, dv.a, dv.ld, dw, lddw,
+            db, &bx, &row);
+        test_set_threads(old);
+        ck_assert_msg(status == 0, "%s case %d pass %d: status %d row %lld",
+                      c.mc.name, _i, pass, status, (long long)row);
+        double tol = TOL * 10; /* sums of n products, decayed */
+        ck_assert_msg(rel_err(&out, ref.out) < tol, "%s %d out %g",
+                      c.mc.name, _i, rel_err(&out, ref.out));
+        ck_assert_msg(rel_err(&dq, ref.dq) < tol, "%s %d pass %d dq %g",
+                      c.mc.name, _i, pass, rel_err(&dq, ref.dq));
+        ck_assert_msg(rel_err(&dk, ref.dk) < tol, "%s %d pass %d dk %g",
+                      c.mc.name, _i, pass, rel_err(&dk, ref.dk));
+        ck_assert_msg(rel_err(&dv, ref.dv) < tol, "%s %d pass %d dv %g",
+                      c.mc.name, _i, pass, rel_err(&dv, ref.dv));
+        ck_assert_msg(vec_err(dwt, ref.dwt, N) < tol, "%s %d dweights %g",
+                      c.mc.name, _i, vec_err(dwt, ref.dwt, N));
+        ck_assert_msg(vec_err(dg, ref.dg, N) < tol,
+                      "%s %d pass %d dgates %g (decay %d)", c.mc.name, _i,
+                      pass, vec_err(dg, ref.dg, N), c.decay);
+        if (wr) {
+            ck_assert(rel_err_vec(dw, lddw, wr, D, c.layout, ref.dw) < tol);
+            ck_assert(rel_err_vec(db, 1, wr, 1, ROW, ref.db) < tol);
+        }
+        if (st) { /* the accumulator's gradient: the true one times
+                   * exp(shift) */
+            long double *want = zeros(m * ld);
+            for (int64_t x = 0; x < m * ld; x++)
+                want[x] = ref.ds0[x] * expl(shift0);
+            ck_assert_msg(dvec_err(ds0, want, m * ld) < tol,
+                          "%s %d dstates %g", c.mc.name, _i,
+                          dvec_err(ds0, want, m * ld));
+            free(want);
+        }
+        ck_assert(tmat_padding_intact(&dq) && tmat_padding_intact(&dv));
+        tmat_free(&dq), tmat_free(&dk), tmat_free(&dv);
+        free(dg), free(dwt), free(ds0), free(dw), free(db);
     }
-    if (st) { /* the accumulator's gradient: the true one times exp(shift) */
-        long double *want = zeros(m * ld);
-        for (int64_t x = 0; x < m * ld; x++)
-            want[x] = ref.ds0[x] * expl(shift0);
-        ck_assert_msg(dvec_err(ds0, want, m * ld) < tol, "%s %d dstates %g",
-                      c.mc.name, _i, dvec_err(ds0, want, m * ld));
-        free(want);
-    }
-    ck_assert(tmat_padding_intact(&dq) && tmat_padding_intact(&dv));
     P(state_destroy)(st), P(state_destroy)(fin);
     dref_free(&ref), ref_free(&rm), P(plan_destroy)(p);
     tmat_free(&q), tmat_free(&k), tmat_free(&v), tmat_free(&g);
-    tmat_free(&out), tmat_free(&dq), tmat_free(&dk), tmat_free(&dv);
-    free(den), free(dg), free(dwt), free(ds0), free(dw), free(db);
+    tmat_free(&out);
+    free(den), free(cs);
     free(gates), free(w), free(a), free(s0), free(acc0), free(dend);
     free(dend_acc);
 }
@@ -974,6 +989,148 @@ START_TEST(decayed_backward_refusals)
 }
 END_TEST
 
+/* ---- the forward's saved chunk states ---- */
+
+/* The forward keeps its bits when it saves its chunk states; the size
+ * query's errors; the backward refuses (-24, nothing written) a buffer
+ * the forward did not seal for its n and plan, and both calls one that
+ * meets another array or comes with packed sequences; calls that do not
+ * take the part refuse it. */
+START_TEST(chunk_states_refusals_and_bits)
+{
+    mapcase mc = map_case(1);
+    P(plan) *p = plan_of(&mc, LINATTN_DENOM_POSITIVE, -0.1, 0);
+    P(plan) *pn = plan_of(&mc, LINATTN_DENOM_POSITIVE, -0.2, 0);
+    uint64_t s = 9;
+    tmat q = inputs(&mc, ROW, N, D, &s), k = inputs(&mc, ROW, N, D, &s);
+    tmat v = tmat_rand(ROW, N, E, 0, -1, 1, &s);
+    tmat g = tmat_rand(ROW, N, E, 0, -1, 1, &s);
+    tmat out = tmat_like(&q, N, E, 0), out2 = tmat_like(&q, N, E, 0);
+    real *den = malloc(N * sizeof *den), *den2 = malloc(N * sizeof *den2);
+    real *gt = gates_of(N, 1, &s);
+    int64_t len = -1, len0 = -1;
+    ck_assert_int_eq(P(causal_chunk_states_size)(NULL, N, &len), -1);
+    ck_assert_int_eq(P(causal_chunk_states_size)(p, -1, &len), -2);
+    ck_assert_int_eq(P(causal_chunk_states_size)(p, N, NULL), -3);
+    ck_assert_int_eq(len, -1);
+    ck_assert_int_eq(P(causal_chunk_states_size)(p, N, &len), 0);
+    ck_assert_int_eq(P(causal_chunk_states_size)(p, 0, &len0), 0);
+    /* at least a state (m (e + 1)) per chunk and the final one */
+    ck_assert(len >= (N / CHUNK + 2) * D * (E + 1) && len0 >= D * (E + 1));
+    real *cs = calloc((size_t)len, sizeof *cs);
+    P(extras) ex;
+    P(extras_init)(&ex);
+    ex.den = den;
+    ex.gates = gt;
+    for (int threads = 1; threads <= 2; threads++) {
+        int old = test_set_threads(threads);
+        ex.chunk_states = NULL;
+        ex.den = den2;
+        ck_assert_int_eq(fwd(p, &q, &k, &v, &out2, &ex), 0);
+        ex.chunk_states = cs;
+        ex.den = den;
+        ck_assert_int_eq(fwd(p, &q, &k, &v, &out, &ex), 0);
+        test_set_threads(old);
+        ck_assert(memcmp(out.a, out2.a, (size_t)(N * out.ld) * sizeof(real)) ==
+                  0);
+        ck_assert(memcmp(den, den2, N * sizeof *den) == 0);
+    }
+    tmat dq = tmat_like(&q, N, D, 0), dk = tmat_like(&q, N, D, 0);
+    tmat dv = tmat_like(&q, N, E, 0);
+    for (int64_t i = 0; i < N * D; i++)
+        dq.a[i] = dk.a[i] = 42;
+    for (int64_t i = 0; i < N * E; i++)
+        dv.a[i] = 42;
+#define UNTOUCHED()                                                        \
+    do {                                                                   \
+        for (int64_t i_ = 0; i_ < N * D; i_++)                             \
+            ck_assert(dq.a[i_] == 42 && dk.a[i_] == 42);                   \
+        for (int64_t i_ = 0; i_ < N * E; i_++)                             \
+            ck_assert(dv.a[i_] == 42);                                     \
+    } while (0)
+#define BWD(plan, rows, bx)                                                \
+    P(causal_backward_ex)(plan, ROW, rows, q.a, q.ld, k.a, k.ld, v.a,       \
+                          v.ld, out.a, out.ld, den, g.a, g.ld, dq.a, dq.ld, \
+                          dk.a, dk.ld, dv.a, dv.ld, NULL, 0, NULL, bx, NULL)
+    P(extras) bx;
+    P(extras_init)(&bx);
+    bx.gates = gt;
+    /* never written */
+    real *blank = calloc((size_t)len, sizeof *blank);
+    bx.chunk_states = blank;
+    ck_assert_int_eq(BWD(p, N, &bx), -24);
+    /* sealed for N - 1 rows, or by a plan with another decay */
+    P(extras) e2;
+    P(extras_init)(&e2);
+    e2.gates = gt;
+    e2.chunk_states = blank;
+    ck_assert_int_eq(P(causal_ex)(p, ROW, N - 1, q.a, q.ld, k.a, k.ld, v.a,
+                                  v.ld, out2.a, out2.ld, &e2, NULL),
+                     0);
+    ck_assert_int_eq(BWD(p, N, &bx), -24);
+    ck_assert_int_eq(P(causal_ex)(pn, ROW, N, q.a, q.ld, k.a, k.ld, v.a,
+                                  v.ld, out2.a, out2.ld, &e2, NULL),
+                     0);
+    ck_assert_int_eq(BWD(p, N, &bx), -24);
+    UNTOUCHED();
+    /* meeting dq, or with packed sequences */
+    bx.chunk_states = dq.a;
+    ck_assert_int_eq(BWD(p, N, &bx), -24);
+    UNTOUCHED();
+    int64_t off[3] = {0, 20, N};
+    bx.chunk_states = cs;
+    bx.offsets = off;
+    bx.nseq = 2;
+    ck_assert_int_eq(BWD(p, N, &bx), -24);
+    UNTOUCHED();
+    bx.offsets = NULL;
+    bx.nseq = 0;
+    /* the forward: meeting q, or packed: -12, out and the buffer kept */
+    memcpy(blank, cs, (size_t)len * sizeof *cs);
+    memcpy(out2.a, out.a, (size_t)(N * out.ld) * sizeof(real));
+    e2.chunk_states = q.a + 1;
+    ck_assert_int_eq(P(causal_ex)(p, ROW, N, q.a, q.ld, k.a, k.ld, v.a, v.ld,
+                                  out.a, out.ld, &e2, NULL),
+                     -12);
+    e2.chunk_states = cs;
+    e2.offsets = off;
+    e2.nseq = 2;
+    ck_assert_int_eq(P(causal_ex)(p, ROW, N, q.a, q.ld, k.a, k.ld, v.a, v.ld,
+                                  out.a, out.ld, &e2, NULL),
+                     -12);
+    ck_assert(memcmp(blank, cs, (size_t)len * sizeof *cs) == 0);
+    ck_assert(memcmp(out.a, out2.a, (size_t)(N * out.ld) * sizeof(real)) == 0);
+    /* the non-causal call does not take the part */
+    P(extras) nx;
+    P(extras_init)(&nx);
+    nx.chunk_states = cs;
+    ck_assert_int_eq(P(attention_ex)(pn, ROW, N, N, q.a, q.ld, k.a, k.ld, v.a,
+                                     v.ld, out.a, out.ld, &nx, NULL),
+                     -1); /* a decayed plan: refused first */
+    P(plan) *pu = plan_of(&mc, LINATTN_DENOM_POSITIVE, 0, 0);
+    ck_assert_int_eq(P(attention_ex)(pu, ROW, N, N, q.a, q.ld, k.a, k.ld, v.a,
+                                     v.ld, out.a, out.ld, &nx, NULL),
+                     -13);
+    ck_assert(memcmp(out.a, out2.a, (size_t)(N * out.ld) * sizeof(real)) == 0);
+    /* the sealed buffer still serves its backward; no rows: sealed too */
+    bx.chunk_states = cs;
+    ck_assert_int_eq(BWD(p, N, &bx), 0);
+    e2.offsets = NULL;
+    e2.nseq = 0;
+    ck_assert_int_eq(P(causal_ex)(p, ROW, 0, q.a, q.ld, k.a, k.ld, v.a, v.ld,
+                                  out.a, out.ld, &e2, NULL),
+                     0);
+    ck_assert_int_eq(BWD(p, 0, &bx), 0);
+#undef BWD
+#undef UNTOUCHED
+    P(plan_destroy)(p), P(plan_destroy)(pn), P(plan_destroy)(pu);
+    tmat_free(&q), tmat_free(&k), tmat_free(&v), tmat_free(&g);
+    tmat_free(&out), tmat_free(&out2), tmat_free(&dq), tmat_free(&dk);
+    tmat_free(&dv);
+    free(den), free(den2), free(gt), free(cs), free(blank);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("decay_grad_" PREC);
@@ -989,6 +1146,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, decayed_dstates_alone, 0, 2);
     tcase_add_loop_test(tc, no_normalizer_noncausal, 0, 3);
     tcase_add_test(tc, decayed_backward_refusals);
+    tcase_add_test(tc, chunk_states_refusals_and_bits);
     suite_add_tcase(s, tc);
     return s;
 }

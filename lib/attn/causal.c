@@ -50,6 +50,7 @@
 #include "attn/paths.h"
 #include "attn/problem.h"
 #include "attn/decay.h"
+#include "attn/chunk_states.h"
 #include "attn/output_rows.h"
 #include "maps/features.h"
 #include "kernels/kern.h"
@@ -81,6 +82,8 @@ typedef struct {
     double *bsum, *cnt;
     real *xf, *gf, *pwr;
     int64_t c;
+    /* saved chunk states: this range's first record, NULL none */
+    real *rec;
 } causal_ws;
 
 static void free_causal_ws(causal_ws *w)
@@ -383,6 +386,24 @@ static void move_state(const X(plan) *plan, causal_ws *w, int64_t rows,
     }
 }
 
+/* Whether the carried state holds keys, as a saved record says it: has
+ * is kept for the shifted maps only (the others' empty state is zeros,
+ * which the backward may read as a state). */
+static int carried(const X(plan) *plan, const causal_ws *w)
+{
+    return plan->shifted ? w->has : 1;
+}
+
+/* Saved chunk states of an empty call: the final state only, zero (the
+ * backward of no rows reads nothing, and no starting state's gradient
+ * needs it). */
+static void seal_empty(const X(plan) *plan, real *buf)
+{
+    real *rec = XI(chunk_record)(plan, buf, 0, 1, 1);
+    memset(rec, 0, (size_t)XI(chunk_record_len)(plan) * sizeof(real));
+    XI(chunk_states_seal)(plan, buf, 0, 1);
+}
+
 /* The rows of rg (a range of the call's problem: its queries, keys and
  * outputs at its first row) causally, after keys of total weight `before`
  * (the count of LINATTN_DENOM_COUNT) absorbed in the carried state (row r is row orow + r of the origin o, the whole
@@ -415,6 +436,10 @@ static int64_t causal_serial(const XI(problem) *rg, causal_ws *w, int64_t c,
     int decays = XI(decays)(rg);
     for (int64_t r = 0; r < n; r += c) {
         int64_t rows = n - r < c ? n - r : c;
+        if (w->rec) /* the state before the chunk, for the backward */
+            XI(chunk_record_put)(plan,
+                                 w->rec + r / c * XI(chunk_record_len)(plan),
+                                 w->b, ldb, w->z, w->shift, carried(plan, w));
         XI(phi_query)(plan, XI(view_rows)(q, r), rows, w->phiq, NULL);
         XI(view) vc = XI(view_rows)(v, r);
         int keys_here = 1; /* a key of this chunk enters the state */
@@ -580,8 +605,11 @@ int XI(causal_run)(const XI(problem) *pb, int64_t *bad_row)
     X(state) *from = pb->state;
     int64_t n = pb->nq;
     const real *kw = pb->part[LINATTN_I_KW].p;
-    if (n == 0)
+    if (n == 0) {
+        if (pb->chunk_states)
+            seal_empty(plan, pb->chunk_states);
         return 0;
+    }
     int st = 0;
     int64_t c = plan->chunk < n ? plan->chunk : n;
     int64_t min_rows = plan->block > c ? plan->block : c;
@@ -614,6 +642,11 @@ int XI(causal_run)(const XI(problem) *pb, int64_t *bad_row)
     }
     if (have == nt && from)
         seed_ws(plan, &ws[0], from);
+    if (have == nt && pb->chunk_states) {
+        XI(chunk_states_clear)(pb->chunk_states);
+        for (int t = 0; t < nt; t++)
+            ws[t].rec = XI(chunk_record)(plan, pb->chunk_states, n, nt, t);
+    }
     if (have < nt) {
         st = LINATTN_ENOMEM;
     } else if (nt > 1) {
@@ -659,6 +692,14 @@ int XI(causal_run)(const XI(problem) *pb, int64_t *bad_row)
      * refused as linattn_d_state_update refuses it when its sums left the
      * range: every row is written by then, and stays */
     int refused = 0;
+    if (!st && bad >= n && pb->chunk_states) { /* the final state, sealed */
+        const causal_ws *w = &ws[nt - 1];
+        XI(chunk_record_put)(plan,
+                             XI(chunk_record)(plan, pb->chunk_states, n, nt,
+                                              nt),
+                             w->b, w->ldb, w->z, w->shift, carried(plan, w));
+        XI(chunk_states_seal)(plan, pb->chunk_states, n, nt);
+    }
     if (!st && bad >= n && pb->absorb) {
         const causal_ws *w = &ws[nt - 1];
         refused = XI(state_take)(from, w->acc, w->ldacc, w->zacc, w->shift,
@@ -761,7 +802,8 @@ static const linattn_i_signature ex_sig = {
     .absorb = 12,
     .flags = LINATTN_I_SCAN | LINATTN_I_TOKENS | LINATTN_I_DECAY,
     .ex_parts = LINATTN_I_X_DEN | LINATTN_I_X_STATE | LINATTN_I_X_WEIGHTS |
-                LINATTN_I_X_OFFSETS | LINATTN_I_X_STATES | LINATTN_I_X_GATES,
+                LINATTN_I_X_OFFSETS | LINATTN_I_X_STATES | LINATTN_I_X_GATES |
+                LINATTN_I_X_CHUNK_STATES,
     .part = {LINATTN_I_QKVO(4), LINATTN_I_DEN_OUT(12, 0),
              LINATTN_I_WEIGHTS_IN(12), LINATTN_I_GATES_IN(12)}};
 

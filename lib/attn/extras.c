@@ -25,6 +25,7 @@ int X(extras_init)(X(extras) *ex)
     ex->head_decays = NULL;
     ex->dstate_end = NULL;
     ex->dgates = NULL;
+    ex->chunk_states = NULL;
     for (size_t i = 0; i < sizeof ex->reserved_ptr / sizeof *ex->reserved_ptr;
          i++)
         ex->reserved_ptr[i] = NULL;
@@ -76,6 +77,8 @@ int XI(extras_taken)(const X(extras) *ex, unsigned parts)
         return 0;
     if (!(parts & LINATTN_I_X_DGATES) && ex->dgates)
         return 0;
+    if (!(parts & LINATTN_I_X_CHUNK_STATES) && ex->chunk_states)
+        return 0;
     return 1;
 }
 
@@ -94,6 +97,7 @@ void XI(problem_extras)(XI(problem) *pb, const X(extras) *ex)
     pb->head_decays = ex->head_decays;
     pb->dstates = ex->dstates;
     pb->dstate_end = ex->dstate_end;
+    pb->chunk_states = ex->chunk_states;
     if (ex->offsets) {
         pb->nseq = ex->nseq;
         pb->qoff = ex->offsets;

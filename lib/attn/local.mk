@@ -16,9 +16,11 @@ GENERIC_SOURCES += lib/attn/state_step.c
 GENERIC_SOURCES += lib/attn/output_rows.c
 GENERIC_SOURCES += lib/attn/attention.c
 GENERIC_SOURCES += lib/attn/causal.c
+GENERIC_SOURCES += lib/attn/chunk_states.c
 GENERIC_SOURCES += lib/attn/naive.c
 GENERIC_SOURCES += lib/attn/packed.c
 GENERIC_SOURCES += lib/attn/batched.c
 GENERIC_SOURCES += lib/attn/approx_error.c
 INTERNAL_H += lib/attn/problem.h lib/attn/plan.h lib/attn/state.h \
-	lib/attn/output_rows.h lib/attn/paths.h lib/attn/decay.h
+	lib/attn/output_rows.h lib/attn/paths.h lib/attn/decay.h \
+	lib/attn/chunk_states.h

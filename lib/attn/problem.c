@@ -49,6 +49,7 @@
 #include <string.h>
 #include "attn/problem.h"
 #include "attn/state.h"
+#include "attn/chunk_states.h"
 #include "attn/output_rows.h"
 #include "maps/features.h"
 #include "common/validate.h"
@@ -582,6 +583,24 @@ static int packed_check(const XI(problem) *pb, const linattn_i_signature *sig,
     return 0;
 }
 
+/* Nonzero when [lo, hi) meets a part, the offsets or the states array. */
+static int meets_any(const XI(problem) *pb, const linattn_i_signature *sig,
+                     const linattn_strides *vec, uintptr_t lo, uintptr_t hi)
+{
+    for (int i = 0; i < LINATTN_I_PARTS; i++) {
+        if (!sig->part[i].pos || !pb->part[i].p)
+            continue;
+        uintptr_t a, b;
+        part_range(pb, sig, vec, i, &a, &b);
+        if (lo < hi && a < b && lo < b && a < hi)
+            return 1;
+    }
+    return meets(lo, hi, pb->qoff, pb->nseq + 1, sizeof *pb->qoff) ||
+           meets(lo, hi, pb->koff, pb->nseq + 1, sizeof *pb->koff) ||
+           meets(lo, hi, pb->states, XI(problem_states)(pb),
+                 sizeof *pb->states);
+}
+
 /* Stage 8's starting states' gradients: a state to be the gradient of,
  * and an address range apart from every part, the offsets and the
  * states array (-pos of the extras). */
@@ -594,18 +613,27 @@ static int dstates_check(const XI(problem) *pb, const linattn_i_signature *sig,
                   (pb->states ? XI(problem_states)(pb) : 1);
     uintptr_t lo = (uintptr_t)pb->dstates;
     uintptr_t hi = lo + (uintptr_t)len * sizeof(double);
-    for (int i = 0; i < LINATTN_I_PARTS; i++) {
-        if (!sig->part[i].pos || !pb->part[i].p)
-            continue;
-        uintptr_t a, b;
-        part_range(pb, sig, vec, i, &a, &b);
-        if (len > 0 && a < b && lo < b && a < hi)
-            return -sig->extras;
-    }
-    if (meets(lo, hi, pb->qoff, pb->nseq + 1, sizeof *pb->qoff) ||
-        meets(lo, hi, pb->koff, pb->nseq + 1, sizeof *pb->koff) ||
-        meets(lo, hi, pb->states, XI(problem_states)(pb),
-              sizeof *pb->states))
+    return meets_any(pb, sig, vec, lo, hi) ? -sig->extras : 0;
+}
+
+/* Stage 8's saved chunk states: one sequence, apart from every part and
+ * from dstates, and for the backward the forward's sealed buffer of this
+ * n and plan (-pos of the extras). */
+static int chunk_states_check(const XI(problem) *pb,
+                              const linattn_i_signature *sig,
+                              const linattn_strides *vec)
+{
+    int64_t len;
+    if (pb->qoff || X(causal_chunk_states_size)(pb->plan, pb->nq, &len))
+        return -sig->extras;
+    uintptr_t lo = (uintptr_t)pb->chunk_states;
+    uintptr_t hi = lo + (uintptr_t)len * sizeof(real);
+    if (meets_any(pb, sig, vec, lo, hi) ||
+        meets(lo, hi, pb->dstates, pb->dstates ? pb->m * (pb->e + 1) : 0,
+              sizeof(double)))
+        return -sig->extras;
+    if ((sig->flags & LINATTN_I_CHUNKS_IN) &&
+        !XI(chunk_states_threads)(pb->plan, pb->chunk_states, pb->nq))
         return -sig->extras;
     return 0;
 }
@@ -724,6 +752,8 @@ int XI(problem_check)(const XI(problem) *pb, const linattn_i_signature *sig,
         st = packed_check(pb, sig, o, vec);
     if (!st && pb->dstates)
         st = dstates_check(pb, sig, vec);
+    if (!st && pb->chunk_states)
+        st = chunk_states_check(pb, sig, vec);
     if (st)
         return st;
     /* 9. and 10. */

@@ -104,8 +104,10 @@ enum {
                                 /* position: approx_error)                */
     LINATTN_I_GIVEN_KEYS = 128, /* the given state holds the call's nk    */
                                 /* keys (the backward's state of K, V)    */
-    LINATTN_I_DECAY = 256       /* takes a decayed plan (or state): every */
+    LINATTN_I_DECAY = 256,      /* takes a decayed plan (or state): every */
                                 /* other call refuses one as its plan     */
+    LINATTN_I_CHUNKS_IN = 512   /* reads chunk_states (the backward): the */
+                                /* forward's sealed buffer of this n      */
 };
 
 /* The fields of linattn_d_extras a call may take (flags). */
@@ -122,7 +124,9 @@ enum {
     LINATTN_I_X_HEAD_DECAYS = 512, /* head_decays: a log decay per head   */
     LINATTN_I_X_DSTATE_END = 1024, /* dstate_end: the final state's gradient */
                                    /* from beyond the call (the backward)   */
-    LINATTN_I_X_DGATES = 2048 /* dgates: dL/d(log decays) out (the backward) */
+    LINATTN_I_X_DGATES = 2048, /* dgates: dL/d(log decays) out (the backward) */
+    LINATTN_I_X_CHUNK_STATES = 4096 /* chunk_states: the causal forward's  */
+                                    /* saved states, out (forward) or in   */
 };
 
 /* Forms of a call. */
@@ -214,6 +218,9 @@ typedef struct XI(problem_s) {
      * beyond the call (m (e + 1) doubles, one problem), or NULL: it seeds
      * the keys' d[S z] (grad/). */
     const double *dstate_end;
+    /* The causal forward's saved chunk states (attn/chunk_states.h):
+     * written by the forward, read by the backward; NULL: none. */
+    real *chunk_states;
 } XI(problem);
 
 /* One problem (batch = heads = 1) of plan in layout with these sizes

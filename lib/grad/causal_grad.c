@@ -76,6 +76,7 @@
 #include "attn/paths.h"
 #include "attn/problem.h"
 #include "attn/decay.h"
+#include "attn/chunk_states.h"
 #include "kernels/kern.h"
 #include "kernels/kern_grad.h"
 #include "common/simd.h"
@@ -107,6 +108,11 @@ typedef struct {
     XI(accum) pre;  /* forward sweep: the state [S z]^T of earlier rows */
     XI(accum) part; /* forward sweep: this range's D^T (ranges t > 0)   */
     XI(accum) suf;  /* reverse sweep: D^T of the later rows             */
+    /* the forward's saved chunk states: this range's first record (the
+     * forward sweep reads [S z]^T there instead of building it), NULL
+     * none */
+    const real *rec;
+    int64_t c; /* the chunk's rows */
 } cws;
 
 static void free_cws(cws *w)
@@ -126,6 +132,7 @@ static int alloc_cws(cws *w, const XI(problem) *pb, int64_t c)
     const X(plan) *plan = pb->plan;
     int64_t m = plan->m, e = plan->e, ld = e + 1;
     memset(w, 0, sizeof *w);
+    w->c = c;
     w->fq = linattn_i_alloc(c * m, sizeof(real));
     w->fk = linattn_i_alloc(c * m, sizeof(real));
     w->a = linattn_i_alloc(c * m, sizeof(real));
@@ -380,6 +387,45 @@ static const double *chunk_decay(const XI(problem) *rg, cws *w, int64_t r,
     return w->bsum;
 }
 
+/* The chunk's queries' part at row r (its inputs and P, rescaled, in w):
+ * dphi(Q_c) = [g h] [S z]^T (row i at exp(b_i + M - m_i)) + tril(P) K,
+ * from the state before it (sw, [S z]^T at shift, holding keys when
+ * has), through the map's backward into dQ; with dL/da asked for, each
+ * row's phi(q_i) . dphi(q_i) in dg (before the map's backward overwrites
+ * the adjoint).  Nonzero when a value written to dQ is not finite. */
+static int query_part(const XI(problem) *rg, cws *w, int64_t r, int64_t rows,
+                      const real *sw, double shift, int has, const double *bs,
+                      const XI(pgrad) *pg)
+{
+    const X(plan) *plan = rg->plan;
+    int sh = plan->shifted;
+    int64_t m = plan->m, ld = plan->e + 1;
+    real *dg = XI(part_out)(rg, LINATTN_I_DGATE);
+    const XI(kern) *kn = XI(kern_now)();
+    if (has) {
+        XI(gemm)(0, 0, rows, m, ld, 1, (XI(view)){w->gh, ld, 0},
+                 (XI(view)){sw, m, 0}, 0, w->a, m);
+        for (int64_t i = 0; (sh || bs) && i < rows; i++)
+            scale_row(w->a + i * m, m,
+                      factor(shift_of(plan, shift),
+                             shift_of(plan, w->mrun[i]), bs ? bs[i] : 0));
+    } else {
+        memset(w->a, 0, (size_t)(rows * m) * sizeof(real));
+    }
+    if (kn->trimm)
+        kn->trimm(rows, m, w->sp, w->c, w->fk, m, w->a, m, w->a, m, NULL);
+    else
+        XI(tril_times)(w->sp, w->c, (XI(view)){w->fk, m, 0}, rows, m, w->a,
+                       m);
+    for (int64_t i = 0; dg && i < rows; i++)
+        dg[r + i] = (real)row_dot(w->fq + i * m, w->a + i * m, m);
+    XI(view) qb = XI(view_rows)(XI(part_view)(rg, LINATTN_I_Q), r);
+    return XI(phi_backward)(plan, qb, rows, w->fq, w->a,
+                            rg->layout == LINATTN_COL_MAJOR,
+                            XI(part_row)(rg, LINATTN_I_DQ, r),
+                            rg->part[LINATTN_I_DQ].s.ld, &w->fw, pg);
+}
+
 /* The forward sweep over a range: dQ, and (part) the range's own D at
  * the range's start; with dL/da asked for, each row's phi(q_i) .
  * dphi(q_i) there.  Nonzero when a value written to dQ is not finite. */
@@ -387,14 +433,11 @@ static int forward_sweep(const XI(problem) *rg, cws *w, int64_t c, int part,
                          const XI(pgrad) *pg)
 {
     const X(plan) *plan = rg->plan;
-    int cm = rg->layout == LINATTN_COL_MAJOR, sh = plan->shifted;
+    int sh = plan->shifted;
     int64_t m = plan->m, e = plan->e, ld = e + 1, n = rg->nq;
-    int64_t lddq = rg->part[LINATTN_I_DQ].s.ld;
-    real *dg = XI(part_out)(rg, LINATTN_I_DGATE);
     XI(accum) *s = &w->pre;
     XI(view) fq = {w->fq, m, 0}, fk = {w->fk, m, 0}, ghv = {w->gh, ld, 0};
     XI(view) vt = {w->vt, c, 0};
-    const XI(kern) *kn = XI(kern_now)();
     int bad = 0;
     double bpre = 0; /* the decay of the range's rows before the chunk */
     for (int64_t r = 0; r < n; r += c) {
@@ -407,28 +450,7 @@ static int forward_sweep(const XI(problem) *rg, cws *w, int64_t c, int part,
         const double *bs = chunk_decay(rg, w, r, rows, c);
         XI(lower_square)(ghv, vt, rows, ld, w->sp, c);
         rescale_squares(plan, w, rows, c, 0, bs != NULL);
-        /* dphi(Q_c) = [g h] [S z]^T (row i at exp(b_i + M - m_i)) +
-         * tril(P) K */
-        if (s->has) {
-            XI(gemm)(0, 0, rows, m, ld, 1, ghv, (XI(view)){s->w, m, 0}, 0,
-                     w->a, m);
-            for (int64_t i = 0; (sh || bs) && i < rows; i++)
-                scale_row(w->a + i * m, m,
-                          factor(shift_of(plan, s->shift),
-                                 shift_of(plan, w->mrun[i]), bs ? bs[i] : 0));
-        } else {
-            memset(w->a, 0, (size_t)(rows * m) * sizeof(real));
-        }
-        if (kn->trimm)
-            kn->trimm(rows, m, w->sp, c, w->fk, m, w->a, m, w->a, m, NULL);
-        else
-            XI(tril_times)(w->sp, c, fk, rows, m, w->a, m);
-        for (int64_t i = 0; dg && i < rows; i++)
-            dg[r + i] = (real)row_dot(w->fq + i * m, w->a + i * m, m);
-        XI(view) qb = XI(view_rows)(XI(part_view)(rg, LINATTN_I_Q), r);
-        bad |= XI(phi_backward)(plan, qb, rows, w->fq, w->a, cm,
-                                XI(part_row)(rg, LINATTN_I_DQ, r), lddq,
-                                &w->fw, pg);
+        bad |= query_part(rg, w, r, rows, s->w, s->shift, s->has, bs, pg);
         if (part) { /* D of this range at the shift of its first row */
             XI(accum) *d = &w->part;
             if (!d->has)
@@ -484,11 +506,20 @@ static int reverse_sweep(const XI(problem) *rg, cws *w, int64_t c,
     const XI(kern) *kn = XI(kern_now)();
     int bad = 0;
     double usum = 0;
+    int64_t reclen = XI(chunk_record_len)(plan);
     for (int64_t r = (n - 1) / c * c; n > 0 && r >= 0; r -= c) {
         int64_t rows = n - r < c ? n - r : c;
-        double start = 0;
-        if (sh)
+        /* the running shift at the chunk's start: the forward sweep's
+         * note, or the saved state's */
+        double start = 0, shift = 0;
+        int has = 0;
+        const real *rec = w->rec ? w->rec + r / c * reclen : NULL;
+        if (rec) {
+            XI(chunk_record_get)(plan, rec, &shift, &has);
+            start = has ? shift : -INFINITY;
+        } else if (sh) {
             start = (double)*XI(part_row)(rg, LINATTN_I_DV, r);
+        }
         XI(view) kb, vb;
         chunk_inputs(rg, w, r, rows, c, start, &kb, &vb);
         const double *bs = chunk_decay(rg, w, r, rows, c);
@@ -497,6 +528,10 @@ static int reverse_sweep(const XI(problem) *rg, cws *w, int64_t c,
         XI(lower_square)(fq, kt, rows, m, w->sa, c);
         XI(lower_square)(ghv, vt, rows, ld, w->sp, c);
         rescale_squares(plan, w, rows, c, 1, bs != NULL);
+        /* one sweep with the saved states: the queries' part here too,
+         * before the keys' (which read the same features and squares) */
+        if (rec)
+            bad |= query_part(rg, w, r, rows, rec, shift, has, bs, pg);
         /* the later rows: dphi(K_c) = [V 1] D^T, dV_c = phi(K_c) D_S
          * (as (D_S^T phi(K_c)^T)^T), row j at exp(b_C - b_j + m_j - R) */
         if (d->has) {
@@ -627,6 +662,16 @@ static int prefix_states(const XI(problem) *pb, cws *ws, int nt)
     }
     free(mem);
     return st;
+}
+
+/* The final state from its saved record into pre ([S z]^T, as the
+ * forward sweep leaves it). */
+static void load_final(const X(plan) *plan, XI(accum) *pre, const real *rec)
+{
+    for (int64_t i = 0; i < pre->len; i++)
+        pre->acc[i] = (acc_t)rec[i];
+    XI(chunk_record_get)(plan, rec, &pre->shift, &pre->has);
+    XI(accum_publish)(pre);
 }
 
 /* Range t's suffix: range t + 1's own D and its suffix (decayed over
@@ -822,155 +867,6 @@ static int finish_dgates(const XI(problem) *pb, const cws *ws, int nt)
     return linattn_i_parallel_ranges(nt, pb->nq, add_later, &job) != INT64_MAX;
 }
 
-int XI(causal_backward_run)(const XI(problem) *pb, const XI(pgrad) *pg,
-                            int *nonfinite)
-{
-    const X(plan) *plan = pb->plan;
-    int64_t n = pb->nq;
-    if (n == 0) {
-        if (pb->dstates)
-            write_dstate(plan, NULL, pb->state, pb->dstates);
-        return 0;
-    }
-    int64_t c = plan->chunk < n ? plan->chunk : n;
-    int64_t min_rows = plan->block > c ? plan->block : c;
-    int nt = linattn_i_threads(n, min_rows);
-    cws ws[LINATTN_MAX_THREADS];
-    XI(pgrad) parts[LINATTN_MAX_THREADS];
-    XI(pgrad) none = {NULL, NULL};
-    const XI(pgrad) *pgv = pg ? pg : &none;
-    int split = nt > 1 && (pgv->dw || pgv->db);
-    int have = 0, st = 0;
-    while (have < nt && !alloc_cws(&ws[have], pb, c))
-        have++;
-    if (have < nt || (split && XI(pgrad_alloc)(parts, nt, plan, pgv)))
-        st = LINATTN_ENOMEM;
-    if (!st && pb->state)
-        seed_pre(plan, &ws[0].pre, pb->state);
-    if (!st && nt > 1)
-        st = prefix_states(pb, ws, nt);
-    if (!st) {
-        for (int t = 0; !split && t < nt; t++)
-            parts[t] = *pgv;
-        cjob job = {pb, ws, parts, c};
-        int64_t qbad = linattn_i_parallel_ranges(nt, n, forward_range, &job);
-        if (pb->dstate_end) /* at the final running shift, the last pre's */
-            seed_suffix(plan, &ws[nt - 1].suf, pb->dstate_end,
-                        ws[nt - 1].pre.shift);
-        suffix_sums(pb, ws, nt);
-        int64_t kbad = linattn_i_parallel_ranges(nt, n, reverse_range, &job);
-        *nonfinite = qbad != INT64_MAX || kbad != INT64_MAX;
-        if (pb->part[LINATTN_I_DGATE].p)
-            *nonfinite |= finish_dgates(pb, ws, nt);
-        if (pb->dstates)
-            *nonfinite |= write_dstate(plan, &ws[0].suf, pb->state,
-                                       pb->dstates);
-        if (split)
-            XI(pgrad_fold)(plan, pgv, parts, nt);
-    }
-    if (split && have == nt)
-        XI(pgrad_free)(parts, nt);
-    for (int t = 0; t < have; t++)
-        free_cws(&ws[t]);
-    return st;
-}
-
-/* ---- the public call ---- */
-
-/* linattn_d_causal_backward: n rows of Q, K, V, out, den, G in; dQ, dK,
- * dV out; dW and db (optional) against the map, after the others. */
-static const linattn_i_signature backward_sig = {
-    .plan = 1, .layout = 2, .nq = 3,
-    .flags = LINATTN_I_SCAN | LINATTN_I_DEN_POLICY | LINATTN_I_DECAY,
-    .part = {LINATTN_I_BACKWARD(4)}};
-
-int X(causal_backward)(const X(plan) *plan, int layout, int64_t n,
-                       const real *q, int64_t ldq, const real *k, int64_t ldk,
-                       const real *v, int64_t ldv, const real *out,
-                       int64_t ldout, const real *den, const real *g,
-                       int64_t ldg, real *dq, int64_t lddq, real *dk,
-                       int64_t lddk, real *dv, int64_t lddv, real *dw,
-                       int64_t lddw, real *db, int64_t *bad_row)
-{
-    XI(problem) pb = XI(problem_init)(plan, layout, n, n);
-    pb.causal = 1;
-    XI(problem_qkvo)(&pb, q, ldq, k, ldk, v, ldv, out, ldout);
-    XI(problem_grads)(&pb, den, g, ldg, dq, lddq, dk, lddk, dv, lddv, dw,
-                      lddw, db);
-    return XI(backward_single)(&pb, &backward_sig, bad_row);
-}
-
-/* linattn_d_causal_backward_ex: and the extras (24): key weights in,
- * dL/dw out, packed sequences, the forward's starting state (or states)
- * and their gradients out, gates in and dL/da out. */
-static const linattn_i_signature backward_ex_sig = {
-    .plan = 1, .layout = 2, .nq = 3, .extras = 24, .given = 24, .absorb = 24,
-    .ex_parts = LINATTN_I_X_WEIGHTS | LINATTN_I_X_DWEIGHTS |
-                LINATTN_I_X_OFFSETS | LINATTN_I_X_STATE |
-                LINATTN_I_X_STATES | LINATTN_I_X_DSTATES |
-                LINATTN_I_X_DSTATE_END | LINATTN_I_X_GATES |
-                LINATTN_I_X_DGATES,
-    .flags = LINATTN_I_SCAN | LINATTN_I_DEN_POLICY | LINATTN_I_DECAY,
-    .part = {LINATTN_I_BACKWARD(4), LINATTN_I_WEIGHTS_IN(24),
-             LINATTN_I_DWEIGHTS_OUT(24), LINATTN_I_GATES_IN(24),
-             LINATTN_I_DGATES_OUT(24)}};
-
-/* The problem of linattn_d_causal_backward_ex from its arguments. */
-static XI(problem) backward_ex_problem(const X(plan) *plan, int layout,
-        int64_t n, const real *q, int64_t ldq, const real *k, int64_t ldk,
-        const real *v, int64_t ldv, const real *out, int64_t ldout,
-        const real *den, const real *g, int64_t ldg, real *dq, int64_t lddq,
-        real *dk, int64_t lddk, real *dv, int64_t lddv, real *dw,
-        int64_t lddw, real *db, const X(extras) *ex)
-{
-    XI(problem) pb = XI(problem_init)(plan, layout, n, n);
-    pb.causal = 1;
-    XI(problem_qkvo)(&pb, q, ldq, k, ldk, v, ldv, out, ldout);
-    XI(problem_grads)(&pb, den, g, ldg, dq, lddq, dk, lddk, dv, lddv, dw,
-                      lddw, db);
-    XI(problem_backward_extras)(&pb, ex, ex ? ex->state : NULL);
-    /* the backward only reads the states: absorb must be 0 (refused as a
-     * value other than 0 or 1 is) */
-    pb.absorb = ex && ex->absorb ? -1 : 0;
-    return pb;
-}
-
-int X(causal_backward_ex)(const X(plan) *plan, int layout, int64_t n,
-                          const real *q, int64_t ldq, const real *k,
-                          int64_t ldk, const real *v, int64_t ldv,
-                          const real *out, int64_t ldout, const real *den,
-                          const real *g, int64_t ldg, real *dq, int64_t lddq,
-                          real *dk, int64_t lddk, real *dv, int64_t lddv,
-                          real *dw, int64_t lddw, real *db,
-                          const X(extras) *ex, int64_t *bad_row)
-{
-    XI(problem) pb = backward_ex_problem(plan, layout, n, q, ldq, k, ldk, v,
-                                         ldv, out, ldout, den, g, ldg, dq,
-                                         lddq, dk, lddk, dv, lddv, dw, lddw,
-                                         db, ex);
-    return XI(backward_single)(&pb, &backward_ex_sig, bad_row);
-}
-
-int X(causal_backward_check)(const X(plan) *plan, int layout, int64_t n,
-                             const real *q, int64_t ldq, const real *k,
-                             int64_t ldk, const real *v, int64_t ldv,
-                             const real *out, int64_t ldout, const real *den,
-                             const real *g, int64_t ldg, const real *dq,
-                             int64_t lddq, const real *dk, int64_t lddk,
-                             const real *dv, int64_t lddv, const real *dw,
-                             int64_t lddw, const real *db, const X(extras) *ex,
-                             int64_t *bad_row)
-{
-    XI(problem) pb = backward_ex_problem(plan, layout, n, q, ldq, k, ldk, v,
-                                         ldv, out, ldout, den, g, ldg,
-                                         (real *)dq, lddq, (real *)dk, lddk,
-                                         (real *)dv, lddv, (real *)dw, lddw,
-                                         (real *)db, ex);
-    return XI(backward_check)(&pb, &backward_ex_sig, bad_row);
-}
-
-/* ---- the starting state's gradient alone ---- */
-
 typedef struct {
     const XI(problem) *pb;
     cws *ws;
@@ -1053,6 +949,188 @@ static int64_t dstate_range(void *ctx, int t, int64_t lo, int64_t hi)
     }
     return INT64_MAX;
 }
+
+/* Range t > 0's own D (range 0's is not needed: no range before it
+ * reads it), from the running shift its saved first record starts at:
+ * what the forward sweep would have left in w->part. */
+static int64_t own_sum(void *ctx, int t, int64_t lo, int64_t hi)
+{
+    return t > 0 ? dstate_range(ctx, t, lo, hi) : INT64_MAX;
+}
+
+static void own_sums(const XI(problem) *pb, cws *ws, int nt, int64_t c)
+{
+    double start[LINATTN_MAX_THREADS];
+    for (int t = 0; t < nt; t++) {
+        int has;
+        XI(chunk_record_get)(pb->plan, ws[t].rec, &start[t], &has);
+        start[t] = has ? start[t] : -INFINITY;
+    }
+    djob job = {pb, ws, c, NULL, start};
+    linattn_i_parallel_ranges(nt, pb->nq, own_sum, &job);
+}
+
+int XI(causal_backward_run)(const XI(problem) *pb, const XI(pgrad) *pg,
+                            int *nonfinite)
+{
+    const X(plan) *plan = pb->plan;
+    int64_t n = pb->nq;
+    if (n == 0) {
+        if (pb->dstates)
+            write_dstate(plan, NULL, pb->state, pb->dstates);
+        return 0;
+    }
+    int64_t c = plan->chunk < n ? plan->chunk : n;
+    int64_t min_rows = plan->block > c ? plan->block : c;
+    /* with the forward's saved states, its split (the records' chunks) */
+    real *saved = pb->chunk_states;
+    int nt = saved ? XI(chunk_states_threads)(plan, saved, n)
+                   : linattn_i_threads(n, min_rows);
+    cws ws[LINATTN_MAX_THREADS];
+    XI(pgrad) parts[LINATTN_MAX_THREADS];
+    XI(pgrad) none = {NULL, NULL};
+    const XI(pgrad) *pgv = pg ? pg : &none;
+    int split = nt > 1 && (pgv->dw || pgv->db);
+    int have = 0, st = 0;
+    while (have < nt && !alloc_cws(&ws[have], pb, c))
+        have++;
+    if (have < nt || (split && XI(pgrad_alloc)(parts, nt, plan, pgv)))
+        st = LINATTN_ENOMEM;
+    if (!st && pb->state)
+        seed_pre(plan, &ws[0].pre, pb->state);
+    for (int t = 0; !st && saved && t < nt; t++)
+        ws[t].rec = XI(chunk_record)(plan, saved, n, nt, t);
+    if (!st && nt > 1 && !saved)
+        st = prefix_states(pb, ws, nt);
+    if (!st) {
+        for (int t = 0; !split && t < nt; t++)
+            parts[t] = *pgv;
+        cjob job = {pb, ws, parts, c};
+        int64_t qbad = INT64_MAX;
+        if (saved) { /* the final state and the ranges' own D */
+            load_final(plan, &ws[nt - 1].pre,
+                       XI(chunk_record)(plan, saved, n, nt, nt));
+            own_sums(pb, ws, nt, c);
+        } else {
+            qbad = linattn_i_parallel_ranges(nt, n, forward_range, &job);
+        }
+        if (pb->dstate_end) /* at the final running shift, the last pre's */
+            seed_suffix(plan, &ws[nt - 1].suf, pb->dstate_end,
+                        ws[nt - 1].pre.shift);
+        suffix_sums(pb, ws, nt);
+        int64_t kbad = linattn_i_parallel_ranges(nt, n, reverse_range, &job);
+        *nonfinite = qbad != INT64_MAX || kbad != INT64_MAX;
+        if (pb->part[LINATTN_I_DGATE].p)
+            *nonfinite |= finish_dgates(pb, ws, nt);
+        if (pb->dstates)
+            *nonfinite |= write_dstate(plan, &ws[0].suf, pb->state,
+                                       pb->dstates);
+        if (split)
+            XI(pgrad_fold)(plan, pgv, parts, nt);
+    }
+    if (split && have == nt)
+        XI(pgrad_free)(parts, nt);
+    for (int t = 0; t < have; t++)
+        free_cws(&ws[t]);
+    return st;
+}
+
+/* ---- the public call ---- */
+
+/* linattn_d_causal_backward: n rows of Q, K, V, out, den, G in; dQ, dK,
+ * dV out; dW and db (optional) against the map, after the others. */
+static const linattn_i_signature backward_sig = {
+    .plan = 1, .layout = 2, .nq = 3,
+    .flags = LINATTN_I_SCAN | LINATTN_I_DEN_POLICY | LINATTN_I_DECAY,
+    .part = {LINATTN_I_BACKWARD(4)}};
+
+int X(causal_backward)(const X(plan) *plan, int layout, int64_t n,
+                       const real *q, int64_t ldq, const real *k, int64_t ldk,
+                       const real *v, int64_t ldv, const real *out,
+                       int64_t ldout, const real *den, const real *g,
+                       int64_t ldg, real *dq, int64_t lddq, real *dk,
+                       int64_t lddk, real *dv, int64_t lddv, real *dw,
+                       int64_t lddw, real *db, int64_t *bad_row)
+{
+    XI(problem) pb = XI(problem_init)(plan, layout, n, n);
+    pb.causal = 1;
+    XI(problem_qkvo)(&pb, q, ldq, k, ldk, v, ldv, out, ldout);
+    XI(problem_grads)(&pb, den, g, ldg, dq, lddq, dk, lddk, dv, lddv, dw,
+                      lddw, db);
+    return XI(backward_single)(&pb, &backward_sig, bad_row);
+}
+
+/* linattn_d_causal_backward_ex: and the extras (24): key weights in,
+ * dL/dw out, packed sequences, the forward's starting state (or states)
+ * and their gradients out, gates in and dL/da out. */
+static const linattn_i_signature backward_ex_sig = {
+    .plan = 1, .layout = 2, .nq = 3, .extras = 24, .given = 24, .absorb = 24,
+    .ex_parts = LINATTN_I_X_WEIGHTS | LINATTN_I_X_DWEIGHTS |
+                LINATTN_I_X_OFFSETS | LINATTN_I_X_STATE |
+                LINATTN_I_X_STATES | LINATTN_I_X_DSTATES |
+                LINATTN_I_X_DSTATE_END | LINATTN_I_X_GATES |
+                LINATTN_I_X_DGATES | LINATTN_I_X_CHUNK_STATES,
+    .flags = LINATTN_I_SCAN | LINATTN_I_DEN_POLICY | LINATTN_I_DECAY |
+             LINATTN_I_CHUNKS_IN,
+    .part = {LINATTN_I_BACKWARD(4), LINATTN_I_WEIGHTS_IN(24),
+             LINATTN_I_DWEIGHTS_OUT(24), LINATTN_I_GATES_IN(24),
+             LINATTN_I_DGATES_OUT(24)}};
+
+/* The problem of linattn_d_causal_backward_ex from its arguments. */
+static XI(problem) backward_ex_problem(const X(plan) *plan, int layout,
+        int64_t n, const real *q, int64_t ldq, const real *k, int64_t ldk,
+        const real *v, int64_t ldv, const real *out, int64_t ldout,
+        const real *den, const real *g, int64_t ldg, real *dq, int64_t lddq,
+        real *dk, int64_t lddk, real *dv, int64_t lddv, real *dw,
+        int64_t lddw, real *db, const X(extras) *ex)
+{
+    XI(problem) pb = XI(problem_init)(plan, layout, n, n);
+    pb.causal = 1;
+    XI(problem_qkvo)(&pb, q, ldq, k, ldk, v, ldv, out, ldout);
+    XI(problem_grads)(&pb, den, g, ldg, dq, lddq, dk, lddk, dv, lddv, dw,
+                      lddw, db);
+    XI(problem_backward_extras)(&pb, ex, ex ? ex->state : NULL);
+    /* the backward only reads the states: absorb must be 0 (refused as a
+     * value other than 0 or 1 is) */
+    pb.absorb = ex && ex->absorb ? -1 : 0;
+    return pb;
+}
+
+int X(causal_backward_ex)(const X(plan) *plan, int layout, int64_t n,
+                          const real *q, int64_t ldq, const real *k,
+                          int64_t ldk, const real *v, int64_t ldv,
+                          const real *out, int64_t ldout, const real *den,
+                          const real *g, int64_t ldg, real *dq, int64_t lddq,
+                          real *dk, int64_t lddk, real *dv, int64_t lddv,
+                          real *dw, int64_t lddw, real *db,
+                          const X(extras) *ex, int64_t *bad_row)
+{
+    XI(problem) pb = backward_ex_problem(plan, layout, n, q, ldq, k, ldk, v,
+                                         ldv, out, ldout, den, g, ldg, dq,
+                                         lddq, dk, lddk, dv, lddv, dw, lddw,
+                                         db, ex);
+    return XI(backward_single)(&pb, &backward_ex_sig, bad_row);
+}
+
+int X(causal_backward_check)(const X(plan) *plan, int layout, int64_t n,
+                             const real *q, int64_t ldq, const real *k,
+                             int64_t ldk, const real *v, int64_t ldv,
+                             const real *out, int64_t ldout, const real *den,
+                             const real *g, int64_t ldg, const real *dq,
+                             int64_t lddq, const real *dk, int64_t lddk,
+                             const real *dv, int64_t lddv, const real *dw,
+                             int64_t lddw, const real *db, const X(extras) *ex,
+                             int64_t *bad_row)
+{
+    XI(problem) pb = backward_ex_problem(plan, layout, n, q, ldq, k, ldk, v,
+                                         ldv, out, ldout, den, g, ldg,
+                                         (real *)dq, lddq, (real *)dk, lddk,
+                                         (real *)dv, lddv, (real *)dw, lddw,
+                                         (real *)db, ex);
+    return XI(backward_check)(&pb, &backward_ex_sig, bad_row);
+}
+
+/* ---- the starting state's gradient alone ---- */
 
 /* ex->dstates of causal_backward_ex without its sweeps: the ranges' D at
  * the shifts of their first rows, added at the first's (the smallest),
