@@ -11,11 +11,13 @@
  * --d D, --e E, --mem-n K1,K2 (the sizes the memory is measured at,
  * default 16,20).  Each repetition times the forward call
  * (attention_forward; state_update + state_query where the backward is
- * given the state; causal_forward) and the backward call back to back on
- * each path; times are medians, ratios medians of the
+ * given the state; causal_forward; causal_ex keeping its chunk states,
+ * c+saved, whose backward reads them) and the backward call back to back
+ * on each path; times are medians, ratios medians of the
  * per-repetition ratios (the machine is shared and drifts).  The memory
  * rise is measured with every input and gradient already resident: what
- * the call itself allocates and touches (bench_peak_*).  Each path's
+ * the call itself allocates and touches (bench_peak_*; c+saved's chunk
+ * states are the caller's, allocated before).  Each path's
  * forward and backward also print their time over the roofline floor
  * (roofline.h, measured in the same run).
  */
@@ -96,17 +98,43 @@ static void arrays_free(arrays *a)
 
 /* The paths timed: non-causal (the one-call forward; the backward
  * rebuilds the keys' state), non-causal with the state kept (the forward
- * as state_update + state_query, whose state the backward takes), and
- * causal. */
-enum { NONCAUSAL, WITH_STATE, CAUSAL, PATHS };
-static const char *path_name[PATHS] = {"noncausal", "nc+state", "causal"};
+ * as state_update + state_query, whose state the backward takes),
+ * causal, and causal with the forward's chunk states kept for the
+ * backward (extras.chunk_states: memory O(n m e / C)). */
+enum { NONCAUSAL, WITH_STATE, CAUSAL, SAVED, PATHS };
+static const char *path_name[PATHS] = {"noncausal", "nc+state", "causal",
+                                       "c+saved"};
+
+/* The saved path's chunk states (allocated on first use, per n). */
+static double *saved_states;
+static int64_t saved_n = -1;
+
+static double *states_for(const linattn_d_plan *p, int64_t n)
+{
+    if (saved_n != n) {
+        int64_t len = 0;
+        die(linattn_d_causal_chunk_states_size(p, n, &len),
+            "causal_chunk_states_size");
+        free(saved_states);
+        saved_states = zeros(len);
+        saved_n = n;
+    }
+    return saved_states;
+}
 
 static int forward(const linattn_d_plan *p, int path, arrays *a, int64_t d,
                    int64_t e, linattn_d_state *s)
 {
     int64_t n = a->n;
     int st;
+    linattn_d_extras ex;
     switch (path) {
+    case SAVED:
+        linattn_d_extras_init(&ex);
+        ex.den = a->den;
+        ex.chunk_states = states_for(p, n);
+        return linattn_d_causal_ex(p, LINATTN_ROW_MAJOR, n, a->q, d, a->k, d,
+                                   a->v, e, a->out, e, &ex, NULL);
     case CAUSAL:
         return linattn_d_causal_forward(p, LINATTN_ROW_MAJOR, n, a->q, d, a->k,
                                         d, a->v, e, a->out, e, a->den, NULL);
@@ -130,6 +158,15 @@ static int backward(const linattn_d_plan *p, int path, arrays *a, int64_t d,
                     int64_t e, const linattn_d_state *s)
 {
     int64_t n = a->n;
+    if (path == SAVED) {
+        linattn_d_extras ex;
+        linattn_d_extras_init(&ex);
+        ex.chunk_states = states_for(p, n);
+        return linattn_d_causal_backward_ex(
+            p, LINATTN_ROW_MAJOR, n, a->q, d, a->k, d, a->v, e, a->out, e,
+            a->den, a->g, e, a->dq, d, a->dk, d, a->dv, e, NULL, 1, NULL, &ex,
+            NULL);
+    }
     if (path == CAUSAL)
         return linattn_d_causal_backward(p, LINATTN_ROW_MAJOR, n, a->q, d, a->k,
                                          d, a->v, e, a->out, e, a->den, a->g,
@@ -152,6 +189,13 @@ static void path_floors(const bench_roofline *roof, const linattn_d_plan *p,
     linattn_d_plan_block(p, &block);
     int64_t c = bench_default_chunk(sizeof(double));
     int t = bench_split_threads(n, block > c ? block : c, roof->threads);
+    if (path == SAVED) {
+        *ff = bench_roofline_floor(
+            roof, bench_work_causal_saved(n, d, m, e, rows, c, t, 8));
+        *fb = bench_roofline_floor(
+            roof, bench_work_causal_saved_backward(n, d, m, e, rows, c, t, 8));
+        return;
+    }
     if (path == CAUSAL) {
         *ff = bench_roofline_floor(roof, bench_work_causal(n, d, m, e, rows, c,
                                                            t, 8));
@@ -291,5 +335,6 @@ int main(int argc, char **argv)
                c.mem_lg[0], c.mem_lg[1]);
     linattn_d_state_destroy(s);
     linattn_d_plan_destroy(p);
+    free(saved_states);
     return 0;
 }

@@ -270,3 +270,51 @@ bench_work bench_work_causal_backward(int64_t n, int64_t d, int64_t m,
                               pre * (double)(d + e));
     return w;
 }
+
+/* par: m, e */
+static double saved_backward_chunk(double r, const double *par)
+{
+    double m = par[0], e = par[1], e1 = e + 1;
+    return tri(r, e1) + tri(r, m) +              /* P and A            */
+           2 * r * e1 * m + tri(r, m) +          /* dQ                 */
+           2 * r * e1 * m + tri(r, m) +          /* dK                 */
+           2 * r * m * e + tri(r, e) +           /* dV                 */
+           2 * r * e1 * m + 3 * r * e;           /* D, [g h]           */
+}
+
+/* The chunk states a causal call of n rows keeps (one per chunk and the
+ * final one, m (e + 1) numbers each). */
+static double saved_states(int64_t n, int64_t m, int64_t e, int64_t c)
+{
+    c = c < 1 ? 1 : c;
+    return (double)((n + c - 1) / c + 1) * (double)m * (double)(e + 1);
+}
+
+bench_work bench_work_causal_saved(int64_t n, int64_t d, int64_t m, int64_t e,
+                                   int64_t wrows, int64_t c, int threads,
+                                   size_t elem)
+{
+    bench_work w = bench_work_causal(n, d, m, e, wrows, c, threads, elem);
+    w.bytes += (double)elem * saved_states(n, m, e, c);
+    return w;
+}
+
+bench_work bench_work_causal_saved_backward(int64_t n, int64_t d, int64_t m,
+                                            int64_t e, int64_t wrows,
+                                            int64_t c, int threads,
+                                            size_t elem)
+{
+    double nn = (double)n;
+    double pre = threads > 1 ? nn * (double)(threads - 1) / threads : 0;
+    const double par[2] = {(double)m, (double)e};
+    bench_work w;
+    w.flops = feature_flops(2 * nn, d, wrows) +
+              2 * feature_flops(2 * nn, d, wrows) +
+              over_chunks(n, c, saved_backward_chunk, par) +
+              feature_flops(pre, d, wrows) +
+              pre * (2.0 * (double)m * (double)(e + 1) + 3.0 * (double)e);
+    w.bytes = (double)elem * (nn * (double)(4 * d + 4 * e + 1) +
+                              pre * (double)(d + 2 * e + 1) +
+                              saved_states(n, m, e, c));
+    return w;
+}

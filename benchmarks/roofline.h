@@ -105,6 +105,22 @@ bench_work bench_work_causal_backward(int64_t n, int64_t d, int64_t m,
                                       int64_t e, int64_t wrows, int64_t c,
                                       int threads, size_t elem);
 
+/* The causal forward that keeps its chunk states (extras.chunk_states):
+ * bench_work_causal and the states written.  Its backward reading them,
+ * one reverse sweep: per chunk P and A once, dphi(Q_c) from the saved
+ * state and tril(P) phi(K_c), dphi(K_c) and dV_c from D and the
+ * triangles, D's update, [g h]; features once; the ranges' own D over
+ * threads - 1 ranges first (queries' features, [g h], one product).
+ * Bytes: Q, K, V, G, out, den read once, dQ, dK, dV written, the states
+ * read, and the queries, G, out, den of the later ranges again. */
+bench_work bench_work_causal_saved(int64_t n, int64_t d, int64_t m, int64_t e,
+                                   int64_t wrows, int64_t c, int threads,
+                                   size_t elem);
+bench_work bench_work_causal_saved_backward(int64_t n, int64_t d, int64_t m,
+                                            int64_t e, int64_t wrows,
+                                            int64_t c, int threads,
+                                            size_t elem);
+
 /* The causal chunk a plan built with chunk 0 uses (lib/attn/plan.h's
  * LINATTN_DEFAULT_CHUNK: 32 rows in double, 48 in float; keep them
  * equal). */

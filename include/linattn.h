@@ -953,7 +953,9 @@ LINATTN_API int X(attention_ex)(const X(plan) *plan, int layout, int64_t nq,  \
  * composed with the shifted maps' in one exponent (doc/decay.md).  Errors:   \
  * -1 .. -11 as linattn_d_causal (-10 also out meeting the weights, offsets   \
  * or states); -12 ex (as at linattn_d_attention_ex, key_offsets not NULL,    \
- * a gate above 0); LINATTN_ESIZE (also                                       \
+ * a gate above 0, chunk_states with offsets or meeting another array);       \
+ * with ex->chunk_states, the chunk states saved on success (see              \
+ * linattn_d_extras); LINATTN_ESIZE (also                                     \
  * a state's tokens + its n beyond INT64_MAX); LINATTN_ENOMEM;                \
  * LINATTN_EDENOM; LINATTN_EOVERFLOW;                                         \
  * LINATTN_ENONFINITE.  Thread-safe; a state as at linattn_d_attention_ex.    \
@@ -1529,6 +1531,11 @@ LINATTN_API int X(attention_backward_ex)(const X(plan) *plan, int layout,     \
  * dw, db, dstates and dgates are the gradients of L through this call and    \
  * through its final state (the concatenation of two calls, the gradient      \
  * handed from the later one); -24 also for it meeting an output.             \
+ * ex->chunk_states (not with offsets): the forward's saved chunk states      \
+ * (linattn_d_extras), read instead of rebuilding the carried state: one      \
+ * sweep, the same gradients to rounding; -24 for a buffer linattn_d_         \
+ * causal_ex did not seal for this n and plan (never written, or by a call    \
+ * that failed), or one meeting another array.                                \
  * Thread-safe; the states are only read. */                                  \
 LINATTN_API int X(causal_backward_ex)(const X(plan) *plan, int layout,        \
         int64_t n, const R *q, int64_t ldq, const R *k, int64_t ldk,          \

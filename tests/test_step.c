@@ -484,7 +484,7 @@ START_TEST(bad_gated_step_refused)
         case 0: g[2] = (real)0.5; break;
         case 1: g[2] = (real)INFINITY; break;
         case 2: ex.reserved_int[0] = 1; break;
-        case 3: ex.reserved_ptr[1] = &bad; break;
+        case 3: ex.reserved_ptr[0] = &bad; break;
         case 4: ex.reserved[14] = 1; break;
         case 5: ex.den = den; break;
         case 6: ex.state = c; break;

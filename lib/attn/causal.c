@@ -82,8 +82,9 @@ typedef struct {
     double *bsum, *cnt;
     real *xf, *gf, *pwr;
     int64_t c;
-    /* saved chunk states: this range's first record, NULL none */
-    real *rec;
+    /* saved chunk states: this range's first record, NULL none, and a
+     * record's staging */
+    real *rec, *stage;
 } causal_ws;
 
 static void free_causal_ws(causal_ws *w)
@@ -92,6 +93,7 @@ static void free_causal_ws(causal_ws *w)
     free(w->b), free(w->part), free(w->z), free(w->zacc), free(w->zpart);
     free(w->rexp), free(w->mrun);
     free(w->bsum), free(w->cnt), free(w->xf), free(w->gf), free(w->pwr);
+    free(w->stage);
     if (LINATTN_ACC_WIDER)
         free(w->acc);
 }
@@ -136,12 +138,15 @@ static int alloc_causal_ws(causal_ws *w, const XI(problem) *pb, int64_t c)
         for (int64_t k = 0; w->pwr && k <= c; k++)
             w->pwr[c - k] = (real)exp((double)k * XI(log_decay)(pb));
     }
+    if (pb->chunk_states)
+        w->stage = linattn_i_alloc(XI(chunk_record_len)(plan), sizeof(real));
     if (!w->phiq || !w->phik || !w->vbuf || !w->r || !w->dd || !w->b ||
         !w->z || !w->zacc || !w->zpart ||
         (LINATTN_ACC_WIDER && (!w->part || !w->acc)) ||
         (plan->shifted && (!w->rexp || !w->mrun)) ||
         (decays && (!w->bsum || !w->cnt || !w->xf || !w->gf ||
-                    (table && !w->pwr)))) {
+                    (table && !w->pwr))) ||
+        (pb->chunk_states && !w->stage)) {
         free_causal_ws(w);
         return LINATTN_ENOMEM;
     }
@@ -439,7 +444,8 @@ static int64_t causal_serial(const XI(problem) *rg, causal_ws *w, int64_t c,
         if (w->rec) /* the state before the chunk, for the backward */
             XI(chunk_record_put)(plan,
                                  w->rec + r / c * XI(chunk_record_len)(plan),
-                                 w->b, ldb, w->z, w->shift, carried(plan, w));
+                                 w->stage, w->b, ldb, w->z, w->shift,
+                                 carried(plan, w));
         XI(phi_query)(plan, XI(view_rows)(q, r), rows, w->phiq, NULL);
         XI(view) vc = XI(view_rows)(v, r);
         int keys_here = 1; /* a key of this chunk enters the state */
@@ -697,7 +703,8 @@ int XI(causal_run)(const XI(problem) *pb, int64_t *bad_row)
         XI(chunk_record_put)(plan,
                              XI(chunk_record)(plan, pb->chunk_states, n, nt,
                                               nt),
-                             w->b, w->ldb, w->z, w->shift, carried(plan, w));
+                             w->stage, w->b, w->ldb, w->z, w->shift,
+                             carried(plan, w));
         XI(chunk_states_seal)(plan, pb->chunk_states, n, nt);
     }
     if (!st && bad >= n && pb->absorb) {

@@ -4,9 +4,13 @@
  * (attn/chunk_states.h): a header of int64 words, then records.
  */
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include "attn/chunk_states.h"
 #include "attn/plan.h"
 #include "common/threads.h"
+#include "kernels/kern.h"
 
 /* The header's words (int64, copied bytewise: the buffer is reals). */
 enum { H_MAGIC, H_N, H_CHUNK, H_THREADS, H_M, H_E, H_PLAN, H_RECORDS, H_WORDS };
@@ -73,18 +77,44 @@ real *XI(chunk_record)(const X(plan) *plan, real *buf, int64_t n, int nt,
     return buf + HEADER_REALS + k * XI(chunk_record_len)(plan);
 }
 
-void XI(chunk_record_put)(const X(plan) *plan, real *rec, const real *s,
-                          int64_t lds, const real *z, double shift, int has)
+/* count reals from src to dst, which nothing reads until the backward:
+ * with SSE2, stores that bypass the caches when dst is 16-byte aligned
+ * (no read of the lines before they are written, and the forward's
+ * working set stays in cache), fenced so that any thread may read them
+ * once the call returns. */
+static void stream_out(real *dst, const real *src, int64_t count)
+{
+    size_t bytes = (size_t)count * sizeof(real), done = 0;
+#if defined(__SSE2__)
+    if ((uintptr_t)dst % 16 == 0) {
+        for (; done + 16 <= bytes; done += 16)
+            _mm_stream_si128((__m128i *)((char *)dst + done),
+                             _mm_loadu_si128((const __m128i *)((const char *)
+                                                                   src +
+                                                               done)));
+        _mm_sfence();
+    }
+#endif
+    memcpy((char *)dst + done, (const char *)src + done, bytes - done);
+}
+
+void XI(chunk_record_put)(const X(plan) *plan, real *rec, real *stage,
+                          const real *s, int64_t lds, const real *z,
+                          double shift, int has)
 {
     int64_t m = plan->m, e = plan->e;
-    for (int64_t j = 0; j < e; j++)
-        for (int64_t i = 0; i < m; i++)
-            rec[j * m + i] = s[i * lds + j];
-    memcpy(rec + e * m, z, (size_t)m * sizeof(real));
+    /* staged in cache row by row, as the state is held, then streamed out
+     * whole (a transposing write to memory cost the forward several
+     * times as much) */
+    for (int64_t i = 0; i < m; i++) {
+        memcpy(stage + i * (e + 1), s + i * lds, (size_t)e * sizeof(real));
+        stage[i * (e + 1) + e] = z[i];
+    }
     int64_t h = has;
-    char *tail = (char *)(rec + (e + 1) * m);
+    char *tail = (char *)(stage + (e + 1) * m);
     memcpy(tail, &shift, sizeof shift);
     memcpy(tail + sizeof shift, &h, sizeof h);
+    stream_out(rec, stage, XI(chunk_record_len)(plan));
 }
 
 void XI(chunk_record_get)(const X(plan) *plan, const real *rec,

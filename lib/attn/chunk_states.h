@@ -5,9 +5,9 @@
  * instead of rebuilding the carried state.  Not installed.
  *
  * The buffer holds a header, then one record per chunk of each thread's
- * range (the state [S z]^T before the chunk's first row, (e + 1) x m at
- * leading dimension m, then its shift as a double and whether it holds
- * tokens as an int64), then one record of the final state.  The records
+ * range (the state [S z] before the chunk's first row, m x (e + 1) row
+ * major as the forward holds it, then its shift as a double and whether
+ * it holds tokens as an int64), then one record of the final state.  The records
  * follow the forward's split (its thread count and chunk size, both in
  * the header), so that the backward runs the same chunks whatever its
  * own thread count: a record is the state at a chunk boundary exactly as
@@ -41,9 +41,11 @@ real *XI(chunk_record)(const X(plan) *plan, real *buf, int64_t n, int nt,
                        int t);
 
 /* Record the state [S z] (S m x e at leading dimension lds, z m
- * entries), at its shift, with has (tokens) into rec. */
-void XI(chunk_record_put)(const X(plan) *plan, real *rec, const real *s,
-                          int64_t lds, const real *z, double shift, int has);
+ * entries), at its shift, with has (tokens) into rec, through stage
+ * (XI(chunk_record_len) reals of the caller's). */
+void XI(chunk_record_put)(const X(plan) *plan, real *rec, real *stage,
+                          const real *s, int64_t lds, const real *z,
+                          double shift, int has);
 
 /* The shift and has of a record. */
 void XI(chunk_record_get)(const X(plan) *plan, const real *rec,

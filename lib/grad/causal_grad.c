@@ -109,9 +109,10 @@ typedef struct {
     XI(accum) part; /* forward sweep: this range's D^T (ranges t > 0)   */
     XI(accum) suf;  /* reverse sweep: D^T of the later rows             */
     /* the forward's saved chunk states: this range's first record (the
-     * forward sweep reads [S z]^T there instead of building it), NULL
-     * none */
+     * one sweep reads [S z] there instead of building it), NULL none,
+     * and the state before the chunk turned, [S z]^T */
     const real *rec;
+    real *st;
     int64_t c; /* the chunk's rows */
 } cws;
 
@@ -119,7 +120,7 @@ static void free_cws(cws *w)
 {
     free(w->fq), free(w->fk), free(w->gh), free(w->sa), free(w->sp);
     free(w->a), free(w->y), free(w->vt), free(w->kt), free(w->yt);
-    free(w->kz), free(w->vz), free(w->rexp), free(w->mrun);
+    free(w->kz), free(w->vz), free(w->rexp), free(w->mrun), free(w->st);
     free(w->bsum), free(w->fac), free(w->pwr);
     XI(fgrad_free)(&w->fw);
     XI(accum_free)(&w->pre);
@@ -147,9 +148,10 @@ static int alloc_cws(cws *w, const XI(problem) *pb, int64_t c)
     w->vz = linattn_i_alloc(c * e, sizeof(real));
     w->rexp = linattn_i_alloc(c, sizeof(double));
     w->mrun = linattn_i_alloc(c, sizeof(double));
+    w->st = linattn_i_alloc(m * ld, sizeof(real));
     int bad = !w->fq || !w->fk || !w->a || !w->gh || !w->sa || !w->sp ||
               !w->y || !w->vt || !w->kt || !w->yt || !w->kz || !w->vz ||
-              !w->rexp || !w->mrun;
+              !w->rexp || !w->mrun || !w->st;
     if (XI(decays)(pb)) {
         int table = !pb->part[LINATTN_I_GATE].p;
         w->bsum = linattn_i_alloc(c, sizeof(double));
@@ -530,8 +532,10 @@ static int reverse_sweep(const XI(problem) *rg, cws *w, int64_t c,
         rescale_squares(plan, w, rows, c, 1, bs != NULL);
         /* one sweep with the saved states: the queries' part here too,
          * before the keys' (which read the same features and squares) */
-        if (rec)
-            bad |= query_part(rg, w, r, rows, rec, shift, has, bs, pg);
+        if (rec) {
+            kn->transpose(m, ld, rec, ld, w->st, m);
+            bad |= query_part(rg, w, r, rows, w->st, shift, has, bs, pg);
+        }
         /* the later rows: dphi(K_c) = [V 1] D^T, dV_c = phi(K_c) D_S
          * (as (D_S^T phi(K_c)^T)^T), row j at exp(b_C - b_j + m_j - R) */
         if (d->has) {
@@ -664,12 +668,14 @@ static int prefix_states(const XI(problem) *pb, cws *ws, int nt)
     return st;
 }
 
-/* The final state from its saved record into pre ([S z]^T, as the
- * forward sweep leaves it). */
+/* The final state from its saved record ([S z]) into pre ([S z]^T, as
+ * the forward sweep leaves it). */
 static void load_final(const X(plan) *plan, XI(accum) *pre, const real *rec)
 {
-    for (int64_t i = 0; i < pre->len; i++)
-        pre->acc[i] = (acc_t)rec[i];
+    int64_t m = plan->m, ld = plan->e + 1;
+    for (int64_t i = 0; i < ld; i++)
+        for (int64_t j = 0; j < m; j++)
+            pre->acc[i * m + j] = (acc_t)rec[j * ld + i];
     XI(chunk_record_get)(plan, rec, &pre->shift, &pre->has);
     XI(accum_publish)(pre);
 }

@@ -8,8 +8,13 @@
 #
 # Environment (make check sets them): MPIEXEC, the launcher (run through
 # launch.sh); LIBTOOL, to run the uninstalled programs; MPI_TEST_TIMEOUT
-# (seconds, default 300).
+# (seconds, default 300); MPI_TEST_MAX_NP, the most ranks to run (more:
+# skipped; make check-hard's sanitizer build sets it).
 np=${1:?usage: run.sh NP}
+if [ -n "${MPI_TEST_MAX_NP:-}" ] && [ "$np" -gt "$MPI_TEST_MAX_NP" ]; then
+    echo "run.sh: $np ranks, above MPI_TEST_MAX_NP=$MPI_TEST_MAX_NP: skipped" >&2
+    exit 77
+fi
 # the build tree's tests/mpi: where make check runs us from
 build=${MPI_TEST_DIR:-tests/mpi}
 launcher=${MPIEXEC:-mpiexec}
