@@ -86,7 +86,7 @@ module linattn
   ! Handle-only and precision-free procedures.
   public :: linattn_plan_create, linattn_plan_destroy, linattn_plan_dims, &
       linattn_plan_block, linattn_plan_decay, linattn_plan_weight_rows, &
-      linattn_state_create, &
+      linattn_causal_chunk_states_size, linattn_state_create, &
       linattn_state_destroy, linattn_state_reset, linattn_state_merge, &
       linattn_state_copy, linattn_state_shift, linattn_state_tokens, &
       linattn_state_save_size, linattn_state_save, linattn_state_load, &
@@ -217,6 +217,28 @@ contains
     end if
     call call_end(c, stat, errmsg)
   end subroutine linattn_plan_weight_rows
+
+  ! entries = the size of the chunk_states argument of linattn_causal_ex
+  ! and linattn_causal_backward for n tokens of plan's (on any thread
+  ! count; O(n m e / chunk)).
+  subroutine linattn_causal_chunk_states_size(plan, n, entries, stat, errmsg)
+    type(linattn_plan), intent(in) :: plan
+    integer(int64), intent(in) :: n
+    integer(int64), intent(inout) :: entries
+    integer, intent(out), optional :: stat
+    character(*), intent(inout), optional :: errmsg
+    type(linattn_call) :: c
+    integer(c_int64_t), target :: s
+    c = call_begin('linattn_causal_chunk_states_size', &
+        'causal_chunk_states_size', plan%kind)
+    call check_plan(c, plan, 1, 'plan')
+    if (c%status == 0) then
+      call call_c(c, cx_causal_chunk_states_size(plan%kind, plan%ptr, &
+          int(n, c_int64_t), c_loc(s)))
+      if (c%status == 0) entries = s
+    end if
+    call call_end(c, stat, errmsg)
+  end subroutine linattn_causal_chunk_states_size
 
   ! A zero state for plan, of the plan's precision.
   subroutine linattn_state_create(state, plan, stat, errmsg)

@@ -6,7 +6,9 @@
 ! against differences of linattn_features; real32 against real64; a
 ! wrong extent refused with stat and nothing written; decay: dgates
 ! against differences of the gated forward, the batched backward with a
-! log decay per head against single calls.
+! log decay per head against single calls; the forward's saved chunk
+! states (chunk_states=) read by the backward, in both precisions, and
+! refused when not sealed by the forward or too small.
 program test_f_grad
   use, intrinsic :: iso_fortran_env, only: int64, real32, real64
   use linattn
@@ -38,6 +40,9 @@ program test_f_grad
   call ex_check()
   ! a decayed plan, gates and their gradient
   call decay_check()
+  ! the causal forward's chunk states, read by the backward
+  call chunk_states_check()
+  call chunk_states_check_s()
   ! opts%query_scale reaches C: without normalizer, out scales by it
   call qscale_check()
   ! real32 follows real64
@@ -400,6 +405,124 @@ contains
     call check(st == -24 .and. all(dg == 7), 'dgates short: ' // trim(msg))
     call linattn_plan_destroy(p)
   end subroutine decay_check
+
+  ! A gated forward of several chunks saving its chunk states: out bit
+  ! for bit the plain forward's; the backward reading them gives dq, dk,
+  ! dv and dgates of the one that rebuilds the carried state (1e-10 of
+  ! the largest); a buffer the forward never wrote (zeros) and one too
+  ! small refused (-24, -12), nothing written; the size of n < 0 refused.
+  subroutine chunk_states_check()
+    integer, parameter :: nt = 37
+    real(real64) :: q(d, nt), k(d, nt), v(e, nt), g(e, nt), out(e, nt)
+    real(real64) :: o2(e, nt), den(nt), gt(nt), dg(nt), sdg(nt)
+    real(real64) :: dq(d, nt), dk(d, nt), dv(e, nt)
+    real(real64) :: sq(d, nt), sk(d, nt), sv(e, nt)
+    real(real64), allocatable :: cs(:), cz(:)
+    type(linattn_plan) :: p
+    type(linattn_opts) :: o
+    integer(int64) :: entries
+    integer :: i
+    o%log_decay = -0.05_real64
+    o%chunk = 8
+    call linattn_plan_create(p, LINATTN_MAP_ELU1, d, e, opts=o)
+    call fill(q, 71, -1.0_real64, 1.0_real64)
+    call fill(k, 72, -1.0_real64, 1.0_real64)
+    call fill(v, 73, -1.0_real64, 1.0_real64)
+    call fill(g, 74, -1.0_real64, 1.0_real64)
+    gt = [(-0.02_real64 * mod(i, 5), i = 1, nt)]
+    entries = -1
+    call linattn_causal_chunk_states_size(p, int(nt, int64), entries, &
+        stat=st)
+    call check(st == 0 .and. entries > 0, 'chunk states size')
+    allocate(cs(entries), cz(entries))
+    cs = 0
+    cz = 0
+    call linattn_causal_ex(p, q, k, v, out, den=den, gates=gt, &
+        chunk_states=cs, stat=st)
+    call check(st == 0, 'gated forward saving its chunk states')
+    call linattn_causal_ex(p, q, k, v, o2, gates=gt)
+    call check(same_bits(out, o2), 'saving the chunk states: out unchanged')
+    call linattn_causal_backward(p, q, k, v, out, den, g, dq, dk, dv, &
+        gates=gt, dgates=dg, stat=st)
+    call check(st == 0, 'gated backward rebuilding the carried state')
+    call linattn_causal_backward(p, q, k, v, out, den, g, sq, sk, sv, &
+        gates=gt, dgates=sdg, chunk_states=cs, stat=st, errmsg=msg)
+    call check(st == 0, 'gated backward from the chunk states: ' // trim(msg))
+    call close_to(sq, dq, 1d-10, 'chunk states: dq')
+    call close_to(sk, dk, 1d-10, 'chunk states: dk')
+    call close_to(sv, dv, 1d-10, 'chunk states: dv')
+    call close_to(sdg, dg, 1d-10, 'chunk states: dgates')
+    ! never written by the forward: refused, nothing written
+    sq = 7
+    sdg = 7
+    msg = ''
+    call linattn_causal_backward(p, q, k, v, out, den, g, sq, sk, sv, &
+        gates=gt, dgates=sdg, chunk_states=cz, stat=st, errmsg=msg)
+    call check(st == -24 .and. all(sq == 7) .and. all(sdg == 7), &
+        'chunk states never written: refused, dq unchanged: ' // trim(msg))
+    ! one entry short: refused by the forward, its check and the backward
+    o2 = 7
+    call linattn_causal_ex(p, q, k, v, o2, gates=gt, &
+        chunk_states=cs(1:entries - 1), stat=st, errmsg=msg)
+    call check(st == -12 .and. index(msg, 'size(chunk_states)') > 0 .and. &
+        all(o2 == 7), 'chunk states short (forward): ' // trim(msg))
+    call linattn_causal_ex_check(p, q, k, v, o2, gates=gt, &
+        chunk_states=cs(1:entries - 1), stat=st)
+    call check(st == -12, 'chunk states short (forward check)')
+    call linattn_causal_backward(p, q, k, v, out, den, g, sq, sk, sv, &
+        chunk_states=cs(1:entries - 1), stat=st, errmsg=msg)
+    call check(st == -24 .and. index(msg, 'size(chunk_states)') > 0 .and. &
+        all(sq == 7), 'chunk states short (backward): ' // trim(msg))
+    call linattn_causal_chunk_states_size(p, -1_int64, entries, stat=st)
+    call check(st == -2, 'chunk states size of n < 0 refused')
+    deallocate(cs, cz)
+    call linattn_plan_destroy(p)
+  end subroutine chunk_states_check
+
+  ! chunk_states_check's first half in real32 (1e-4 of the largest).
+  subroutine chunk_states_check_s()
+    integer, parameter :: nt = 37
+    real(real32) :: q(d, nt), k(d, nt), v(e, nt), g(e, nt), out(e, nt)
+    real(real32) :: den(nt), gt(nt), dg(nt), sdg(nt)
+    real(real32) :: dq(d, nt), dk(d, nt), dv(e, nt)
+    real(real32) :: sq(d, nt), sk(d, nt), sv(e, nt)
+    real(real32), allocatable :: cs(:)
+    type(linattn_plan) :: p
+    type(linattn_opts) :: o
+    integer(int64) :: entries
+    integer :: i
+    o%log_decay = -0.05_real64
+    o%chunk = 8
+    call linattn_plan_create(p, LINATTN_MAP_ELU1, d, e, opts=o, kind=real32)
+    call fill(q, 71, -1.0_real64, 1.0_real64)
+    call fill(k, 72, -1.0_real64, 1.0_real64)
+    call fill(v, 73, -1.0_real64, 1.0_real64)
+    call fill(g, 74, -1.0_real64, 1.0_real64)
+    gt = [(-0.02_real32 * mod(i, 5), i = 1, nt)]
+    entries = -1
+    call linattn_causal_chunk_states_size(p, int(nt, int64), entries, &
+        stat=st)
+    call check(st == 0 .and. entries > 0, 'real32 chunk states size')
+    allocate(cs(entries))
+    cs = 0
+    call linattn_causal_ex(p, q, k, v, out, den=den, gates=gt, &
+        chunk_states=cs, stat=st)
+    call check(st == 0, 'real32 gated forward saving its chunk states')
+    call linattn_causal_backward(p, q, k, v, out, den, g, dq, dk, dv, &
+        gates=gt, dgates=dg, stat=st)
+    call check(st == 0, 'real32 gated backward')
+    call linattn_causal_backward(p, q, k, v, out, den, g, sq, sk, sv, &
+        gates=gt, dgates=sdg, chunk_states=cs, stat=st, errmsg=msg)
+    call check(st == 0, 'real32 backward from the chunk states: ' // &
+        trim(msg))
+    call close_to(sq, real(dq, real64), 1d-4, 'real32 chunk states: dq')
+    call close_to(sk, real(dk, real64), 1d-4, 'real32 chunk states: dk')
+    call close_to(sv, real(dv, real64), 1d-4, 'real32 chunk states: dv')
+    call close_to(sdg, real(dg, real64), 1d-4, &
+        'real32 chunk states: dgates')
+    deallocate(cs)
+    call linattn_plan_destroy(p)
+  end subroutine chunk_states_check_s
 
   subroutine qscale_check()
     real(real64) :: q(d, n), k(d, n), v(e, n), o1(e, n), o2(e, n)
