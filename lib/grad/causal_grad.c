@@ -193,6 +193,7 @@ static void scale_row(real *r, int64_t len, double f)
     if (f == 1)
         return;
     real g = (real)f;
+    LINATTN_SIMD
     for (int64_t c = 0; c < len; c++)
         r[c] *= g;
 }

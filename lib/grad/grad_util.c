@@ -160,6 +160,7 @@ void XI(accum_scale)(XI(accum) *s, acc_t f)
 {
     if (f == 1)
         return;
+    LINATTN_SIMD
     for (int64_t i = 0; i < s->len; i++)
         s->acc[i] *= f;
     XI(accum_publish)(s);
