@@ -152,11 +152,15 @@ int XI(chunk_states_threads)(const X(plan) *plan, const real *buf, int64_t n)
     uint64_t fp = 0;
     X(plan_fingerprint)(plan, &fp);
     int64_t c = XI(chunk_rows)(plan, n), nt = get_word(buf, H_THREADS);
+    int64_t chunks = n / c + (n % c != 0);
+    /* at most a range per chunk (as XI(chunk_states_len) counts them):
+     * no header, however written, makes the backward read beyond the
+     * buffer's length */
     if (get_word(buf, H_MAGIC) != (int64_t)CHUNK_MAGIC ||
         get_word(buf, H_N) != n || get_word(buf, H_CHUNK) != c ||
         get_word(buf, H_M) != plan->m || get_word(buf, H_E) != plan->e ||
         get_word(buf, H_PLAN) != (int64_t)fp || nt < 1 ||
-        nt > LINATTN_MAX_THREADS || (n > 0 && nt > n))
+        nt > LINATTN_MAX_THREADS || nt > (chunks > 1 ? chunks : 1))
         return 0;
     /* the record count the split implies, as the forward sealed it */
     if (get_word(buf, H_RECORDS) != XI(chunk_first)(n, (int)nt, (int)nt, c) + 1)
