@@ -878,9 +878,11 @@ typedef struct X(extras_s) {                                                  \
      * split whatever the backward's).  linattn_d_causal_chunk_states_size    \
      * entries (O(n m e / C): the default backward's memory does not grow     \
      * with n, this one does).  The forward writes it only when it succeeds   \
-     * (a failed call leaves it refused by the backward); the backward        \
-     * refuses (-i of the extras) a buffer not so written for its n and       \
-     * plan.  One sequence only (no offsets).  NULL: not kept */              \
+     * (a call that fails after its checks leaves it refused by the           \
+     * backward, one refused by its checks leaves it as it was); the          \
+     * backward refuses (-i of the extras) a buffer not so written for        \
+     * its n and plan.  One sequence only (no offsets); the MPI calls         \
+     * do not take it.  NULL: not kept */                                     \
     R *chunk_states;                                                          \
     void *reserved_ptr[1];                                                    \
     int64_t nseq; /* the sequences of offsets (0 without them) */             \

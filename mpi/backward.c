@@ -571,7 +571,8 @@ static void single_grads(XI(problem) *j, const real *den, const real *g,
 static int ex_taken(const X(extras) *ex)
 {
     return !ex || (!ex->key_offsets && !ex->state && !ex->dstate_end &&
-                   !ex->den && !ex->absorb && !ex->head_decays);
+                   !ex->den && !ex->absorb && !ex->head_decays &&
+                   !ex->chunk_states);
 }
 
 /* ex as the serial checks see it: a packed stream's offsets, states and

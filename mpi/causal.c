@@ -176,7 +176,7 @@ static int batched_ex_check(const X(plan) *plan, int layout, int64_t batch,
     const int arg = BATCHED_EX_ARG - 1;
     if (ex->state || ex->absorb || ex->offsets || ex->key_offsets ||
         ex->nseq || ex->states || ex->dweights || ex->dstates ||
-        ex->dstate_end)
+        ex->dstate_end || ex->chunk_states)
         return -arg;
     for (int64_t h = 0; ex->head_decays && h < heads; h++)
         if (!(ex->head_decays[h] <= 0 && ex->head_decays[h] >= -DBL_MAX))

@@ -611,7 +611,8 @@ static int ex_fields(const X(plan) *plan, int layout, int64_t nq, int64_t nk,
 {
     if (!ex)
         return 0;
-    if (ex->state || ex->key_offsets || ex->dweights ||
+    /* chunk_states: the serial calls' (a rank's rows are not a call's) */
+    if (ex->state || ex->key_offsets || ex->dweights || ex->chunk_states ||
         !MI(offsets_ok)(ex, nq, nk) || (ex->absorb && !ex->states) ||
         (ex->states && !ex->offsets) || (ex->absorb != 0 && ex->absorb != 1))
         return -arg;

@@ -1112,9 +1112,30 @@ START_TEST(chunk_states_refusals_and_bits)
                                      v.ld, out.a, out.ld, &nx, NULL),
                      -13);
     ck_assert(memcmp(out.a, out2.a, (size_t)(N * out.ld) * sizeof(real)) == 0);
-    /* the sealed buffer still serves its backward; no rows: sealed too */
+    /* the sealed buffer still serves its backward ... */
     bx.chunk_states = cs;
     ck_assert_int_eq(BWD(p, N, &bx), 0);
+    /* ... until a forward into it fails after its checks (identity map,
+     * den_0 = q_0 . k_0 < 0 under the positive policy: LINATTN_EDENOM) */
+    linattn_opts io;
+    linattn_opts_init(&io);
+    io.denom = LINATTN_DENOM_POSITIVE;
+    P(plan) *pi = NULL;
+    ck_assert_int_eq(P(plan_create)(&pi, LINATTN_MAP_IDENTITY, D, E, &io), 0);
+    tmat qn = tmat_like(&q, N, D, 0), kp = tmat_like(&q, N, D, 0);
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t c = 0; c < D; c++)
+            *tmat_at(&qn, i, c) = -1, *tmat_at(&kp, i, c) = 1;
+    P(extras) e3;
+    P(extras_init)(&e3);
+    e3.chunk_states = cs;
+    ck_assert_int_eq(P(causal_ex)(pi, ROW, N, qn.a, qn.ld, kp.a, kp.ld, v.a,
+                                  v.ld, out2.a, out2.ld, &e3, NULL),
+                     LINATTN_EDENOM);
+    ck_assert_int_eq(BWD(p, N, &bx), -24);
+    P(plan_destroy)(pi);
+    tmat_free(&qn), tmat_free(&kp);
+    /* no rows: sealed too */
     e2.offsets = NULL;
     e2.nseq = 0;
     ck_assert_int_eq(P(causal_ex)(p, ROW, 0, q.a, q.ld, k.a, k.ld, v.a, v.ld,

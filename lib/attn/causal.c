@@ -138,8 +138,8 @@ static int alloc_causal_ws(causal_ws *w, const XI(problem) *pb, int64_t c)
         for (int64_t k = 0; w->pwr && k <= c; k++)
             w->pwr[c - k] = (real)exp((double)k * XI(log_decay)(pb));
     }
-    if (pb->chunk_states)
-        w->stage = linattn_i_alloc(XI(chunk_record_len)(plan), sizeof(real));
+    if (pb->chunk_states) /* zeroed: a record's padding is written too */
+        w->stage = calloc((size_t)XI(chunk_record_len)(plan), sizeof(real));
     if (!w->phiq || !w->phik || !w->vbuf || !w->r || !w->dd || !w->b ||
         !w->z || !w->zacc || !w->zpart ||
         (LINATTN_ACC_WIDER && (!w->part || !w->acc)) ||
@@ -628,6 +628,10 @@ int XI(causal_run)(const XI(problem) *pb, int64_t *bad_row)
     int64_t c = plan->chunk < n ? plan->chunk : n;
     int64_t min_rows = plan->block > c ? plan->block : c;
     int nt = linattn_i_threads(n, min_rows);
+    /* the buffer of an earlier call is refused from here on, whatever
+     * this one returns, until it seals its own */
+    if (pb->chunk_states)
+        XI(chunk_states_clear)(pb->chunk_states);
     /* All workspace and range states before anything is written. */
     causal_ws ws[LINATTN_MAX_THREADS];
     X(state) states[LINATTN_MAX_THREADS];
@@ -657,7 +661,6 @@ int XI(causal_run)(const XI(problem) *pb, int64_t *bad_row)
     if (have == nt && from)
         seed_ws(plan, &ws[0], from);
     if (have == nt && pb->chunk_states) {
-        XI(chunk_states_clear)(pb->chunk_states);
         for (int t = 0; t < nt; t++)
             ws[t].rec = XI(chunk_record)(plan, pb->chunk_states, n, nt, t);
     }
@@ -719,6 +722,8 @@ int XI(causal_run)(const XI(problem) *pb, int64_t *bad_row)
         const causal_ws *w = &ws[nt - 1];
         refused = XI(state_take)(from, w->acc, w->ldacc, w->zacc, w->shift,
                                  pb, n);
+        if (refused && pb->chunk_states) /* a failed call seals nothing */
+            XI(chunk_states_clear)(pb->chunk_states);
     }
     for (int t = 0; t < have; t++)
         free_causal_ws(&ws[t]);

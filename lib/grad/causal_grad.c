@@ -993,6 +993,8 @@ int XI(causal_backward_run)(const XI(problem) *pb, const XI(pgrad) *pg,
     real *saved = pb->chunk_states;
     int nt = saved ? XI(chunk_states_threads)(plan, saved, n)
                    : linattn_i_threads(n, min_rows);
+    if (nt < 1) /* the header changed since the checks: a caller's race */
+        return -24;
     cws ws[LINATTN_MAX_THREADS];
     XI(pgrad) parts[LINATTN_MAX_THREADS];
     XI(pgrad) none = {NULL, NULL};
