@@ -713,6 +713,22 @@ static void backward_refuses_decay(void)
                      all_equal(&dv, SENTINEL) && bad == -5,
                  "backward case %d: written on a refusal", t);
     }
+    /* the saved chunk states are the serial calls': a rank's rows are not
+     * a call's, and the distributed calls refuse the field (-i of ex) */
+    real *cs = calloc(8192, sizeof *cs);
+    P(extras) cx;
+    P(extras_init)(&cx);
+    cx.chunk_states = cs;
+    fill(&out, SENTINEL), fill(&dq, SENTINEL);
+    st = MP(causal_ex)(plain, WORLD, ROW, c, lq.a, lq.ld, lk.a, lk.ld, lv.a, lv.ld, lo.a,
+                       lo.ld, &cx, NULL);
+    MT_CHECK(st == -13 && all_equal(&out, SENTINEL), "causal_ex with chunk_states: %d", st);
+    st = MP(causal_backward_ex)(plain, WORLD, ROW, c, lq.a, lq.ld, lk.a, lk.ld, lv.a, lv.ld,
+                                lo.a, lo.ld, den + o, lg.a, lg.ld, ldq.a, ldq.ld, ldk.a, ldk.ld,
+                                ldv.a, ldv.ld, NULL, 3, NULL, &cx, NULL);
+    MT_CHECK(st == -25 && all_equal(&dq, SENTINEL), "causal_backward_ex with chunk_states: %d",
+             st);
+    free(cs);
     free(g);
     tmat_free(&q), tmat_free(&k), tmat_free(&v), tmat_free(&gr), tmat_free(&out);
     tmat_free(&dq), tmat_free(&dk), tmat_free(&dv);
