@@ -411,6 +411,18 @@ static int arg_ok(int layout, int64_t rows, int64_t cols, const void *p,
         } else {                                                              \
             st = linattn_##P##_plan_create(&plan, map, d, e, &o);             \
         }                                                                     \
+        if (entry == 0 && !st) { /* the chunk states' size, and its errors */ \
+            int64_t sn = take_size(r, 40), sz = -7, mm = 0, ee = 0;           \
+            int nul = take(r) % 8 == 0;                                       \
+            linattn_##P##_plan_dims(plan, NULL, &mm, &ee);                    \
+            int ss = linattn_##P##_causal_chunk_states_size(                  \
+                plan, sn, nul ? NULL : &sz);                                  \
+            /* a state per chunk and the final one, at least */               \
+            if (sn < 0 ? ss != -2 || sz != -7                                 \
+                : nul  ? ss != -3                                             \
+                       : ss || sz < (sn > 0 ? 2 : 1) * mm * (ee + 1))         \
+                abort();                                                      \
+        }                                                                     \
         if (entry == 0 || st) {                                               \
             if (st && plan)                                                   \
                 abort(); /* *plan written on a rejected call */               \
