@@ -148,10 +148,11 @@ static int alloc_cws(cws *w, const XI(problem) *pb, int64_t c)
     w->vz = linattn_i_alloc(c * e, sizeof(real));
     w->rexp = linattn_i_alloc(c, sizeof(double));
     w->mrun = linattn_i_alloc(c, sizeof(double));
-    w->st = linattn_i_alloc(m * ld, sizeof(real));
+    if (pb->chunk_states) /* only the saved states' sweep turns them */
+        w->st = linattn_i_alloc(m * ld, sizeof(real));
     int bad = !w->fq || !w->fk || !w->a || !w->gh || !w->sa || !w->sp ||
               !w->y || !w->vt || !w->kt || !w->yt || !w->kz || !w->vz ||
-              !w->rexp || !w->mrun || !w->st;
+              !w->rexp || !w->mrun || (pb->chunk_states && !w->st);
     if (XI(decays)(pb)) {
         int table = !pb->part[LINATTN_I_GATE].p;
         w->bsum = linattn_i_alloc(c, sizeof(double));
